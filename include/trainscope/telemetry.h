@@ -1,0 +1,134 @@
+// Hardware telemetry: a sampler thread that watches GPUs (NVML, loaded with dlopen), the CPU
+// and this process (/proc), CPU energy (RAPL powercap) and temperatures (hwmon, thermal zones),
+// on the run's clock.
+//
+// Shapes and units
+// * A sample is (t_ns, device, metric, value). t_ns is steady_clock nanoseconds since the
+//   origin given to the sampler (DESIGN.md "One clock").
+// * device: "cpu" (whole machine), "cpu<N>" (logical CPU N as numbered in /proc/stat),
+//   "process" (this process), "gpu<N>" (NVML index N; map to CUDA through GpuInfo::pci_bus_id),
+//   "hwmon:<chip>:<label>" and "thermal:<type>" (individual temperature sensors).
+// * metric names end in their unit: _pct (0..100), _w, _j, _c (degrees Celsius), _bytes,
+//   _mhz, _bytes_per_s, _count, _mask (a bit set, no unit). The full list with ranges is
+//   telemetry_fields() and docs/telemetry.md.
+// * A value that could not be measured is never stored: "not supported", sentinel values
+//   (0xFFFFFFFF, ~0ULL, NVML_VALUE_NOT_AVAILABLE), non-finite and out-of-range readings are
+//   dropped and counted per field with the reason.
+// * Energy counters (*energy_j) are cumulative joules, monotonic: NVML's total-energy counter
+//   converted from mJ, RAPL's counter with wrap-around undone via max_energy_range_uj.
+//
+// Errors
+// * Options out of range throw trainscope::Error(kInvalidArgument) from the constructor.
+// * A source that cannot be used (no library, no files, EACCES) is not an error: sources()
+//   lists it as unavailable with the reason, and sampling goes on with the others.
+// * write_samples_csv_gz throws trainscope::Error(kIo).
+//
+// Thread safety: every const member may be called from any thread while sampling runs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainscope {
+
+struct TelemetryOptions {
+  double interval_s = 0.1;  // sampling period; 0.001 .. 1.0 (1..1000 Hz), else kInvalidArgument
+  std::string proc_root = "/proc", sys_root = "/sys";
+  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path; "" disables NVML
+  bool enable_nvml = true, enable_proc = true, enable_rapl = true, enable_hwmon = true;
+  // Period of the ms-slow fields (NVML energy counter, PCIe throughput, process list, GPM
+  // metrics): BENCHMARKS.md measured 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
+  // against 0.3..6 us for the others. Never faster than interval_s.
+  double slow_interval_s = 1.0;
+};
+
+struct CounterSeries {
+  std::string device;  // "cpu", "gpu0" (NVML index), ...
+  std::string metric;  // with unit, e.g. "power_w"
+  std::vector<std::pair<int64_t, double>> points;  // (ns since origin, value)
+};
+
+struct GpuInfo {
+  int nvml_index = -1;
+  std::string name, uuid, pci_bus_id;  // pci_bus_id as NVML gives it: "00000000:01:00.0"
+  std::optional<uint64_t> memory_total_bytes;
+  std::optional<double> power_limit_w;  // enforced power limit
+};
+
+/// One reading of one poll (monitor, Prometheus).
+struct TelemetryReading {
+  std::string device, metric;
+  double value = 0;
+};
+
+/// Everything one poll of all sources returned, at one time.
+struct TelemetrySnapshot {
+  int64_t t_ns = 0;
+  std::vector<TelemetryReading> readings;
+  /// Value of (device, metric) in this snapshot, if it was measured.
+  std::optional<double> get(const std::string& device, const std::string& metric) const;
+};
+
+/// Static description of a metric (the catalogue behind validation, docs and /metrics).
+struct TelemetryField {
+  const char* metric;  // e.g. "power_w"
+  double min, max;     // valid range; readings outside are dropped as "out_of_range"
+  const char* help;    // one line, for Prometheus HELP and docs
+};
+/// All metrics any source can produce (per-device prefixes such as "core" are not repeated).
+const std::vector<TelemetryField>& telemetry_fields();
+
+class TelemetrySampler {
+ public:
+  // origin: the run's clock zero; all sample times are steady_clock ns since origin.
+  TelemetrySampler(const TelemetryOptions&, std::chrono::steady_clock::time_point origin);
+  ~TelemetrySampler();  // stops the thread
+  TelemetrySampler(const TelemetrySampler&) = delete;
+  TelemetrySampler& operator=(const TelemetrySampler&) = delete;
+
+  void probe();  // probes the sources once (start() calls it); idempotent
+  void start();  // probes sources (once) and starts the thread
+  void stop();   // idempotent; the samples stay available
+  bool running() const;
+
+  /// Polls every source now (on the caller's thread), stores and returns the result.
+  /// Used by `monitor` without a thread; safe to call while the thread runs.
+  TelemetrySnapshot sample_now();
+  /// The most recent poll, if any.
+  std::optional<TelemetrySnapshot> latest() const;
+
+  std::vector<GpuInfo> gpus() const;
+  /// [{name, available, reason, fields_supported:[...], details:{...}}]; reason is "" when
+  /// available. NVML details carry driver/NVML versions and lost GPUs.
+  nlohmann::json sources() const;
+  /// Summary of [t0_ns, t1_ns]:
+  /// {"t0_ns","t1_ns","duration_s","sources":[...],
+  ///  "devices":{"gpu0":{"fields":{"power_w":{"mean","p50","p95","max","count","dropped",
+  ///                                          "drop_reasons":{...},"update_period_s"}},
+  ///                     "energy":{"energy_j","energy_method":"counter"|"power_integration",
+  ///                               "counter_update_period_s","short_window",
+  ///                               "joules_per_sample" (when samples_processed > 0)}}}}
+  /// Percentiles are nearest-rank. update_period_s is the mean time between changes of the
+  /// reading (a sensor polled faster than it updates repeats itself), null with < 2 changes.
+  /// energy is absent for a device with neither an energy counter nor a power reading.
+  nlohmann::json summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed = 0) const;
+  std::vector<CounterSeries> series() const;  // for trace counter tracks and charts
+  /// Raw samples, gzip CSV with header "t_ns,device,metric,value".
+  void write_samples_csv_gz(const std::string& path) const;  // throws Error(kIo) on failure
+
+  /// Nanoseconds since origin, now.
+  int64_t now_ns() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainscope

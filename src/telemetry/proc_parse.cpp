@@ -1,0 +1,129 @@
+#include "telemetry/proc_parse.h"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace trainscope::telemetry {
+
+namespace {
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+template <class Fn>
+void for_each_line(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    fn(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+std::vector<std::string_view> split_ws(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<uint64_t> parse_u64(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> parse_i64(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::map<std::string, CpuJiffies> parse_proc_stat(std::string_view text) {
+  std::map<std::string, CpuJiffies> out;
+  for_each_line(text, [&](std::string_view line) {
+    if (line.substr(0, 3) != "cpu") return;
+    auto f = split_ws(line);
+    if (f.size() < 5) return;  // at least user nice system idle
+    uint64_t v[8] = {};
+    size_t n = std::min<size_t>(f.size() - 1, 8);
+    for (size_t i = 0; i < n; ++i) {
+      auto x = parse_u64(f[i + 1]);
+      if (!x) return;
+      v[i] = *x;
+    }
+    CpuJiffies j;
+    for (size_t i = 0; i < 8; ++i) j.total += v[i];
+    j.busy = j.total - v[3] - v[4];  // minus idle, iowait
+    out[std::string(f[0])] = j;
+  });
+  return out;
+}
+
+std::optional<SelfStat> parse_self_stat(std::string_view text) {
+  size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  auto f = split_ws(trim(text.substr(close + 1)));
+  // f[0] is field 3 (state); field k is f[k - 3].
+  if (f.size() < 18) return std::nullopt;
+  auto ut = parse_u64(f[14 - 3]), st = parse_u64(f[15 - 3]);
+  auto th = parse_i64(f[20 - 3]);
+  if (!ut || !st || !th) return std::nullopt;
+  return SelfStat{*ut + *st, *th};
+}
+
+std::optional<uint64_t> parse_kb_field(std::string_view text, std::string_view key) {
+  std::optional<uint64_t> out;
+  for_each_line(text, [&](std::string_view line) {
+    if (out || line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') return;
+    auto f = split_ws(line.substr(key.size() + 1));
+    if (f.empty()) return;
+    auto v = parse_u64(f[0]);
+    if (!v) return;
+    uint64_t mult = 1;
+    if (f.size() > 1) {
+      if (f[1] == "kB") mult = 1024;
+      else return;
+    }
+    out = *v * mult;
+  });
+  return out;
+}
+
+std::vector<double> parse_cpuinfo_mhz(std::string_view text) {
+  std::vector<double> out;
+  for_each_line(text, [&](std::string_view line) {
+    if (line.substr(0, 7) != "cpu MHz") return;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return;
+    std::string v(trim(line.substr(colon + 1)));
+    char* end = nullptr;
+    double mhz = std::strtod(v.c_str(), &end);
+    if (end != v.c_str() && *end == '\0') out.push_back(mhz);
+  });
+  return out;
+}
+
+std::optional<double> cpu_util_pct(const CpuJiffies& a, const CpuJiffies& b) {
+  if (b.total <= a.total || b.busy < a.busy) return std::nullopt;
+  uint64_t dt = b.total - a.total, db = b.busy - a.busy;
+  if (db > dt) return std::nullopt;
+  return 100.0 * static_cast<double>(db) / static_cast<double>(dt);
+}
+
+}  // namespace trainscope::telemetry

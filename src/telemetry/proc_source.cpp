@@ -1,0 +1,156 @@
+// CPU, host memory and this process, from /proc (proc(5)) and cpufreq in /sys.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "telemetry/proc_parse.h"
+#include "telemetry/source.h"
+
+namespace trainscope::telemetry {
+namespace {
+
+class ProcSource final : public TelemetrySource {
+ public:
+  ProcSource(std::string proc_root, std::string sys_root, FileReader reader)
+      : proc_(std::move(proc_root)), sys_(std::move(sys_root)), read_(std::move(reader)) {
+    long tck = ::sysconf(_SC_CLK_TCK);
+    ticks_per_s_ = tck > 0 ? static_cast<double>(tck) : 100.0;
+  }
+
+  std::string name() const override { return "proc"; }
+
+  SourceProbe probe() override {
+    auto stat = read_(proc_ + "/stat");
+    if (!stat.text) return {false, proc_ + "/stat: " + errno_text(stat.error)};
+    auto cpus = parse_proc_stat(*stat.text);
+    if (!cpus.count("cpu")) return {false, proc_ + "/stat: no 'cpu' line (not a procfs stat file)"};
+    for (const auto& [name, j] : cpus)
+      if (name != "cpu") cpu_names_.push_back(name);
+    fields_ = {"util_pct"};
+    has_self_stat_ = parse_self_stat(read_(proc_ + "/self/stat").text.value_or("")).has_value();
+    if (has_self_stat_) fields_.insert(fields_.end(), {"cpu_pct", "threads_count"});
+    else notes_.push_back(proc_ + "/self/stat unreadable");
+    auto status = read_(proc_ + "/self/status").text.value_or("");
+    has_status_ = parse_kb_field(status, "VmRSS").has_value();
+    if (has_status_) fields_.insert(fields_.end(), {"rss_bytes", "peak_rss_bytes"});
+    else notes_.push_back(proc_ + "/self/status has no VmRSS");
+    auto meminfo = read_(proc_ + "/meminfo").text.value_or("");
+    has_meminfo_ = parse_kb_field(meminfo, "MemTotal").has_value();
+    if (has_meminfo_) fields_.insert(fields_.end(), {"mem_total_bytes", "mem_used_bytes", "mem_available_bytes"});
+    else notes_.push_back(proc_ + "/meminfo has no MemTotal");
+    // Frequency: cpufreq (per CPU, kHz) when the kernel exposes it, else /proc/cpuinfo MHz.
+    for (const auto& c : cpu_names_) {
+      auto p = sys_ + "/devices/system/cpu/" + c + "/cpufreq/scaling_cur_freq";
+      if (read_(p).text) freq_files_.emplace_back(c, p);
+    }
+    if (freq_files_.empty()) {
+      auto mhz = parse_cpuinfo_mhz(read_(proc_ + "/cpuinfo").text.value_or(""));
+      freq_from_cpuinfo_ = !mhz.empty();
+      if (!freq_from_cpuinfo_) notes_.push_back("no cpufreq scaling_cur_freq and no 'cpu MHz' in cpuinfo");
+    }
+    if (!freq_files_.empty() || freq_from_cpuinfo_) fields_.push_back("freq_mhz");
+    return {true, ""};
+  }
+
+  std::vector<std::string> fields_supported() const override { return fields_; }
+
+  nlohmann::json details() const override {
+    return {{"logical_cpus", cpu_names_.size()},
+            {"freq_source", !freq_files_.empty() ? "cpufreq" : freq_from_cpuinfo_ ? "cpuinfo" : "none"},
+            {"notes", notes_}};
+  }
+
+  void sample(int64_t t_ns, SampleBatch& out) override {
+    auto stat = read_(proc_ + "/stat");
+    if (!stat.text) {
+      out.drop("cpu", "util_pct", "unreadable");
+    } else {
+      auto cpus = parse_proc_stat(*stat.text);
+      if (cpus.empty()) out.drop("cpu", "util_pct", "parse_error");
+      for (const auto& [name, j] : cpus) {
+        auto it = last_jiffies_.find(name);
+        if (it != last_jiffies_.end()) {
+          if (auto u = cpu_util_pct(it->second, j)) out.add(name, "util_pct", *u);
+        }
+        last_jiffies_[name] = j;
+      }
+    }
+    if (has_self_stat_) {
+      auto s = parse_self_stat(read_(proc_ + "/self/stat").text.value_or(""));
+      if (!s) {
+        out.drop("process", "cpu_pct", "parse_error");
+      } else {
+        out.add("process", "threads_count", static_cast<double>(s->threads));
+        if (last_self_ && t_ns > last_self_t_ns_ && s->cpu_ticks >= last_self_->cpu_ticks) {
+          double cpu_s = static_cast<double>(s->cpu_ticks - last_self_->cpu_ticks) / ticks_per_s_;
+          out.add("process", "cpu_pct", 100.0 * cpu_s / (static_cast<double>(t_ns - last_self_t_ns_) * 1e-9));
+        }
+        last_self_ = s;
+        last_self_t_ns_ = t_ns;
+      }
+    }
+    if (has_status_) {
+      auto text = read_(proc_ + "/self/status").text.value_or("");
+      auto rss = parse_kb_field(text, "VmRSS"), hwm = parse_kb_field(text, "VmHWM");
+      if (rss) out.add("process", "rss_bytes", static_cast<double>(*rss));
+      else out.drop("process", "rss_bytes", "parse_error");
+      if (hwm) out.add("process", "peak_rss_bytes", static_cast<double>(*hwm));
+      else out.drop("process", "peak_rss_bytes", "parse_error");
+    }
+    if (has_meminfo_) {
+      auto text = read_(proc_ + "/meminfo").text.value_or("");
+      auto total = parse_kb_field(text, "MemTotal"), avail = parse_kb_field(text, "MemAvailable");
+      if (total) out.add("cpu", "mem_total_bytes", static_cast<double>(*total));
+      else out.drop("cpu", "mem_total_bytes", "parse_error");
+      if (avail) out.add("cpu", "mem_available_bytes", static_cast<double>(*avail));
+      if (total && avail && *avail <= *total) out.add("cpu", "mem_used_bytes", static_cast<double>(*total - *avail));
+      else out.drop("cpu", "mem_used_bytes", "parse_error");
+    }
+    sample_freq(out);
+  }
+
+ private:
+  void sample_freq(SampleBatch& out) {
+    double sum = 0;
+    int n = 0;
+    if (!freq_files_.empty()) {
+      for (const auto& [cpu, path] : freq_files_) {
+        auto khz = parse_u64(read_(path).text.value_or(""));
+        if (!khz) {
+          out.drop(cpu, "freq_mhz", "unreadable");
+          continue;
+        }
+        double mhz = static_cast<double>(*khz) / 1000.0;
+        out.add(cpu, "freq_mhz", mhz);
+        sum += mhz;
+        ++n;
+      }
+    } else if (freq_from_cpuinfo_) {
+      auto mhz = parse_cpuinfo_mhz(read_(proc_ + "/cpuinfo").text.value_or(""));
+      for (size_t i = 0; i < mhz.size(); ++i) {
+        out.add("cpu" + std::to_string(i), "freq_mhz", mhz[i]);
+        sum += mhz[i];
+        ++n;
+      }
+    }
+    if (n > 0) out.add("cpu", "freq_mhz", sum / n);
+  }
+
+  std::string proc_, sys_;
+  FileReader read_;
+  double ticks_per_s_ = 100;
+  std::vector<std::string> cpu_names_, fields_, notes_;
+  std::vector<std::pair<std::string, std::string>> freq_files_;
+  bool freq_from_cpuinfo_ = false, has_self_stat_ = false, has_status_ = false, has_meminfo_ = false;
+  std::map<std::string, CpuJiffies> last_jiffies_;
+  std::optional<SelfStat> last_self_;
+  int64_t last_self_t_ns_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader) {
+  return std::make_unique<ProcSource>(std::move(proc_root), std::move(sys_root), reader ? std::move(reader) : FileReader(read_text_file));
+}
+
+}  // namespace trainscope::telemetry

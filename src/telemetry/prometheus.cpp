@@ -1,0 +1,267 @@
+// Prometheus text exposition format 0.0.4
+// (https://prometheus.io/docs/instrumenting/exposition_formats/) and a loopback HTTP server.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "telemetry/source.h"
+#include "trainscope/error.h"
+#include "trainscope/telemetry_prometheus.h"
+
+namespace trainscope {
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+std::string escape_label(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '"') o += "\\\"";
+    else if (c == '\n') o += "\\n";
+    else o += c;
+  }
+  return o;
+}
+
+std::string escape_help(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '\n') o += "\\n";
+    else o += c;
+  }
+  return o;
+}
+
+struct Family {
+  std::string help, type;
+  std::vector<std::string> samples;
+};
+
+/// metric with unit suffix -> (base name with Prometheus unit, scale, type).
+struct Mapped {
+  std::string name;
+  double scale = 1;
+  std::string type = "gauge";
+};
+
+Mapped map_metric(std::string m) {
+  struct Unit {
+    const char* suffix;
+    const char* prom;
+    double scale;
+    const char* type;
+  };
+  static const Unit kUnits[] = {{"_bytes_per_s", "_bytes_per_second", 1, "gauge"},
+                                {"_pct", "_ratio", 0.01, "gauge"},
+                                {"_w", "_watts", 1, "gauge"},
+                                {"_j", "_joules_total", 1, "counter"},
+                                {"_c", "_celsius", 1, "gauge"},
+                                {"_bytes", "_bytes", 1, "gauge"},
+                                {"_mhz", "_hertz", 1e6, "gauge"},
+                                {"_count", "", 1, "gauge"},
+                                {"_mask", "", 1, "gauge"}};
+  Mapped out;
+  std::string unit;
+  for (const auto& u : kUnits)
+    if (ends_with(m, u.suffix)) {
+      m.resize(m.size() - std::strlen(u.suffix));
+      unit = u.prom;
+      out.scale = u.scale;
+      out.type = u.type;
+      break;
+    }
+  // Spell out abbreviations (Prometheus names are read by people who never saw ours).
+  auto replace_word = [&](const std::string& from, const std::string& to) {
+    std::string r;
+    size_t i = 0;
+    while (i < m.size()) {
+      size_t j = m.find('_', i);
+      std::string w = m.substr(i, j == std::string::npos ? std::string::npos : j - i);
+      r += (w == from ? to : w);
+      if (j == std::string::npos) break;
+      r += '_';
+      i = j + 1;
+    }
+    m = r;
+  };
+  replace_word("util", "utilization");
+  replace_word("mem", "memory");
+  replace_word("temp", "temperature");
+  replace_word("freq", "frequency");
+  replace_word("avg", "average");
+  out.name = m + unit;
+  return out;
+}
+
+}  // namespace
+
+std::string format_prometheus(const TelemetrySnapshot& snap, const std::vector<GpuInfo>& gpus) {
+  std::map<std::string, Family> families;
+  for (const auto& r : snap.readings) {
+    Mapped mm = map_metric(r.metric);
+    std::string prefix, labels;
+    const std::string& d = r.device;
+    if (d.rfind("gpu", 0) == 0) {
+      prefix = "trainscope_gpu_";
+      std::string idx = d.substr(3);
+      labels = fmt::format("gpu=\"{}\"", escape_label(idx));
+      for (const auto& g : gpus)
+        if (std::to_string(g.nvml_index) == idx)
+          labels += fmt::format(",uuid=\"{}\",name=\"{}\"", escape_label(g.uuid), escape_label(g.name));
+    } else if (d == "cpu" && r.metric.rfind("mem_", 0) == 0) {
+      prefix = "trainscope_host_";
+    } else if (d.rfind("cpu", 0) == 0) {
+      prefix = "trainscope_cpu_";
+      labels = fmt::format("cpu=\"{}\"", d == "cpu" ? std::string("all") : escape_label(d.substr(3)));
+    } else if (d == "process") {
+      prefix = "trainscope_process_";
+      if (mm.name == "rss_bytes") mm.name = "resident_memory_bytes";
+      if (mm.name == "peak_rss_bytes") mm.name = "resident_memory_peak_bytes";
+    } else {
+      prefix = "trainscope_sensor_";
+      labels = fmt::format("sensor=\"{}\"", escape_label(d));
+    }
+    std::string name = prefix + mm.name;
+    Family& f = families[name];
+    if (f.help.empty()) {
+      const TelemetryField* field = telemetry::find_field(r.metric);
+      f.help = field ? field->help : r.metric;
+      f.type = mm.type;
+    }
+    f.samples.push_back(fmt::format("{}{}{}{} {}", name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}",
+                                    mm.scale == 0.01 ? r.value / 100.0 : r.value * mm.scale));
+  }
+  std::string out;
+  for (const auto& [name, f] : families) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, escape_help(f.help), name, f.type);
+    for (const auto& s : f.samples) out += s + "\n";
+  }
+  return out;
+}
+
+std::pair<std::string, uint16_t> parse_listen_address(const std::string& text) {
+  size_t colon = text.rfind(':');
+  auto bad = [&] {
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--listen '{}' is not HOST:PORT with an IPv4 host and a port 0..65535 (e.g. 127.0.0.1:9400)", text));
+  };
+  if (colon == std::string::npos || colon == 0) bad();
+  std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  in_addr a{};
+  if (::inet_pton(AF_INET, host.c_str(), &a) != 1) bad();
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) bad();
+  unsigned long p = std::stoul(port);
+  if (p > 65535) bad();
+  return {host, static_cast<uint16_t>(p)};
+}
+
+struct MetricsServer::Impl {
+  int fd = -1;
+  uint16_t port = 0;
+  std::function<std::string()> render;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  void serve_one(int c) {
+    // Read the request head (bounded; a scrape is a few hundred bytes).
+    std::string req;
+    char buf[2048];
+    while (req.find("\r\n\r\n") == std::string::npos && req.size() < 16384) {
+      pollfd p{c, POLLIN, 0};
+      if (::poll(&p, 1, 2000) <= 0) break;
+      ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      req.append(buf, static_cast<size_t>(n));
+    }
+    std::string line = req.substr(0, req.find("\r\n"));
+    std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
+    if (line.rfind("GET ", 0) != 0) {
+      status = "405 Method Not Allowed";
+      body = "only GET is supported\n";
+      type = "text/plain";
+    } else {
+      std::string path = line.substr(4, line.find(' ', 4) - 4);
+      if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
+        try {
+          body = render();
+        } catch (const std::exception& e) {
+          status = "500 Internal Server Error";
+          body = std::string(e.what()) + "\n";
+          type = "text/plain";
+        }
+      } else {
+        status = "404 Not Found";
+        body = "trainscope serves /metrics only\n";
+        type = "text/plain";
+      }
+    }
+    std::string resp = fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                   status, type, body.size(), body);
+    size_t off = 0;
+    while (off < resp.size()) {
+      ssize_t n = ::send(c, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    ::close(c);
+  }
+
+  void loop() {
+    while (!stop.load()) {
+      pollfd p{fd, POLLIN, 0};
+      int r = ::poll(&p, 1, 100);  // wakes to notice stop
+      if (r <= 0) continue;
+      int c = ::accept(fd, nullptr, nullptr);
+      if (c < 0) continue;
+      serve_one(c);
+    }
+  }
+};
+
+MetricsServer::MetricsServer(const std::string& host, uint16_t port, std::function<std::string()> render)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->render = std::move(render);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+    throw_error(ErrorKind::kInvalidArgument, fmt::format("metrics server: '{}' is not an IPv4 address", host));
+  impl_->fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (impl_->fd < 0) throw_error(ErrorKind::kIo, fmt::format("metrics server: socket() failed: {}", std::strerror(errno)));
+  int one = 1;
+  ::setsockopt(impl_->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(impl_->fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(impl_->fd, 16) != 0) {
+    int err = errno;
+    ::close(impl_->fd);
+    throw_error(ErrorKind::kIo, fmt::format("metrics server: cannot listen on {}:{}: {} (port in use? pick another with --listen)",
+                                            host, port, std::strerror(err)));
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(impl_->fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  impl_->port = ntohs(addr.sin_port);
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+MetricsServer::~MetricsServer() { stop(); }
+
+uint16_t MetricsServer::port() const { return impl_->port; }
+
+void MetricsServer::stop() {
+  if (impl_->stop.exchange(true)) return;
+  if (impl_->thread.joinable()) impl_->thread.join();
+  ::close(impl_->fd);
+}
+
+}  // namespace trainscope

@@ -1,0 +1,419 @@
+// TelemetrySampler: owns the sources, the sampling thread and the sample store.
+// Locking: poll_mu_ serialises polls (sources are not thread-safe); data_mu_ guards the
+// store and the cached source descriptions; stop_mu_ + cv_ wake the thread on stop().
+// Readers (summarize, series, ...) only take data_mu_, so a slow NVML call never blocks them.
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "telemetry/source.h"
+#include "trainscope/error.h"
+#include "trainscope/telemetry.h"
+
+namespace trainscope {
+
+using telemetry::SampleBatch;
+using telemetry::TelemetrySource;
+
+namespace {
+
+struct FieldStore {
+  std::vector<int64_t> t;
+  std::vector<double> v;
+  std::vector<int64_t> change_t;  // times at which the reading differed from the previous one
+  std::vector<std::pair<int64_t, std::string>> drops;
+};
+
+using FieldKey = std::pair<std::string, std::string>;  // (device, metric)
+
+double percentile_nearest_rank(std::vector<double>& sorted, double p) {
+  size_t n = sorted.size();
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
+  return sorted[std::clamp<size_t>(rank, 1, n) - 1];
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Value of a piecewise-linear series at t (clamped to its ends).
+double interpolate(const FieldStore& f, int64_t t) {
+  auto it = std::lower_bound(f.t.begin(), f.t.end(), t);
+  if (it == f.t.begin()) return f.v.front();
+  if (it == f.t.end()) return f.v.back();
+  size_t i = static_cast<size_t>(it - f.t.begin());
+  if (f.t[i] == t) return f.v[i];
+  double w = static_cast<double>(t - f.t[i - 1]) / static_cast<double>(f.t[i] - f.t[i - 1]);
+  return f.v[i - 1] + w * (f.v[i] - f.v[i - 1]);
+}
+
+std::optional<double> mean_update_period_s(const std::vector<int64_t>& change_t, int64_t t0, int64_t t1) {
+  auto b = std::lower_bound(change_t.begin(), change_t.end(), t0);
+  auto e = std::upper_bound(change_t.begin(), change_t.end(), t1);
+  if (e - b < 2) return std::nullopt;
+  return static_cast<double>(*(e - 1) - *b) * 1e-9 / static_cast<double>(e - b - 1);
+}
+
+}  // namespace
+
+struct TelemetrySampler::Impl {
+  TelemetryOptions opt;
+  std::chrono::steady_clock::time_point origin;
+  std::vector<std::unique_ptr<TelemetrySource>> sources;  // available ones only
+
+  std::mutex poll_mu;
+  bool probed = false;
+
+  mutable std::mutex data_mu;
+  std::map<FieldKey, FieldStore> store;
+  nlohmann::json sources_json = nlohmann::json::array();
+  std::vector<GpuInfo> gpus;
+  std::optional<TelemetrySnapshot> latest;
+
+  std::mutex stop_mu;
+  std::condition_variable cv;
+  bool stop_requested = false;
+  std::thread thread;
+  std::atomic<bool> running{false};
+
+  int64_t now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
+  }
+
+  // Source descriptions: probe results plus live fields_supported and details.
+  struct Probe {
+    std::string name;
+    bool available;
+    std::string reason;
+    TelemetrySource* source;
+  };
+  std::vector<Probe> probes;
+
+  nlohmann::json describe_sources() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : probes) {
+      nlohmann::json j = {{"name", p.name}, {"available", p.available}, {"reason", p.reason}};
+      j["fields_supported"] = p.source ? nlohmann::json(p.source->fields_supported()) : nlohmann::json::array();
+      j["details"] = p.source ? p.source->details() : nlohmann::json::object();
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  void probe() {
+    std::lock_guard poll_lock(poll_mu);
+    if (probed) return;
+    probed = true;
+    int64_t slow_ns = static_cast<int64_t>(std::max(opt.slow_interval_s, opt.interval_s) * 1e9);
+    auto consider = [&](const char* name, bool enabled, const char* flag, auto make) {
+      if (!enabled) {
+        probes.push_back({name, false, std::string("disabled (") + flag + " = false)", nullptr});
+        return;
+      }
+      std::unique_ptr<TelemetrySource> s = make();
+      telemetry::SourceProbe r = s->probe();
+      if (!r.available) {
+        probes.push_back({name, false, r.reason, nullptr});
+        return;
+      }
+      probes.push_back({name, true, r.reason, s.get()});
+      sources.push_back(std::move(s));
+    };
+    consider("nvml", opt.enable_nvml && !opt.nvml_library.empty(), "enable_nvml or nvml_library",
+             [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns); });
+    consider("proc", opt.enable_proc, "enable_proc", [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}); });
+    consider("rapl", opt.enable_rapl, "enable_rapl", [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
+    consider("hwmon", opt.enable_hwmon, "enable_hwmon", [&] { return telemetry::make_hwmon_source(opt.sys_root, {}); });
+    std::vector<GpuInfo> g;
+    for (const auto& s : sources) {
+      auto more = s->gpus();
+      g.insert(g.end(), more.begin(), more.end());
+    }
+    nlohmann::json desc = describe_sources();
+    std::lock_guard data_lock(data_mu);
+    gpus = std::move(g);
+    sources_json = std::move(desc);
+  }
+
+  TelemetrySnapshot poll() {
+    std::lock_guard poll_lock(poll_mu);
+    std::vector<SampleBatch> batches;
+    for (auto& s : sources) {
+      SampleBatch b;
+      b.t_ns = now_ns();  // per source: a slow NVML poll must not shift the others' times
+      s->sample(b.t_ns, b);
+      batches.push_back(std::move(b));
+    }
+    nlohmann::json desc = describe_sources();
+    TelemetrySnapshot snap;
+    snap.t_ns = batches.empty() ? now_ns() : batches.front().t_ns;
+    std::lock_guard data_lock(data_mu);
+    for (auto& b : batches) {
+      for (auto& r : b.values) {
+        FieldStore& f = store[{r.device, r.metric}];
+        if (!f.t.empty() && b.t_ns < f.t.back()) continue;  // cannot happen with one clock; keeps t sorted
+        if (f.v.empty() || f.v.back() != r.value) f.change_t.push_back(b.t_ns);
+        f.t.push_back(b.t_ns);
+        f.v.push_back(r.value);
+        snap.readings.push_back(r);
+      }
+      for (auto& d : b.drops) store[{d.device, d.metric}].drops.emplace_back(b.t_ns, d.reason);
+    }
+    sources_json = std::move(desc);
+    latest = snap;
+    return snap;
+  }
+
+  void run() {
+    auto period = std::chrono::nanoseconds(static_cast<int64_t>(opt.interval_s * 1e9));
+    auto next = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::unique_lock lk(stop_mu);
+        if (cv.wait_until(lk, next, [&] { return stop_requested; })) break;
+      }
+      poll();
+      next += period;
+      auto now = std::chrono::steady_clock::now();
+      if (next < now) next = now + period;  // fell behind (slow source): skip, do not burst
+    }
+  }
+
+  nlohmann::json energy_for(const std::string& device, const std::map<std::string, const FieldStore*>& fields, int64_t t0,
+                            int64_t t1, int64_t samples_processed) const {
+    const double window_s = static_cast<double>(t1 - t0) * 1e-9;
+    nlohmann::json e;
+    // 1. Counters (NVML total energy, RAPL package + DRAM).
+    double total = 0;
+    bool counter_ok = false;
+    double period_s = 0;
+    bool short_window = false;
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [metric, f] : fields) {
+      if (!ends_with(metric, "energy_j")) continue;
+      auto b = std::lower_bound(f->t.begin(), f->t.end(), t0);
+      auto en = std::upper_bound(f->t.begin(), f->t.end(), t1);
+      bool covers = !f->t.empty() && f->t.front() <= t0 && f->t.back() >= t1;
+      if (!covers && en - b < 2) continue;  // too few readings to attribute anything
+      int64_t a = covers ? t0 : *b, z = covers ? t1 : *(en - 1);
+      double j = interpolate(*f, z) - interpolate(*f, a);
+      if (j < 0) continue;  // counter reset (driver reload): not usable
+      // A counter's effective resolution is the larger of its update and polling periods.
+      double poll_s = f->t.size() >= 2 ? static_cast<double>(f->t.back() - f->t.front()) * 1e-9 / static_cast<double>(f->t.size() - 1) : 0;
+      double upd_s = mean_update_period_s(f->change_t, f->t.front(), f->t.back()).value_or(poll_s);
+      period_s = std::max({period_s, poll_s, upd_s});
+      parts[metric] = j;
+      total += j;
+      counter_ok = true;
+      if (!covers) short_window = true;
+    }
+    if (counter_ok) {
+      e["energy_j"] = total;
+      e["energy_method"] = "counter";
+      e["components_j"] = parts;
+      e["counter_update_period_s"] = period_s;
+      e["short_window"] = short_window || window_s < period_s;
+    } else {
+      // 2. Fallback: trapezoid over the power readings.
+      const FieldStore* p = nullptr;
+      for (const char* m : {"power_instant_w", "power_w"})
+        if (auto it = fields.find(m); it != fields.end() && it->second->t.size() >= 2) {
+          p = it->second;
+          e["power_field"] = m;
+          break;
+        }
+      if (!p) return nullptr;
+      int64_t a = std::max(t0, p->t.front()), z = std::min(t1, p->t.back());
+      if (z <= a) return nullptr;
+      std::vector<std::pair<int64_t, double>> pts{{a, interpolate(*p, a)}};
+      for (size_t i = 0; i < p->t.size(); ++i)
+        if (p->t[i] > a && p->t[i] < z) pts.emplace_back(p->t[i], p->v[i]);
+      pts.emplace_back(z, interpolate(*p, z));
+      double j = 0;
+      for (size_t i = 1; i < pts.size(); ++i)
+        j += 0.5 * (pts[i].second + pts[i - 1].second) * static_cast<double>(pts[i].first - pts[i - 1].first) * 1e-9;
+      double poll_s = static_cast<double>(p->t.back() - p->t.front()) * 1e-9 / static_cast<double>(p->t.size() - 1);
+      double upd_s = mean_update_period_s(p->change_t, p->t.front(), p->t.back()).value_or(poll_s);
+      e["energy_j"] = j;
+      e["energy_method"] = "power_integration";
+      e["covered_s"] = static_cast<double>(z - a) * 1e-9;
+      e["counter_update_period_s"] = std::max(poll_s, upd_s);
+      e["short_window"] = window_s < std::max(poll_s, upd_s) || (z - a) < (t1 - t0);
+    }
+    if (samples_processed > 0) e["joules_per_sample"] = e["energy_j"].get<double>() / static_cast<double>(samples_processed);
+    (void)device;
+    return e;
+  }
+};
+
+TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::steady_clock::time_point origin)
+    : impl_(std::make_unique<Impl>()) {
+  if (!(opt.interval_s >= 0.001 - 1e-12 && opt.interval_s <= 1.0 + 1e-12))
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("telemetry interval {} s is out of range: use 0.001 .. 1 s (1 .. 1000 Hz; default 0.1 s = 10 Hz)",
+                            opt.interval_s));
+  if (!(opt.slow_interval_s > 0 && opt.slow_interval_s <= 3600))
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("telemetry slow_interval_s {} is out of range: use (0, 3600] s", opt.slow_interval_s));
+  impl_->opt = opt;
+  impl_->origin = origin;
+}
+
+TelemetrySampler::~TelemetrySampler() { stop(); }
+
+void TelemetrySampler::probe() { impl_->probe(); }
+
+void TelemetrySampler::start() {
+  impl_->probe();
+  if (impl_->running.exchange(true)) return;
+  {
+    std::lock_guard lk(impl_->stop_mu);
+    impl_->stop_requested = false;
+  }
+  impl_->thread = std::thread([this] { impl_->run(); });
+}
+
+void TelemetrySampler::stop() {
+  if (!impl_->running.exchange(false)) return;
+  {
+    std::lock_guard lk(impl_->stop_mu);
+    impl_->stop_requested = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+bool TelemetrySampler::running() const { return impl_->running.load(); }
+
+TelemetrySnapshot TelemetrySampler::sample_now() {
+  impl_->probe();
+  return impl_->poll();
+}
+
+std::optional<TelemetrySnapshot> TelemetrySampler::latest() const {
+  std::lock_guard lk(impl_->data_mu);
+  return impl_->latest;
+}
+
+std::vector<GpuInfo> TelemetrySampler::gpus() const {
+  std::lock_guard lk(impl_->data_mu);
+  return impl_->gpus;
+}
+
+nlohmann::json TelemetrySampler::sources() const {
+  std::lock_guard lk(impl_->data_mu);
+  return impl_->sources_json;
+}
+
+int64_t TelemetrySampler::now_ns() const { return impl_->now_ns(); }
+
+nlohmann::json TelemetrySampler::summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed) const {
+  if (t1_ns < t0_ns)
+    throw_error(ErrorKind::kInvalidArgument, fmt::format("summarize: window end {} ns is before its start {} ns", t1_ns, t0_ns));
+  std::lock_guard lk(impl_->data_mu);
+  nlohmann::json out = {{"t0_ns", t0_ns}, {"t1_ns", t1_ns}, {"duration_s", static_cast<double>(t1_ns - t0_ns) * 1e-9},
+                        {"sources", impl_->sources_json}};
+  nlohmann::json devices = nlohmann::json::object();
+  std::map<std::string, std::map<std::string, const FieldStore*>> by_device;
+  for (const auto& [key, f] : impl_->store) by_device[key.first][key.second] = &f;
+  for (const auto& [device, fields] : by_device) {
+    nlohmann::json fj = nlohmann::json::object();
+    for (const auto& [metric, f] : fields) {
+      auto b = std::lower_bound(f->t.begin(), f->t.end(), t0_ns);
+      auto e = std::upper_bound(f->t.begin(), f->t.end(), t1_ns);
+      std::vector<double> vals(f->v.begin() + (b - f->t.begin()), f->v.begin() + (e - f->t.begin()));
+      nlohmann::json s;
+      s["count"] = vals.size();
+      uint64_t dropped = 0;
+      nlohmann::json reasons = nlohmann::json::object();
+      for (const auto& [t, why] : f->drops)
+        if (t >= t0_ns && t <= t1_ns) {
+          ++dropped;
+          reasons[why] = reasons.value(why, 0) + 1;
+        }
+      s["dropped"] = dropped;
+      if (dropped) s["drop_reasons"] = reasons;
+      if (!vals.empty()) {
+        double sum = 0;
+        for (double v : vals) sum += v;
+        std::sort(vals.begin(), vals.end());
+        s["mean"] = sum / static_cast<double>(vals.size());
+        s["p50"] = percentile_nearest_rank(vals, 50);
+        s["p95"] = percentile_nearest_rank(vals, 95);
+        s["max"] = vals.back();
+      } else {
+        s["mean"] = s["p50"] = s["p95"] = s["max"] = nullptr;
+      }
+      auto upd = mean_update_period_s(f->change_t, t0_ns, t1_ns);
+      s["update_period_s"] = upd ? nlohmann::json(*upd) : nlohmann::json(nullptr);
+      fj[metric] = s;
+    }
+    nlohmann::json dj = {{"fields", fj}};
+    nlohmann::json energy = impl_->energy_for(device, fields, t0_ns, t1_ns, samples_processed);
+    if (!energy.is_null()) dj["energy"] = energy;
+    devices[device] = dj;
+  }
+  out["devices"] = devices;
+  return out;
+}
+
+std::vector<CounterSeries> TelemetrySampler::series() const {
+  std::lock_guard lk(impl_->data_mu);
+  std::vector<CounterSeries> out;
+  for (const auto& [key, f] : impl_->store) {
+    if (f.t.empty()) continue;
+    CounterSeries s{key.first, key.second, {}};
+    s.points.reserve(f.t.size());
+    for (size_t i = 0; i < f.t.size(); ++i) s.points.emplace_back(f.t[i], f.v[i]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void TelemetrySampler::write_samples_csv_gz(const std::string& path) const {
+  struct Row {
+    int64_t t;
+    const std::string* device;
+    const std::string* metric;
+    double v;
+  };
+  std::string text = "t_ns,device,metric,value\n";
+  {
+    std::lock_guard lk(impl_->data_mu);
+    std::vector<Row> rows;
+    for (const auto& [key, f] : impl_->store)
+      for (size_t i = 0; i < f.t.size(); ++i) rows.push_back({f.t[i], &key.first, &key.second, f.v[i]});
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t < b.t; });
+    for (const auto& r : rows) {
+      // Device names may hold spaces or commas (hwmon labels): quote per RFC 4180.
+      std::string dev = *r.device;
+      if (dev.find_first_of(",\"") != std::string::npos) {
+        std::string q = "\"";
+        for (char c : dev) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        dev = q + "\"";
+      }
+      text += fmt::format("{},{},{},{:.17g}\n", r.t, dev, *r.metric, r.v);
+    }
+  }
+  gzFile gz = gzopen(path.c_str(), "wb");
+  if (!gz) throw_error(ErrorKind::kIo, fmt::format("cannot create telemetry samples file '{}': {}", path, std::strerror(errno)));
+  size_t off = 0;
+  bool ok = true;
+  while (off < text.size() && ok) {
+    unsigned chunk = static_cast<unsigned>(std::min<size_t>(text.size() - off, 1u << 20));
+    ok = gzwrite(gz, text.data() + off, chunk) == static_cast<int>(chunk);
+    off += chunk;
+  }
+  int rc = gzclose(gz);
+  if (!ok || rc != Z_OK)
+    throw_error(ErrorKind::kIo, fmt::format("writing telemetry samples file '{}' failed (disk full?); check the folder", path));
+}
+
+}  // namespace trainscope

@@ -1,0 +1,74 @@
+// Internal interface of the telemetry sources (STYLE.md #3): one implementation per kind of
+// hardware, each probed once; the sampler keeps those that probe successfully.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/telemetry.h"
+
+namespace trainscope::telemetry {
+
+/// What one poll of one source produced: valid readings and dropped ones with the reason
+/// ("not_supported", "sentinel", "out_of_range", "unreadable", "parse_error", "gpu_lost", ...).
+struct SampleBatch {
+  struct Drop {
+    std::string device, metric, reason;
+  };
+  int64_t t_ns = 0;
+  std::vector<TelemetryReading> values;
+  std::vector<Drop> drops;
+
+  /// Stores `value` unless it is non-finite or outside the metric's catalogue range, in which
+  /// case it is counted as dropped.
+  void add(std::string device, std::string metric, double value);
+  void drop(std::string device, std::string metric, std::string reason);
+};
+
+/// Result of reading a small text file. `error` is an errno value when `text` is empty.
+struct FileRead {
+  std::optional<std::string> text;
+  int error = 0;
+};
+/// Reads whole small files; injectable so tests can simulate EACCES (tests run as root, and
+/// root ignores chmod 000).
+using FileReader = std::function<FileRead(const std::string& path)>;
+FileRead read_text_file(const std::string& path);  // the real one
+std::string errno_text(int error);                 // "EACCES (Permission denied)"
+
+struct SourceProbe {
+  bool available = false;
+  std::string reason;  // why not, when unavailable; may note partial availability otherwise
+};
+
+class TelemetrySource {
+ public:
+  virtual ~TelemetrySource() = default;
+  virtual std::string name() const = 0;
+  /// Called once, before any sample().
+  virtual SourceProbe probe() = 0;
+  /// Metrics this source can produce after probe() (device-independent names).
+  virtual std::vector<std::string> fields_supported() const = 0;
+  /// One poll. Never throws for hardware trouble: records drops instead. Calls are serialised.
+  virtual void sample(int64_t t_ns, SampleBatch& out) = 0;
+  virtual std::vector<GpuInfo> gpus() const { return {}; }
+  /// Source-specific facts (versions, lost devices, unavailable parts), JSON object.
+  virtual nlohmann::json details() const { return nlohmann::json::object(); }
+};
+
+std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader);
+std::unique_ptr<TelemetrySource> make_rapl_source(std::string sys_root, FileReader reader);
+std::unique_ptr<TelemetrySource> make_hwmon_source(std::string sys_root, FileReader reader);
+std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns);
+
+/// Range of a catalogue metric (nullptr when unknown).
+const TelemetryField* find_field(std::string_view metric);
+
+}  // namespace trainscope::telemetry

@@ -1,0 +1,233 @@
+// The NVML path against libfake_nvml.so, and the sampler's store, summaries and files.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "test_util.h"
+#include "trainscope/error.h"
+#include "trainscope/telemetry.h"
+
+using trainscope::TelemetryOptions;
+using trainscope::TelemetrySampler;
+
+namespace {
+
+TelemetryOptions nvml_only(const std::string& lib) {
+  TelemetryOptions o;
+  o.nvml_library = lib;
+  o.enable_proc = o.enable_rapl = o.enable_hwmon = false;
+  o.slow_interval_s = 3600;  // slow fields: polled on the first sample only
+  return o;
+}
+
+std::string write_config(const std::string& tag, const nlohmann::json& cfg) {
+  auto p = std::filesystem::temp_directory_path() / ("ts_fake_nvml_" + tag + ".json");
+  ts_test::write_file(p, cfg.dump());
+  ::setenv("TS_FAKE_NVML_CONFIG", p.c_str(), 1);
+  return p.string();
+}
+
+const nlohmann::json kTwoGpus = R"({
+  "driver_version": "580.159.04", "nvml_version": "13.580.159.04",
+  "devices": [
+    {"name": "Fake H200", "uuid": "GPU-aaaa", "pci_bus_id": "00000000:19:00.0", "power_limit_mw": 700000, "gpm": true,
+     "readings": {
+       "util_gpu": [10, 20, 4294967295, 40, 50, 60], "util_mem": 5,
+       "mem_total": 150000000000, "mem_used": [1000, 2000], "mem_reserved": 500,
+       "power_mw": [100000, 100000, 100000, 200000, 200000, 200000, 4294967295, 300000],
+       "power_avg_mw": 150000, "power_instant_mw": [160000, 4294967295],
+       "energy_mj": [1000000, 1500000], "temp_c": [40, 41, 200],
+       "sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "clocks_event_reasons": 1,
+       "process_mem_bytes": 4096,
+       "gpm_sm_util": 55.5, "gpm_sm_occupancy": 30.25, "gpm_tensor": 12.0}},
+    {"name": "Fake H200", "uuid": "GPU-bbbb", "pci_bus_id": "00000000:2A:00.0", "lost_after_calls": 30,
+     "readings": {"util_gpu": 1, "util_mem": 1, "mem_total": 1000, "mem_used": 1, "power_mw": 23000, "temp_c": 30}}
+  ]})"_json;
+
+}  // namespace
+
+TEST(TelemetryNvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
+  write_config("two", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
+  s.probe();
+  auto src = s.sources();
+  ASSERT_EQ(src.size(), 4u);
+  ASSERT_TRUE(src[0]["available"].get<bool>()) << src.dump(2);
+  EXPECT_EQ(src[0]["details"]["driver_version"], "580.159.04");
+  EXPECT_FALSE(src[1]["available"].get<bool>());  // proc disabled, with reason
+  EXPECT_NE(src[1]["reason"].get<std::string>().find("disabled"), std::string::npos);
+  auto gpus = s.gpus();
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].uuid, "GPU-aaaa");
+  EXPECT_EQ(gpus[1].pci_bus_id, "00000000:2A:00.0");
+  EXPECT_DOUBLE_EQ(gpus[0].power_limit_w.value(), 700.0);
+  EXPECT_EQ(gpus[0].memory_total_bytes.value(), 150000000000ull);
+
+  for (int i = 0; i < 8; ++i) s.sample_now();
+  auto sum = s.summarize(0, s.now_ns(), 1000);
+  auto g0 = sum["devices"]["gpu0"]["fields"];
+  // power_mw: 8 readings, one sentinel -> 7 stored, 1 dropped.
+  EXPECT_EQ(g0["power_w"]["count"], 7);
+  EXPECT_EQ(g0["power_w"]["dropped"], 1);
+  EXPECT_EQ(g0["power_w"]["drop_reasons"]["sentinel"], 1);
+  EXPECT_DOUBLE_EQ(g0["power_w"]["max"].get<double>(), 300.0);
+  EXPECT_EQ(g0["util_pct"]["dropped"], 1);
+  EXPECT_EQ(g0["temp_c"]["drop_reasons"]["out_of_range"], 6);  // 200 C repeats from call 3 on
+  EXPECT_EQ(g0["mem_reserved_bytes"]["count"], 8);
+  EXPECT_DOUBLE_EQ(g0["power_avg_w"]["mean"].get<double>(), 150.0);
+  EXPECT_EQ(g0["power_instant_w"]["count"], 1);
+  EXPECT_DOUBLE_EQ(g0["process_mem_bytes"]["max"].get<double>(), 4096);  // own pid only
+  EXPECT_EQ(g0["energy_j"]["count"], 1);  // slow field: once per slow interval, not per sample
+  // PCIe is absent from the config: not supported, counted once, not polled again.
+  EXPECT_EQ(g0["pcie_tx_bytes_per_s"]["count"], 0);
+  EXPECT_EQ(g0["pcie_tx_bytes_per_s"]["dropped"], 1);
+  auto fields = s.sources()[0]["fields_supported"];
+  EXPECT_EQ(std::count(fields.begin(), fields.end(), "pcie_tx_bytes_per_s"), 0);
+  EXPECT_EQ(std::count(fields.begin(), fields.end(), "power_w"), 1);
+  // GPM needs two samples an interval apart: the first slow poll only primes it.
+  EXPECT_FALSE(g0.contains("sm_activity_pct"));
+
+  // gpu1 is lost after 12 calls; gpu0 goes on.
+  auto details = s.sources()[0]["details"];
+  EXPECT_TRUE(details["gpus"][1]["lost"].get<bool>()) << details.dump(2);
+  EXPECT_FALSE(details["gpus"][0]["lost"].get<bool>());
+  auto g1 = sum["devices"]["gpu1"]["fields"];
+  // Budget of 30 calls: probe 2, first sample 13 (unsupported fields are tried once), then 4
+  // per sample; the 5th sample's power call is the 30th, its temperature call finds it lost.
+  EXPECT_EQ(g1["power_w"]["count"], 5);
+  EXPECT_EQ(g1["temp_c"]["count"], 4);
+  EXPECT_EQ(g1["temp_c"]["drop_reasons"]["gpu_lost"], 1);
+  EXPECT_EQ(g0["util_pct"]["count"], 7);
+
+  // Duplicate readings: the real update period is the mean time between changes.
+  for (const auto& series : s.series()) {
+    if (series.device != "gpu0" || series.metric != "power_w") continue;
+    const auto& p = series.points;  // 100,100,100,200,200,200,300 (sentinel dropped)
+    ASSERT_EQ(p.size(), 7u);
+    double expected = static_cast<double>(p[6].first - p[0].first) * 1e-9 / 2;
+    EXPECT_NEAR(g0["power_w"]["update_period_s"].get<double>(), expected, 1e-12);
+  }
+}
+
+TEST(TelemetryNvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
+  write_config("energy", kTwoGpus);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = 1e-3;  // interval >= slow interval: every sample polls slow fields too
+  opt.interval_s = 1e-3;
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  auto a = s.sample_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto b = s.sample_now();
+  auto sum = s.summarize(a.t_ns, b.t_ns + 1'000'000, 10);
+  auto e = sum["devices"]["gpu0"]["energy"];
+  EXPECT_EQ(e["energy_method"], "counter");
+  EXPECT_NEAR(e["energy_j"].get<double>(), 500.0, 1e-6);  // 1 500 000 - 1 000 000 mJ
+  EXPECT_NEAR(e["joules_per_sample"].get<double>(), 50.0, 1e-6);
+  EXPECT_TRUE(e["short_window"].get<bool>());  // the window reaches past the last reading
+  EXPECT_DOUBLE_EQ(b.get("gpu0", "sm_activity_pct").value(), 55.5);
+  EXPECT_DOUBLE_EQ(b.get("gpu0", "sm_occupancy_pct").value(), 30.25);
+  EXPECT_DOUBLE_EQ(b.get("gpu0", "tensor_activity_pct").value(), 12.0);
+  // gpu1 has no counter: energy comes from power integration, labelled as such.
+  auto e1 = sum["devices"]["gpu1"]["energy"];
+  EXPECT_EQ(e1["energy_method"], "power_integration");
+  EXPECT_NEAR(e1["energy_j"].get<double>(), 23.0 * static_cast<double>(b.t_ns - a.t_ns) * 1e-9, 1e-6);
+}
+
+TEST(TelemetryNvml, OldLibraryFallsBackPerEntryPoint) {
+  write_config("old", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML_OLD), std::chrono::steady_clock::now());
+  s.sample_now();
+  auto snap = s.sample_now();
+  auto src = s.sources()[0];
+  ASSERT_TRUE(src["available"].get<bool>()) << src.dump(2);
+  auto missing = src["details"]["missing_entry_points"];
+  EXPECT_GE(std::count(missing.begin(), missing.end(), "memory_info_v2"), 1);
+  EXPECT_GE(std::count(missing.begin(), missing.end(), "gpm_metrics_get"), 1);
+  auto resolved = src["details"]["entry_points"].dump();
+  EXPECT_NE(resolved.find("nvmlDeviceGetCurrentClocksThrottleReasons"), std::string::npos);
+  EXPECT_NE(resolved.find("nvmlDeviceGetCount_v2"), std::string::npos);
+  EXPECT_EQ(snap.get("gpu0", "mem_used_bytes").value(), 2000);  // via nvmlDeviceGetMemoryInfo (v1)
+  EXPECT_FALSE(snap.get("gpu0", "mem_reserved_bytes"));
+  EXPECT_FALSE(snap.get("gpu0", "power_avg_w"));
+  EXPECT_TRUE(snap.get("gpu0", "clocks_event_reasons_mask"));
+  auto fields = src["fields_supported"];
+  EXPECT_EQ(std::count(fields.begin(), fields.end(), "mem_reserved_bytes"), 0);
+  EXPECT_EQ(std::count(fields.begin(), fields.end(), "sm_activity_pct"), 0);
+}
+
+TEST(TelemetryNvml, MissingLibraryOrInitFailureIsUnavailable) {
+  TelemetrySampler s(nvml_only("/nonexistent/libnvidia-ml.so.1"), std::chrono::steady_clock::now());
+  s.probe();
+  auto src = s.sources()[0];
+  EXPECT_FALSE(src["available"].get<bool>());
+  EXPECT_NE(src["reason"].get<std::string>().find("dlopen"), std::string::npos);
+  EXPECT_TRUE(s.gpus().empty());
+}
+
+TEST(TelemetrySampler, RejectsIntervalsOutsideOneToThousandHertz) {
+  auto now = std::chrono::steady_clock::now();
+  for (double bad : {0.0, 0.0005, 2.0, -1.0}) {
+    TelemetryOptions o;
+    o.interval_s = bad;
+    try {
+      TelemetrySampler s(o, now);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const trainscope::Error& e) {
+      EXPECT_EQ(e.kind(), trainscope::ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("1000 Hz"), std::string::npos);
+    }
+  }
+  for (double ok : {0.001, 0.1, 1.0}) {
+    TelemetryOptions o;
+    o.interval_s = ok;
+    EXPECT_NO_THROW(TelemetrySampler(o, now));
+  }
+}
+
+TEST(TelemetrySampler, ThreadRunsWhileOthersReadAndCsvGzRoundTrips) {
+  write_config("thread", kTwoGpus);
+  auto root = ts_test::fresh_tree("sampler");
+  TelemetryOptions o;
+  o.interval_s = 0.001;
+  o.nvml_library = TS_FAKE_NVML;
+  o.proc_root = (root / "proc").string();
+  o.sys_root = (root / "sys").string();
+  TelemetrySampler s(o, std::chrono::steady_clock::now());
+  s.start();
+  s.start();  // idempotent
+  // Read concurrently until the thread has produced a few polls (no timing assertion).
+  for (int i = 0; i < 2000; ++i) {
+    auto sum = s.summarize(0, s.now_ns());
+    (void)s.series();
+    if (sum["devices"].contains("gpu0") && sum["devices"]["gpu0"]["fields"]["util_pct"]["count"].get<int>() >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  s.stop();
+  s.stop();
+  auto sum = s.summarize(0, s.now_ns());
+  EXPECT_GE(sum["devices"]["gpu0"]["fields"]["util_pct"]["count"].get<int>(), 3);
+  EXPECT_TRUE(sum["devices"].contains("cpu"));
+  EXPECT_EQ(sum["devices"]["cpu"]["energy"]["energy_method"], "counter");  // RAPL from the fake tree
+  auto path = (root / "samples.csv.gz").string();
+  s.write_samples_csv_gz(path);
+  gzFile gz = gzopen(path.c_str(), "rb");
+  ASSERT_TRUE(gz);
+  char line[256];
+  ASSERT_TRUE(gzgets(gz, line, sizeof line));
+  EXPECT_STREQ(line, "t_ns,device,metric,value\n");
+  int rows = 0, quoted = 0;
+  while (gzgets(gz, line, sizeof line)) {
+    ++rows;
+    quoted += std::string(line).find("\"hwmon:coretemp:Package id 0\"") != std::string::npos ||
+              std::string(line).find("hwmon:coretemp:Package id 0,") != std::string::npos;
+  }
+  gzclose(gz);
+  size_t stored = 0;
+  for (const auto& series : s.series()) stored += series.points.size();
+  EXPECT_EQ(static_cast<size_t>(rows), stored);
+  EXPECT_GT(quoted, 0);
+  EXPECT_THROW(s.write_samples_csv_gz("/nonexistent-dir/x.csv.gz"), trainscope::Error);
+}

@@ -1,0 +1,116 @@
+// /proc parsing on real-format files, and the proc source against a fake tree.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "telemetry/proc_parse.h"
+#include "telemetry/source.h"
+#include "test_util.h"
+
+using namespace trainscope::telemetry;
+
+namespace {
+std::string fixture(const std::string& rel) {
+  return read_text_file(std::string(TS_FIXTURES_DIR) + "/telemetry/" + rel).text.value();
+}
+std::optional<double> value(const SampleBatch& b, const std::string& dev, const std::string& metric) {
+  for (const auto& r : b.values)
+    if (r.device == dev && r.metric == metric) return r.value;
+  return std::nullopt;
+}
+int drops(const SampleBatch& b, const std::string& metric, const std::string& reason) {
+  int n = 0;
+  for (const auto& d : b.drops) n += d.metric == metric && d.reason == reason;
+  return n;
+}
+}  // namespace
+
+TEST(TelemetryProcParse, ProcStatRealFormat) {
+  auto cpus = parse_proc_stat(fixture("proc/stat"));
+  ASSERT_EQ(cpus.size(), 3u);  // cpu, cpu0, cpu1; intr/ctxt/softirq ignored
+  // cpu: user 10090 nice 0 system 2304 idle 148095 iowait 367 irq 0 softirq 95 steal 14
+  EXPECT_EQ(cpus["cpu"].total, 10090u + 2304 + 148095 + 367 + 95 + 14);
+  EXPECT_EQ(cpus["cpu"].busy, 10090u + 2304 + 95 + 14);
+  EXPECT_EQ(cpus["cpu1"].busy, 4094u + 1016 + 56 + 6);
+}
+
+TEST(TelemetryProcParse, CpuUtilDeltasAndBackwardsCounters) {
+  CpuJiffies a{100, 1000}, b{150, 1100};
+  EXPECT_DOUBLE_EQ(cpu_util_pct(a, b).value(), 50.0);
+  EXPECT_FALSE(cpu_util_pct(b, a).has_value());  // went backwards (hot-unplug)
+  EXPECT_FALSE(cpu_util_pct(a, a).has_value());  // no time passed
+}
+
+TEST(TelemetryProcParse, SelfStatWithParenthesesInComm) {
+  auto s = parse_self_stat(fixture("proc/self/stat"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->cpu_ticks, 300u);  // utime 250 + stime 50
+  EXPECT_EQ(s->threads, 7);
+  EXPECT_FALSE(parse_self_stat("garbage without parens"));
+  EXPECT_FALSE(parse_self_stat("1 (x) R 1 2"));  // truncated
+}
+
+TEST(TelemetryProcParse, StatusMeminfoCpuinfo) {
+  auto status = fixture("proc/self/status");
+  EXPECT_EQ(parse_kb_field(status, "VmRSS").value(), 102400ull * 1024);
+  EXPECT_EQ(parse_kb_field(status, "VmHWM").value(), 204800ull * 1024);
+  EXPECT_FALSE(parse_kb_field(status, "VmNope"));
+  EXPECT_FALSE(parse_kb_field("VmRSS:\t12 MB\n", "VmRSS"));  // unknown unit: not guessed
+  auto meminfo = fixture("proc/meminfo");
+  EXPECT_EQ(parse_kb_field(meminfo, "MemTotal").value(), 16384000ull * 1024);
+  auto mhz = parse_cpuinfo_mhz(fixture("proc/cpuinfo"));
+  ASSERT_EQ(mhz.size(), 2u);
+  EXPECT_DOUBLE_EQ(mhz[0], 1800.5);
+  EXPECT_FALSE(parse_u64("12x"));
+  EXPECT_EQ(parse_u64("42\n").value(), 42u);
+}
+
+TEST(TelemetryProcSource, UtilisationMemoryFrequencyFromFakeTree) {
+  auto root = ts_test::fresh_tree("proc");
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  auto probe = src->probe();
+  ASSERT_TRUE(probe.available) << probe.reason;
+  SampleBatch b1;
+  src->sample(1'000'000'000, b1);
+  EXPECT_FALSE(value(b1, "cpu", "util_pct"));  // needs two readings
+  EXPECT_DOUBLE_EQ(value(b1, "process", "rss_bytes").value(), 102400.0 * 1024);
+  EXPECT_DOUBLE_EQ(value(b1, "process", "peak_rss_bytes").value(), 204800.0 * 1024);
+  EXPECT_DOUBLE_EQ(value(b1, "process", "threads_count").value(), 7);
+  EXPECT_DOUBLE_EQ(value(b1, "cpu", "mem_used_bytes").value(), (16384000.0 - 12288000.0) * 1024);
+  EXPECT_DOUBLE_EQ(value(b1, "cpu0", "freq_mhz").value(), 2400);  // cpufreq kHz preferred over cpuinfo
+  EXPECT_DOUBLE_EQ(value(b1, "cpu", "freq_mhz").value(), 2700);
+  // cpu0: +30 busy of +100 total; cpu1: +100 idle only.
+  ts_test::write_file(root / "proc/stat",
+                      "cpu  10120 0 2304 148165 367 0 95 14 0 0\n"
+                      "cpu0 6015 0 1298 72966 214 0 39 7 0 0\n"
+                      "cpu1 4094 0 1016 75259 152 0 56 6 0 0\n");
+  long tck = ::sysconf(_SC_CLK_TCK);
+  ts_test::write_file(root / "proc/self/stat",
+                      "5911 (my (odd) proc) S 5906 5906 4661 0 -1 4194304 102 0 0 0 " + std::to_string(250 + tck) +
+                          " 50 0 0 20 0 7 0 80540 3133440 412 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0");
+  SampleBatch b2;
+  src->sample(3'000'000'000, b2);  // 2 s later
+  EXPECT_DOUBLE_EQ(value(b2, "cpu0", "util_pct").value(), 100.0 * 30 / 60);
+  EXPECT_DOUBLE_EQ(value(b2, "cpu1", "util_pct").value(), 0.0);
+  EXPECT_DOUBLE_EQ(value(b2, "cpu", "util_pct").value(), 100.0 * 30 / 100);
+  EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
+}
+
+TEST(TelemetryProcSource, GarbageAndMissingFiles) {
+  auto root = ts_test::fresh_tree("procbad");
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  ASSERT_TRUE(src->probe().available);
+  ts_test::write_file(root / "proc/stat", "this is not /proc/stat\n");
+  ts_test::write_file(root / "proc/self/status", "VmRSS:\tlots kB\n");
+  std::filesystem::remove(root / "sys/devices/system/cpu/cpu1/cpufreq/scaling_cur_freq");
+  SampleBatch b;
+  src->sample(1, b);
+  EXPECT_EQ(drops(b, "util_pct", "parse_error"), 1);
+  EXPECT_EQ(drops(b, "rss_bytes", "parse_error"), 1);
+  EXPECT_EQ(drops(b, "freq_mhz", "unreadable"), 1);
+  EXPECT_FALSE(value(b, "process", "rss_bytes"));
+
+  auto none = make_proc_source((root / "nonexistent").string(), (root / "sys").string(), {});
+  auto p = none->probe();
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.reason.find("ENOENT"), std::string::npos) << p.reason;
+}
