@@ -1,0 +1,68 @@
+// Telemetry cost: CPU time per sample per source (thread CPU time around one poll), and
+// wall time, over N polls. Usage: telemetry_cost [polls=200] [nvml_library] [proc_root] [sys_root]
+// Prints one JSON object. On the GPU host the NVML line shows the cost of the fast fields per
+// poll and, separately, of a poll that also reads the slow fields (energy, PCIe, processes, GPM).
+#include <fmt/core.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "telemetry/source.h"
+
+using namespace trainscope::telemetry;
+
+namespace {
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
+  auto probe = s.probe();
+  nlohmann::json j = {{"source", s.name()}, {"available", probe.available}, {"reason", probe.reason}};
+  if (!probe.available) return j;
+  // t advances by 1 ms per poll so a source with slow fields reads them once per slow_every_ns.
+  int64_t t = 0;
+  SampleBatch warm;
+  s.sample(t, warm);
+  double cpu0 = thread_cpu_s();
+  auto w0 = std::chrono::steady_clock::now();
+  size_t values = 0;
+  for (int i = 0; i < polls; ++i) {
+    SampleBatch b;
+    t += 1'000'000;
+    s.sample(t, b);
+    values += b.values.size();
+  }
+  double cpu = thread_cpu_s() - cpu0;
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  j["polls"] = polls;
+  j["cpu_us_per_poll"] = cpu / polls * 1e6;
+  j["wall_us_per_poll"] = wall / polls * 1e6;
+  j["values_per_poll"] = static_cast<double>(values) / polls;
+  j["slow_fields_every_polls"] = slow_every_ns / 1'000'000;
+  // At 10 Hz, the share of one core this source costs.
+  j["core_share_at_10hz_pct"] = cpu / polls * 10 * 100;
+  return j;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int polls = argc > 1 ? std::atoi(argv[1]) : 200;
+  std::string nvml = argc > 2 ? argv[2] : "libnvidia-ml.so.1";
+  std::string proc = argc > 3 ? argv[3] : "/proc";
+  std::string sys = argc > 4 ? argv[4] : "/sys";
+  if (polls <= 0) polls = 200;
+  const int64_t slow_ns = 100'000'000;  // t advances 1 ms per poll: slow fields every 100 polls
+  nlohmann::json out = {{"benchmark", "telemetry_cost"}, {"polls", polls}, {"sources", nlohmann::json::array()}};
+  out["sources"].push_back(measure(*make_proc_source(proc, sys, {}), polls, 0));
+  out["sources"].push_back(measure(*make_rapl_source(sys, {}), polls, 0));
+  out["sources"].push_back(measure(*make_hwmon_source(sys, {}), polls, 0));
+  out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns), polls, slow_ns));
+  fmt::print("{}\n", out.dump(2));
+  return 0;
+}

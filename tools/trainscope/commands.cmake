@@ -1,0 +1,1 @@
+target_sources(trainscope_cli PRIVATE cmd_monitor.cpp)
