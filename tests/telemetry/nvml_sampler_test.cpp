@@ -24,7 +24,7 @@ TelemetryOptions nvml_only(const std::string& lib) {
 }
 
 std::string write_config(const std::string& tag, const nlohmann::json& cfg) {
-  auto p = std::filesystem::temp_directory_path() / ("ts_fake_nvml_" + tag + ".json");
+  auto p = std::filesystem::temp_directory_path() / ("ts_fake_nvml_" + tag + "_" + std::to_string(::getpid()) + ".json");
   ts_test::write_file(p, cfg.dump());
   ::setenv("TS_FAKE_NVML_CONFIG", p.c_str(), 1);
   return p.string();
@@ -49,7 +49,7 @@ const nlohmann::json kTwoGpus = R"({
 
 }  // namespace
 
-TEST(TelemetryNvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
+TEST(telemetry_Nvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
   write_config("two", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
   s.probe();
@@ -112,7 +112,7 @@ TEST(TelemetryNvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
   }
 }
 
-TEST(TelemetryNvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
+TEST(telemetry_Nvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
   write_config("energy", kTwoGpus);
   auto opt = nvml_only(TS_FAKE_NVML);
   opt.slow_interval_s = 1e-3;  // interval >= slow interval: every sample polls slow fields too
@@ -136,7 +136,7 @@ TEST(TelemetryNvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
   EXPECT_NEAR(e1["energy_j"].get<double>(), 23.0 * static_cast<double>(b.t_ns - a.t_ns) * 1e-9, 1e-6);
 }
 
-TEST(TelemetryNvml, OldLibraryFallsBackPerEntryPoint) {
+TEST(telemetry_Nvml, OldLibraryFallsBackPerEntryPoint) {
   write_config("old", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML_OLD), std::chrono::steady_clock::now());
   s.sample_now();
@@ -158,7 +158,7 @@ TEST(TelemetryNvml, OldLibraryFallsBackPerEntryPoint) {
   EXPECT_EQ(std::count(fields.begin(), fields.end(), "sm_activity_pct"), 0);
 }
 
-TEST(TelemetryNvml, MissingLibraryOrInitFailureIsUnavailable) {
+TEST(telemetry_Nvml, MissingLibraryOrInitFailureIsUnavailable) {
   TelemetrySampler s(nvml_only("/nonexistent/libnvidia-ml.so.1"), std::chrono::steady_clock::now());
   s.probe();
   auto src = s.sources()[0];
@@ -167,7 +167,7 @@ TEST(TelemetryNvml, MissingLibraryOrInitFailureIsUnavailable) {
   EXPECT_TRUE(s.gpus().empty());
 }
 
-TEST(TelemetrySampler, RejectsIntervalsOutsideOneToThousandHertz) {
+TEST(telemetry_Sampler, RejectsIntervalsOutsideOneToThousandHertz) {
   auto now = std::chrono::steady_clock::now();
   for (double bad : {0.0, 0.0005, 2.0, -1.0}) {
     TelemetryOptions o;
@@ -187,7 +187,7 @@ TEST(TelemetrySampler, RejectsIntervalsOutsideOneToThousandHertz) {
   }
 }
 
-TEST(TelemetrySampler, ThreadRunsWhileOthersReadAndCsvGzRoundTrips) {
+TEST(telemetry_Sampler, ThreadRunsWhileOthersReadAndCsvGzRoundTrips) {
   write_config("thread", kTwoGpus);
   auto root = ts_test::fresh_tree("sampler");
   TelemetryOptions o;

@@ -24,7 +24,7 @@ int drops(const SampleBatch& b, const std::string& metric, const std::string& re
 }
 }  // namespace
 
-TEST(TelemetryProcParse, ProcStatRealFormat) {
+TEST(telemetry_ProcParse, ProcStatRealFormat) {
   auto cpus = parse_proc_stat(fixture("proc/stat"));
   ASSERT_EQ(cpus.size(), 3u);  // cpu, cpu0, cpu1; intr/ctxt/softirq ignored
   // cpu: user 10090 nice 0 system 2304 idle 148095 iowait 367 irq 0 softirq 95 steal 14
@@ -33,14 +33,14 @@ TEST(TelemetryProcParse, ProcStatRealFormat) {
   EXPECT_EQ(cpus["cpu1"].busy, 4094u + 1016 + 56 + 6);
 }
 
-TEST(TelemetryProcParse, CpuUtilDeltasAndBackwardsCounters) {
+TEST(telemetry_ProcParse, CpuUtilDeltasAndBackwardsCounters) {
   CpuJiffies a{100, 1000}, b{150, 1100};
   EXPECT_DOUBLE_EQ(cpu_util_pct(a, b).value(), 50.0);
   EXPECT_FALSE(cpu_util_pct(b, a).has_value());  // went backwards (hot-unplug)
   EXPECT_FALSE(cpu_util_pct(a, a).has_value());  // no time passed
 }
 
-TEST(TelemetryProcParse, SelfStatWithParenthesesInComm) {
+TEST(telemetry_ProcParse, SelfStatWithParenthesesInComm) {
   auto s = parse_self_stat(fixture("proc/self/stat"));
   ASSERT_TRUE(s);
   EXPECT_EQ(s->cpu_ticks, 300u);  // utime 250 + stime 50
@@ -49,7 +49,7 @@ TEST(TelemetryProcParse, SelfStatWithParenthesesInComm) {
   EXPECT_FALSE(parse_self_stat("1 (x) R 1 2"));  // truncated
 }
 
-TEST(TelemetryProcParse, StatusMeminfoCpuinfo) {
+TEST(telemetry_ProcParse, StatusMeminfoCpuinfo) {
   auto status = fixture("proc/self/status");
   EXPECT_EQ(parse_kb_field(status, "VmRSS").value(), 102400ull * 1024);
   EXPECT_EQ(parse_kb_field(status, "VmHWM").value(), 204800ull * 1024);
@@ -64,7 +64,7 @@ TEST(TelemetryProcParse, StatusMeminfoCpuinfo) {
   EXPECT_EQ(parse_u64("42\n").value(), 42u);
 }
 
-TEST(TelemetryProcSource, UtilisationMemoryFrequencyFromFakeTree) {
+TEST(telemetry_ProcSource, UtilisationMemoryFrequencyFromFakeTree) {
   auto root = ts_test::fresh_tree("proc");
   auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
   auto probe = src->probe();
@@ -95,7 +95,7 @@ TEST(TelemetryProcSource, UtilisationMemoryFrequencyFromFakeTree) {
   EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
 }
 
-TEST(TelemetryProcSource, GarbageAndMissingFiles) {
+TEST(telemetry_ProcSource, GarbageAndMissingFiles) {
   auto root = ts_test::fresh_tree("procbad");
   auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
   ASSERT_TRUE(src->probe().available);

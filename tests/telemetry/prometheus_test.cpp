@@ -68,7 +68,7 @@ void expect_valid_exposition(const std::string& text) {
 
 }  // namespace
 
-TEST(TelemetryPrometheus, ConventionalNamesUnitsAndLabels) {
+TEST(telemetry_Prometheus, ConventionalNamesUnitsAndLabels) {
   std::string text = format_prometheus(snapshot(), gpus());
   expect_valid_exposition(text);
   EXPECT_NE(text.find("trainscope_gpu_power_watts{gpu=\"0\",uuid=\"GPU-aaaa\",name=\"NVIDIA H200\"} 152.5\n"), std::string::npos) << text;
@@ -86,7 +86,7 @@ TEST(TelemetryPrometheus, ConventionalNamesUnitsAndLabels) {
   EXPECT_NE(text.find("# HELP trainscope_gpu_power_watts "), std::string::npos);
 }
 
-TEST(TelemetryPrometheus, ScrapeOverLoopback) {
+TEST(telemetry_Prometheus, ScrapeOverLoopback) {
   MetricsServer server("127.0.0.1", 0, [] { return format_prometheus(snapshot(), gpus()); });
   ASSERT_GT(server.port(), 0);
   auto fetch = [&](const std::string& path) {
@@ -116,7 +116,7 @@ TEST(TelemetryPrometheus, ScrapeOverLoopback) {
   server.stop();
 }
 
-TEST(TelemetryPrometheus, ListenAddressParsing) {
+TEST(telemetry_Prometheus, ListenAddressParsing) {
   EXPECT_EQ(parse_listen_address("127.0.0.1:9400"), (std::pair<std::string, uint16_t>{"127.0.0.1", 9400}));
   for (const char* bad : {"9400", "localhost:9400", "127.0.0.1:", "127.0.0.1:70000", ":80", "127.0.0.1:x"})
     EXPECT_THROW(parse_listen_address(bad), Error) << bad;

@@ -20,7 +20,7 @@ bool dropped(const SampleBatch& b, const std::string& metric, const std::string&
 constexpr uint64_t kMax = 262143328850;  // package max_energy_range_uj in the fixture
 }  // namespace
 
-TEST(TelemetryRapl, WrapAroundKeepsEnergyMonotonicAndCorrect) {
+TEST(telemetry_Rapl, WrapAroundKeepsEnergyMonotonicAndCorrect) {
   auto root = ts_test::fresh_tree("rapl");
   auto pkg = root / "sys/class/powercap/intel-rapl:0/energy_uj";
   auto src = make_rapl_source((root / "sys").string(), {});
@@ -46,7 +46,7 @@ TEST(TelemetryRapl, WrapAroundKeepsEnergyMonotonicAndCorrect) {
   EXPECT_EQ(src->details()["domains"][0]["wraps"], 1);
 }
 
-TEST(TelemetryRapl, PowerFromDeltasAndGarbageDropped) {
+TEST(telemetry_Rapl, PowerFromDeltasAndGarbageDropped) {
   auto root = ts_test::fresh_tree("rapl2");
   auto dram = root / "sys/class/powercap/intel-rapl:0:1/energy_uj";
   auto src = make_rapl_source((root / "sys").string(), {});
@@ -66,7 +66,7 @@ TEST(TelemetryRapl, PowerFromDeltasAndGarbageDropped) {
   EXPECT_NEAR(value(b4, "cpu", "dram_power_w").value(), 2.0, 1e-9);  // 4 J over 2 s
 }
 
-TEST(TelemetryRapl, EaccesMeansUnavailableWithReason) {
+TEST(telemetry_Rapl, EaccesMeansUnavailableWithReason) {
   // Tests run as root, which ignores chmod 000; the reader is injected instead.
   auto root = ts_test::fresh_tree("rapl3");
   FileReader deny = [](const std::string& path) -> FileRead {
@@ -80,7 +80,7 @@ TEST(TelemetryRapl, EaccesMeansUnavailableWithReason) {
   EXPECT_NE(p.reason.find("intel-rapl:0/energy_uj"), std::string::npos) << p.reason;
 }
 
-TEST(TelemetryRapl, MissingPowercapIsUnavailable) {
+TEST(telemetry_Rapl, MissingPowercapIsUnavailable) {
   auto root = ts_test::fresh_tree("rapl4");
   std::filesystem::remove_all(root / "sys/class/powercap");
   auto p = make_rapl_source((root / "sys").string(), {})->probe();
@@ -88,7 +88,7 @@ TEST(TelemetryRapl, MissingPowercapIsUnavailable) {
   EXPECT_NE(p.reason.find("does not exist"), std::string::npos) << p.reason;
 }
 
-TEST(TelemetryHwmon, CpuPackageTemperatureAndZones) {
+TEST(telemetry_Hwmon, CpuPackageTemperatureAndZones) {
   auto root = ts_test::fresh_tree("hwmon");
   auto src = make_hwmon_source((root / "sys").string(), {});
   auto p = src->probe();
@@ -110,7 +110,7 @@ TEST(TelemetryHwmon, CpuPackageTemperatureAndZones) {
   EXPECT_FALSE(value(b2, "thermal:acpitz", "temp_c"));
 }
 
-TEST(TelemetryHwmon, NoSensorsIsUnavailable) {
+TEST(telemetry_Hwmon, NoSensorsIsUnavailable) {
   auto root = ts_test::fresh_tree("hwmon2");
   std::filesystem::remove_all(root / "sys/class");
   auto p = make_hwmon_source((root / "sys").string(), {})->probe();
