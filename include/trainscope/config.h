@@ -1,0 +1,75 @@
+// Plain configuration structs for trainscope runs. The CLI (or a TOML file) fills them;
+// the library never sees argv (STYLE.md #2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainscope {
+
+/// Where the training and test data come from.
+struct DataConfig {
+  /// "idx" (MNIST family), "cifar10" (binary version), "folder" (one sub-folder per class),
+  /// "synthetic" (seeded random, for tests and smoke runs).
+  std::string format = "idx";
+  /// Folder holding the files. idx: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
+  /// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]. cifar10: data_batch_{1..5}.bin,
+  /// test_batch.bin. folder: <class>/<image> or train/<class>/..., test/<class>/...
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  int64_t image_size = 32;        // folder: images are resized to image_size x image_size
+  int64_t image_channels = 3;     // folder: 1 (grey) or 3 (RGB)
+  double test_fraction = 0.2;     // folder without train/ and test/: share held out for testing
+  int64_t synthetic_train = 2048; // synthetic: number of training samples
+  int64_t synthetic_test = 512;   // synthetic: number of test samples
+  int64_t synthetic_channels = 1, synthetic_size = 28, synthetic_classes = 10;
+  int64_t limit_train = 0;        // >0: use only the first N training samples
+  int64_t limit_test = 0;         // >0: use only the first N test samples
+};
+
+/// One training run's settings (a cell of the experiment matrix).
+struct TrainConfig {
+  std::string optimizer = "adam";      // "adam" | "sgd"
+  double learning_rate = 1e-3;         // Adam default (Kingma & Ba 2015)
+  double momentum = 0.9;               // SGD only
+  int64_t epochs = 1;
+  int64_t warmup_steps = 10;           // excluded from steady-state samples/s
+  int64_t max_steps = 0;               // >0: stop after this many optimizer steps (estimate the rest)
+  double time_budget_s = 0;            // >0: stop a run after this much training wall time
+  int64_t eval_batch_size = 1024;      // batch size for test-set evaluation
+  uint64_t seed = 42;
+  int64_t threads = 0;                 // intra-op threads; 0 = all online CPUs
+  int64_t nan_check_interval = 100;    // steps between NaN/Inf loss checks (one host sync each)
+  int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
+};
+
+/// The experiment matrix: devices x models x batch sizes x repeats.
+struct MatrixConfig {
+  std::vector<std::string> devices;    // empty = "cpu" plus every visible CUDA device
+  std::vector<std::string> models = {"mlp", "cnn"};
+  std::vector<int64_t> batch_sizes = {64, 128};
+  int64_t repeats = 1;
+  DataConfig data;
+  TrainConfig train;
+  std::string out_dir = "trainscope-runs";  // a run folder <out_dir>/<timestamp> is created
+  std::string run_name;                     // optional: folder name instead of the timestamp
+  std::string preset;                       // "", "quick", "paper"
+  bool progress = true;                     // progress bar on a terminal (never when not a tty)
+  std::string command_line;                 // for provenance
+};
+
+/// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.
+/// "paper" reproduces arXiv 2309.02521: Adam, 20 epochs, batch 64 and 128, a simple (mlp) and a
+/// deep (resnet18) network.
+void apply_preset(const std::string& name, MatrixConfig& m);
+
+/// Loads a TOML configuration file into `m` (keys documented in README "Configuration file").
+/// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
+/// file, the key and the fix.
+void load_toml_config(const std::string& path, MatrixConfig& m);
+
+/// Validates a matrix before anything runs. Throws Error(kInvalidArgument) naming the bad value.
+void validate(const MatrixConfig& m);
+
+}  // namespace trainscope

@@ -1,0 +1,21 @@
+// Console summary of a matrix: one row per run, grouped by model and batch size so that the
+// devices of one workload sit side by side, with each GPU's training speed-up over the CPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainscope/run_record.h"
+
+namespace trainscope {
+
+/// Speed-up = median steady samples/s of the device / median steady samples/s of "cpu" for the
+/// same (model, batch size); absent when either side has no successful run.
+std::string format_matrix_table(const std::vector<RunRecord>& runs);
+
+/// Human units: 0.5 s -> "500 ms", 4000 s -> "1.1 h".
+std::string format_duration(double seconds);
+/// 12345.6 -> "12.3 k".
+std::string format_rate(double per_s);
+
+}  // namespace trainscope

@@ -1,0 +1,83 @@
+// Data sets: readers for IDX (MNIST family), CIFAR-10 binary, image folders and a seeded
+// synthetic set. Everything is decoded once and kept in memory as normalised float32 NCHW,
+// so batch assembly is one gather per batch (no per-sample allocation).
+//
+// Errors: a missing/unreadable file throws Error(kIo); a corrupt, truncated or inconsistent
+// file throws Error(kDataFormat) naming the file, the byte offset and the problem. Declared
+// sizes are checked against the file size before anything is allocated.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainscope/config.h"
+
+namespace trainscope {
+
+/// Raw decoded images: uint8 pixels, layout N x C x H x W (row-major), labels in [0, classes).
+struct RawImages {
+  int64_t count = 0, channels = 0, height = 0, width = 0;
+  std::vector<uint8_t> pixels;   // count*channels*height*width bytes
+  std::vector<int64_t> labels;   // count entries
+  int64_t sample_bytes() const { return channels * height * width; }
+};
+
+/// A normalised in-memory data set: float32 N x C x H x W, (x/255 - mean_c) / std_c.
+struct Dataset {
+  std::string name;              // e.g. "fashion-mnist train"
+  int64_t count = 0, channels = 0, height = 0, width = 0;
+  int64_t num_classes = 0;
+  std::vector<float> images;     // count*channels*height*width
+  std::vector<int64_t> labels;   // count
+  std::vector<std::string> class_names;  // may be empty (IDX, synthetic)
+  int64_t sample_numel() const { return channels * height * width; }
+};
+
+struct DatasetPair {
+  Dataset train, test;
+  std::string format;            // "idx", "cifar10", "folder", "synthetic"
+  std::string source;            // folder or description
+  std::vector<float> mean, std;  // per channel, computed on the training set (in [0,1] pixel units)
+};
+
+// --- parsers on memory buffers (fuzzable; `name` is used in error messages) ---
+
+/// IDX images (magic 0x00000803, big-endian counts: N, rows, cols). LeCun et al.,
+/// "THE MNIST DATABASE" file format description.
+RawImages parse_idx_images(std::span<const uint8_t> bytes, const std::string& name);
+/// IDX labels (magic 0x00000801, big-endian count N). Labels must be < max_classes.
+std::vector<int64_t> parse_idx_labels(std::span<const uint8_t> bytes, const std::string& name,
+                                      int64_t max_classes = 256);
+/// CIFAR-10 binary batch: records of 1 label byte + 3072 pixel bytes (3x32x32, R then G then B
+/// planes), Krizhevsky 2009 "Learning Multiple Layers of Features from Tiny Images", binary
+/// version. Labels must be < 10.
+RawImages parse_cifar10_batch(std::span<const uint8_t> bytes, const std::string& name);
+/// Decodes one PNG/JPEG/BMP image (stb_image) and resizes it to size x size with `channels`.
+/// Throws Error(kDataFormat) naming `name` when it cannot be decoded.
+std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::string& name, int64_t size,
+                                  int64_t channels);
+
+// --- loaders ---
+
+RawImages read_idx(const std::string& images_path, const std::string& labels_path);
+/// Image folder: <root>/<class>/<file> (classes sorted by name). Files that are not images
+/// (by extension .png .jpg .jpeg .bmp) are skipped; an image that fails to decode is an error.
+RawImages read_image_folder(const std::string& root, int64_t size, int64_t channels,
+                            std::vector<std::string>* class_names);
+/// Seeded synthetic images whose class is recoverable from the pixels (a class-dependent
+/// pattern plus noise), so a model can learn it: used for tests and smoke runs.
+RawImages make_synthetic(int64_t count, int64_t channels, int64_t size, int64_t classes, uint64_t seed);
+
+/// Loads train and test sets as configured and normalises both with the training set's
+/// per-channel mean and standard deviation. Throws Error(kIo/kDataFormat/kInvalidArgument).
+DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed);
+
+/// Normalisation used by load_datasets (exposed for tests and inference).
+Dataset normalise(const RawImages& raw, const std::vector<float>& mean, const std::vector<float>& std,
+                  const std::string& name, int64_t num_classes);
+void channel_stats(const RawImages& raw, std::vector<float>& mean, std::vector<float>& std);
+
+}  // namespace trainscope

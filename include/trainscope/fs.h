@@ -1,0 +1,24 @@
+// File helpers with trainscope's error policy: failures throw Error(kIo) naming the path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainscope {
+
+/// Writes `content` to `path` atomically: a temporary file in the same folder, fsync, rename.
+/// A reader never sees a half-written file; a crash leaves the old file (or none).
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// Creates `dir` and its parents; checks it is writable by creating and removing a probe file.
+/// Throws Error(kIo) with the reason (e.g. "Permission denied", "No space left on device").
+void ensure_writable_dir(const std::string& dir);
+
+/// Reads a whole file (".gz" files are decompressed with zlib). `max_bytes` guards against
+/// decompression bombs and absurd files; exceeding it throws Error(kDataFormat).
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes = (uint64_t{8} << 30));
+
+bool file_exists(const std::string& path);
+
+}  // namespace trainscope

@@ -1,0 +1,48 @@
+// Provenance: the block every trainscope output begins with (DESIGN.md "Conventions";
+// the shape follows google/benchmark's JSON "context" block).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace trainscope {
+
+/// Bumped whenever a field of results.json / results.csv / the history database changes meaning.
+inline constexpr int kSchemaVersion = 1;
+
+struct GpuDescription {
+  std::string name;          // e.g. "NVIDIA H200"
+  int64_t memory_total_bytes = 0;
+  std::string compute_capability;  // "9.0"
+  std::string pci_bus_id;          // "0000:19:00.0" when known
+};
+
+struct Provenance {
+  std::string date_utc;         // ISO 8601, e.g. 2026-11-29T22:52:13Z
+  std::string host;
+  std::string cpu_model;        // /proc/cpuinfo "model name"
+  int64_t cpu_logical_cores = 0;
+  std::vector<GpuDescription> gpus;
+  std::string gpu_driver;       // "" when unknown (no NVML)
+  std::string nvml_version;     // "" when unknown
+  std::string cuda_runtime;     // "" without CUDA
+  std::string libtorch_version; // e.g. "1.13.0"
+  std::string trainscope_version, git_commit, build_type, compiler;
+  std::string command_line;
+  uint64_t seed = 0;
+  int64_t intra_op_threads = 0;
+  int schema_version = kSchemaVersion;
+};
+
+/// Fills the host-side fields (date, host, CPU, build info). The LibTorch half adds
+/// libtorch/CUDA/GPU fields (see trainscope/runner.h).
+Provenance collect_host_provenance(const std::string& proc_root = "/proc");
+
+nlohmann::json to_json(const Provenance& p);
+Provenance provenance_from_json(const nlohmann::json& j);
+
+/// "# key: value" lines for the head of CSV files.
+std::string provenance_csv_comment(const Provenance& p);
+
+}  // namespace trainscope

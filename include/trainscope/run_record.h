@@ -1,0 +1,113 @@
+// The run record: one schema for every run of a matrix, shared by all reporters (console,
+// JSON, CSV, SQLite, HTML). Units are in field names (_s, _ms, _bytes, _w, _j, _pct,
+// _samples_per_s). A value that could not be measured is std::nullopt (null in JSON, empty in
+// CSV), never 0; `notes` say why where it is not obvious.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/provenance.h"
+
+namespace trainscope {
+
+/// Mean time per training step spent in each phase (ms). On a GPU, h2d/forward/backward/
+/// optimizer come from CUDA events on the compute stream; data is host time (gathering the
+/// batch into pinned memory). On the CPU all phases are steady_clock intervals.
+struct PhaseBreakdown {
+  double data_ms = 0, h2d_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double step_ms = 0;             // mean wall time per step (host, steady clock)
+  int64_t steps = 0;              // steps averaged (warm-up excluded)
+  std::string method;             // "steady_clock" | "cuda_events"
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;              // 1-based
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double train_loss = 0;          // mean cross-entropy over the epoch's steps
+  double train_accuracy_pct = 0;
+  std::optional<double> test_accuracy_pct;
+  std::optional<double> test_loss;
+  double epoch_time_s = 0;        // training wall time of the epoch (evaluation excluded)
+  double eval_time_s = 0;
+  double samples_per_s = 0;       // samples / epoch_time_s (warm-up included)
+  bool complete = true;           // false when stopped early by max_steps / time budget
+};
+
+enum class RunStatus { kOk, kFailed, kInterrupted, kRunning };
+std::string to_string(RunStatus s);
+RunStatus run_status_from_string(const std::string& s);
+
+struct RunRecord {
+  // identity
+  std::string run_id;             // "<device>-<model>-b<batch>-r<repeat>", unique in a matrix
+  std::string device;             // "cpu", "cuda:0"
+  std::string device_name;        // CPU model or GPU name
+  std::string model;              // "mlp", "cnn", "resnet18", "vgg11", or a TorchScript path
+  int64_t batch_size = 0;
+  int64_t repeat = 0;
+  RunStatus status = RunStatus::kRunning;
+  std::string error_kind;         // trainscope::to_string(ErrorKind) when failed
+  std::string failure_reason;     // human-readable, names the step/batch/memory where known
+
+  // workload
+  std::string dataset;            // e.g. "fashion-mnist"
+  int64_t train_samples = 0, test_samples = 0;
+  std::vector<int64_t> input_shape;  // C, H, W
+  int64_t num_classes = 0;
+  std::optional<int64_t> parameters;
+  std::optional<double> forward_flops_per_sample;  // see model.h for how they are counted
+  std::string optimizer;
+  double learning_rate = 0;
+  uint64_t seed = 0;
+  int64_t intra_op_threads = 0;
+  int64_t epochs_requested = 0;
+  int64_t warmup_steps = 0;
+
+  // measurements
+  int64_t epochs_completed = 0;   // full epochs
+  int64_t steps_completed = 0;
+  int64_t steps_per_epoch = 0;
+  double train_time_s = 0;        // measured training wall time, evaluation excluded
+  std::optional<double> steady_samples_per_s;       // after warm-up
+  std::optional<double> mean_epoch_time_s;          // over complete epochs
+  /// Time to train `epochs_requested` epochs. Measured when all epochs ran; otherwise an
+  /// estimate = steps_per_epoch * epochs_requested * batch / steady_samples_per_s (+ eval).
+  std::optional<double> time_for_requested_epochs_s;
+  bool time_for_requested_epochs_is_estimate = false;
+  bool stopped_early = false;
+  std::string stop_reason;        // "max_steps", "time_budget", "" when complete
+  std::optional<double> final_train_loss;
+  std::optional<double> final_train_accuracy_pct;
+  std::optional<double> test_accuracy_pct;   // after the last (possibly partial) epoch
+  std::optional<PhaseBreakdown> phases;
+  std::optional<int64_t> peak_rss_bytes;             // host, from getrusage
+  std::optional<int64_t> device_peak_allocated_bytes; // CUDA caching allocator
+  std::optional<int64_t> device_peak_reserved_bytes;
+  std::vector<EpochRecord> epochs;
+  int64_t start_ns = 0, end_ns = 0;  // steady clock, ns since the matrix started
+  std::string checkpoint_path;       // relative to the run folder; "" when none was written
+  std::vector<std::string> notes;    // why a value is absent, warnings
+
+  // sections filled by other components (null when absent)
+  nlohmann::json telemetry;       // trainscope/telemetry.h summary
+  nlohmann::json profile;         // op table + step breakdown (trainscope/profile.h)
+  nlohmann::json inference;       // trainscope/inference.h results
+};
+
+nlohmann::json to_json(const RunRecord& r);
+RunRecord run_record_from_json(const nlohmann::json& j);
+
+/// The flat CSV columns (one row per run). Nested sections appear as selected scalar columns.
+std::vector<std::string> csv_header();
+std::vector<std::string> csv_row(const RunRecord& r);
+
+/// results.json content: {"provenance": {...}, "schema_version": N, "runs": [...]}.
+std::string results_json(const Provenance& p, const std::vector<RunRecord>& runs);
+/// results.csv content: provenance "# key: value" lines, a header, one row per run.
+std::string results_csv(const Provenance& p, const std::vector<RunRecord>& runs);
+
+}  // namespace trainscope

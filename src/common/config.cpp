@@ -1,0 +1,168 @@
+#include "trainscope/config.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <toml++/toml.h>
+
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+void apply_preset(const std::string& name, MatrixConfig& m) {
+  if (name.empty()) return;
+  if (name == "paper") {
+    // arXiv 2309.02521 section III: Adam, cross-entropy, 20 epochs, batch sizes 64 and 128.
+    m.models = {"mlp", "resnet18"};
+    m.batch_sizes = {64, 128};
+    m.train.optimizer = "adam";
+    m.train.learning_rate = 1e-3;
+    m.train.epochs = 20;
+  } else if (name == "quick") {
+    // Smoke run: a few hundred steps per cell, enough for a stable samples/s.
+    m.train.epochs = 1;
+    m.train.max_steps = 200;
+  } else {
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("unknown preset '{}'; use one of: paper, quick", name));
+  }
+  m.preset = name;
+}
+
+namespace {
+
+template <typename T>
+T get_as(const toml::node& node, const std::string& file, const std::string& key) {
+  if (auto v = node.value<T>()) return *v;
+  throw_error(ErrorKind::kInvalidConfig,
+              fmt::format("{}: key '{}' has the wrong type ({}); see README 'Configuration file'", file, key,
+                          node.type() == toml::node_type::string ? "string" : "not the expected type"));
+}
+
+template <typename T>
+std::vector<T> get_list(const toml::node& node, const std::string& file, const std::string& key) {
+  std::vector<T> out;
+  if (auto* arr = node.as_array()) {
+    for (auto& el : *arr) out.push_back(get_as<T>(el, file, key));
+  } else {
+    out.push_back(get_as<T>(node, file, key));
+  }
+  return out;
+}
+
+}  // namespace
+
+void load_toml_config(const std::string& path, MatrixConfig& m) {
+  toml::table tbl;
+  try {
+    tbl = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    throw_error(ErrorKind::kInvalidConfig,
+                fmt::format("{}:{}:{}: TOML syntax error: {}", path, src.begin.line, src.begin.column,
+                            e.description()));
+  }
+  // Top-level keys and [data], [train] tables. Anything else is a typo we report.
+  for (auto&& [k, node] : tbl) {
+    std::string key(k.str());
+    if (key == "devices") m.devices = get_list<std::string>(node, path, key);
+    else if (key == "models") m.models = get_list<std::string>(node, path, key);
+    else if (key == "batch_sizes") m.batch_sizes = get_list<int64_t>(node, path, key);
+    else if (key == "repeats") m.repeats = get_as<int64_t>(node, path, key);
+    else if (key == "out_dir") m.out_dir = get_as<std::string>(node, path, key);
+    else if (key == "run_name") m.run_name = get_as<std::string>(node, path, key);
+    else if (key == "preset") apply_preset(get_as<std::string>(node, path, key), m);
+    else if (key == "progress") m.progress = get_as<bool>(node, path, key);
+    else if (key == "data") {
+      auto* t = node.as_table();
+      if (!t) throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: 'data' must be a table ([data])", path));
+      for (auto&& [dk, dn] : *t) {
+        std::string d(dk.str());
+        auto& D = m.data;
+        if (d == "format") D.format = get_as<std::string>(dn, path, "data." + d);
+        else if (d == "path") D.path = get_as<std::string>(dn, path, "data." + d);
+        else if (d == "image_size") D.image_size = get_as<int64_t>(dn, path, "data." + d);
+        else if (d == "image_channels") D.image_channels = get_as<int64_t>(dn, path, "data." + d);
+        else if (d == "test_fraction") D.test_fraction = get_as<double>(dn, path, "data." + d);
+        else if (d == "synthetic_train") D.synthetic_train = get_as<int64_t>(dn, path, "data." + d);
+        else if (d == "synthetic_test") D.synthetic_test = get_as<int64_t>(dn, path, "data." + d);
+        else if (d == "limit_train") D.limit_train = get_as<int64_t>(dn, path, "data." + d);
+        else if (d == "limit_test") D.limit_test = get_as<int64_t>(dn, path, "data." + d);
+        else
+          throw_error(ErrorKind::kInvalidConfig,
+                      fmt::format("{}: unknown key 'data.{}'; known: format, path, image_size, image_channels, "
+                                  "test_fraction, synthetic_train, synthetic_test, limit_train, limit_test",
+                                  path, d));
+      }
+    } else if (key == "train") {
+      auto* t = node.as_table();
+      if (!t) throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: 'train' must be a table ([train])", path));
+      for (auto&& [tk, tn] : *t) {
+        std::string d(tk.str());
+        auto& T = m.train;
+        std::string full = "train." + d;
+        if (d == "optimizer") T.optimizer = get_as<std::string>(tn, path, full);
+        else if (d == "learning_rate") T.learning_rate = get_as<double>(tn, path, full);
+        else if (d == "momentum") T.momentum = get_as<double>(tn, path, full);
+        else if (d == "epochs") T.epochs = get_as<int64_t>(tn, path, full);
+        else if (d == "warmup_steps") T.warmup_steps = get_as<int64_t>(tn, path, full);
+        else if (d == "max_steps") T.max_steps = get_as<int64_t>(tn, path, full);
+        else if (d == "time_budget_s") T.time_budget_s = get_as<double>(tn, path, full);
+        else if (d == "eval_batch_size") T.eval_batch_size = get_as<int64_t>(tn, path, full);
+        else if (d == "seed") T.seed = static_cast<uint64_t>(get_as<int64_t>(tn, path, full));
+        else if (d == "threads") T.threads = get_as<int64_t>(tn, path, full);
+        else
+          throw_error(ErrorKind::kInvalidConfig,
+                      fmt::format("{}: unknown key 'train.{}'; known: optimizer, learning_rate, momentum, epochs, "
+                                  "warmup_steps, max_steps, time_budget_s, eval_batch_size, seed, threads",
+                                  path, d));
+      }
+    } else {
+      throw_error(ErrorKind::kInvalidConfig,
+                  fmt::format("{}: unknown key '{}'; known top-level keys: devices, models, batch_sizes, repeats, "
+                              "out_dir, run_name, preset, progress, [data], [train]",
+                              path, key));
+    }
+  }
+}
+
+void validate(const MatrixConfig& m) {
+  auto bad = [](const std::string& msg) { throw_error(ErrorKind::kInvalidArgument, msg); };
+  if (m.models.empty()) bad("no model given; use --models mlp,cnn (or resnet18, vgg11, path/to/model.pt)");
+  if (m.batch_sizes.empty()) bad("no batch size given; use --batch-sizes 64,128");
+  for (auto b : m.batch_sizes)
+    if (b <= 0 || b > (1 << 20))
+      bad(fmt::format("batch size {} is out of range; use a value from 1 to 1048576, e.g. --batch-sizes 64,128", b));
+  if (m.repeats < 1 || m.repeats > 1000) bad(fmt::format("repeats {} is out of range; use 1..1000", m.repeats));
+  const auto& t = m.train;
+  if (t.optimizer != "adam" && t.optimizer != "sgd")
+    bad(fmt::format("unknown optimizer '{}'; use adam or sgd", t.optimizer));
+  if (!(t.learning_rate > 0) || t.learning_rate > 10)
+    bad(fmt::format("learning rate {} is out of range; use a value in (0, 10], e.g. 0.001", t.learning_rate));
+  if (t.epochs < 1 || t.epochs > 100000) bad(fmt::format("epochs {} is out of range; use 1..100000", t.epochs));
+  if (t.warmup_steps < 0) bad(fmt::format("warm-up steps {} must be >= 0", t.warmup_steps));
+  if (t.max_steps < 0) bad(fmt::format("max steps {} must be >= 0 (0 = no limit)", t.max_steps));
+  if (t.time_budget_s < 0) bad(fmt::format("time budget {} s must be >= 0 (0 = no limit)", t.time_budget_s));
+  if (t.eval_batch_size < 1) bad(fmt::format("evaluation batch size {} must be >= 1", t.eval_batch_size));
+  if (t.threads < 0 || t.threads > 4096) bad(fmt::format("threads {} is out of range; use 0 (all CPUs) .. 4096", t.threads));
+  if (t.nan_check_interval < 1) bad("nan_check_interval must be >= 1");
+  const auto& d = m.data;
+  static const std::set<std::string> kFormats = {"idx", "cifar10", "folder", "synthetic"};
+  if (!kFormats.count(d.format))
+    bad(fmt::format("unknown data format '{}'; use idx, cifar10, folder or synthetic", d.format));
+  if (d.format == "folder") {
+    if (d.image_size < 4 || d.image_size > 1024) bad(fmt::format("image size {} is out of range; use 4..1024", d.image_size));
+    if (d.image_channels != 1 && d.image_channels != 3) bad(fmt::format("image channels {} must be 1 or 3", d.image_channels));
+    if (!(d.test_fraction > 0 && d.test_fraction < 1)) bad(fmt::format("test fraction {} must be in (0, 1)", d.test_fraction));
+  }
+  if (d.format == "synthetic") {
+    if (d.synthetic_train < 1 || d.synthetic_test < 1 || d.synthetic_train > 10'000'000 || d.synthetic_test > 10'000'000)
+      bad("synthetic data set sizes must be 1..10000000");
+    if (d.synthetic_classes < 2 || d.synthetic_classes > 1000) bad("synthetic classes must be 2..1000");
+    if (d.synthetic_channels < 1 || d.synthetic_channels > 4) bad("synthetic channels must be 1..4");
+    if (d.synthetic_size < 4 || d.synthetic_size > 256) bad("synthetic image size must be 4..256");
+  }
+  if (d.limit_train < 0 || d.limit_test < 0) bad("data limits must be >= 0 (0 = all)");
+}
+
+}  // namespace trainscope

@@ -1,0 +1,139 @@
+#include "trainscope/fs.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+namespace fs = std::filesystem;
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': {} (the previous version, if any, is kept)", path,
+                                              std::strerror(e)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': {}", path, std::strerror(e)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(e)));
+  }
+}
+
+void ensure_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw_error(ErrorKind::kIo, fmt::format("cannot create output folder '{}': {}; choose another with --out",
+                                            dir, ec.message()));
+  std::string probe = dir + "/.trainscope-write-probe";
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw_error(ErrorKind::kIo, fmt::format("output folder '{}' is not writable: {}; choose another with --out", dir,
+                                            std::strerror(errno)));
+  char block[4096] = {0};
+  bool ok = ::write(fd, block, sizeof block) == static_cast<ssize_t>(sizeof block);
+  int e = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!ok)
+    throw_error(ErrorKind::kIo, fmt::format("output folder '{}' cannot take data: {}; free space or use --out", dir,
+                                            std::strerror(e)));
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes) {
+  std::vector<uint8_t> out;
+  bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  if (!gz) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw_error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw_error(ErrorKind::kIo, fmt::format("'{}' is not a regular file", path));
+    }
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+      ::close(fd);
+      throw_error(ErrorKind::kDataFormat,
+                  fmt::format("'{}' is {} bytes, more than the limit of {} bytes", path, st.st_size, max_bytes));
+    }
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t off = 0;
+    while (off < out.size()) {
+      ssize_t n = ::read(fd, out.data() + off, out.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int e = errno;
+        ::close(fd);
+        throw_error(ErrorKind::kIo, fmt::format("cannot read '{}' at offset {}: {}", path, off,
+                                                n == 0 ? "file shrank while reading" : std::strerror(e)));
+      }
+      off += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return out;
+  }
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw_error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  gzbuffer(f, 1 << 17);
+  std::vector<uint8_t> chunk(1 << 20);
+  for (;;) {
+    int n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (n < 0) {
+      int errnum = 0;
+      std::string msg = gzerror(f, &errnum);
+      gzclose(f);
+      throw_error(ErrorKind::kDataFormat,
+                  fmt::format("'{}' is not a valid gzip file (decompressed {} bytes before the error: {}); "
+                              "re-download it or give the uncompressed file",
+                              path, out.size(), msg));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      gzclose(f);
+      throw_error(ErrorKind::kDataFormat,
+                  fmt::format("'{}' decompresses to more than the limit of {} bytes", path, max_bytes));
+    }
+    out.insert(out.end(), chunk.begin(), chunk.begin() + n);
+  }
+  // gzread on a truncated stream returns what it has and flags Z_BUF_ERROR at close.
+  int rc = gzclose(f);
+  if (rc == Z_BUF_ERROR)
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("'{}' is truncated: the gzip stream ends early after {} decompressed bytes", path,
+                            out.size()));
+  return out;
+}
+
+}  // namespace trainscope

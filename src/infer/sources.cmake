@@ -1,0 +1,1 @@
+# files of src/infer (owned by the infer component)

@@ -1,0 +1,1 @@
+# files of src/profile (owned by the profile component)

@@ -1,0 +1,1 @@
+# files of src/report (owned by the report component)

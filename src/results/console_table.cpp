@@ -1,0 +1,86 @@
+#include "trainscope/console_table.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include <map>
+
+#include "trainscope/stats.h"
+
+namespace trainscope {
+
+std::string format_duration(double s) {
+  if (s < 1e-3) return fmt::format("{:.0f} µs", s * 1e6);
+  if (s < 1) return fmt::format("{:.0f} ms", s * 1e3);
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.1f} h", s / 3600);
+}
+
+std::string format_rate(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f} k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string format_matrix_table(const std::vector<RunRecord>& runs) {
+  // median steady samples/s per (model, batch, device)
+  std::map<std::tuple<std::string, int64_t, std::string>, std::vector<double>> rates;
+  for (const auto& r : runs)
+    if (r.status == RunStatus::kOk && r.steady_samples_per_s)
+      rates[{r.model, r.batch_size, r.device}].push_back(*r.steady_samples_per_s);
+  auto med = [&](const std::string& m, int64_t b, const std::string& d) -> std::optional<double> {
+    auto it = rates.find({m, b, d});
+    if (it == rates.end()) return std::nullopt;
+    return median(it->second);
+  };
+  std::vector<const RunRecord*> order;
+  for (const auto& r : runs) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    return std::tie(a->model, a->batch_size) < std::tie(b->model, b->batch_size);
+  });
+  int64_t epochs = runs.empty() ? 0 : runs.front().epochs_requested;
+  std::string out;
+  out += fmt::format("{:<14} {:>5} {:<8} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device", "rep",
+                     "samples/s", "epoch", fmt::format("time {} epoch{}", epochs, epochs == 1 ? "" : "s"),
+                     "test acc", "vs cpu", "status");
+  out += std::string(100, '-') + "\n";
+  for (const auto* r : order) {
+    std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
+    std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";
+    std::string ep = r->mean_epoch_time_s ? format_duration(*r->mean_epoch_time_s)
+                     : (r->stopped_early && r->steady_samples_per_s && r->steps_per_epoch > 0)
+                         ? format_duration(static_cast<double>(r->steps_per_epoch * r->batch_size) /
+                                           *r->steady_samples_per_s) + "*"
+                         : "—";
+    std::string tn = r->time_for_requested_epochs_s
+                         ? format_duration(*r->time_for_requested_epochs_s) +
+                               (r->time_for_requested_epochs_is_estimate ? " (est.)" : "")
+                         : "—";
+    std::string acc = r->test_accuracy_pct ? fmt::format("{:.1f} %", *r->test_accuracy_pct) : "—";
+    std::string sp = "—";
+    if (r->device == "cpu") sp = r->status == RunStatus::kOk ? "1.00×" : "—";
+    else if (auto c = med(r->model, r->batch_size, "cpu"); c && r->steady_samples_per_s && *c > 0)
+      sp = fmt::format("{:.2f}×", *r->steady_samples_per_s / *c);
+    std::string st = to_string(r->status);
+    if (r->status != RunStatus::kOk && !r->failure_reason.empty()) {
+      st += ": " + r->failure_reason;
+      if (st.size() > 60) st = st.substr(0, 57) + "...";
+    } else if (r->stopped_early) {
+      st += " (stopped: " + r->stop_reason + ")";
+    }
+    out += fmt::format("{:<14} {:>5} {:<8} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
+                       r->device, r->repeat, sps, ep, tn, acc, sp, st);
+  }
+  bool any_est = false, any_part = false;
+  for (const auto& r : runs) {
+    any_est |= r.time_for_requested_epochs_is_estimate;
+    any_part |= r.stopped_early;
+  }
+  out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
+  if (any_est) out += "(est.): estimated from the measured steady-state rate; the run stopped early.\n";
+  if (any_part) out += "*: epoch time estimated from the steady-state rate (the epoch did not finish).\n";
+  return out;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,99 @@
+#include "train/device.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "train/compat.h"
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+std::vector<std::string> visible_devices() {
+  std::vector<std::string> d = {"cpu"};
+  if (torch::cuda::is_available())
+    for (size_t i = 0; i < torch::cuda::device_count(); ++i) d.push_back(fmt::format("cuda:{}", i));
+  return d;
+}
+
+std::vector<std::string> resolve_devices(const std::vector<std::string>& requested, std::string* notice) {
+  auto vis = visible_devices();
+  auto listing = [&] {
+    std::string s;
+    for (auto& v : vis) s += (s.empty() ? "" : ", ") + v;
+    return s;
+  };
+  if (requested.empty()) {
+    if (vis.size() == 1 && notice)
+      *notice = "no CUDA device is visible (LibTorch " + compat::torch_version() +
+                (torch::cuda::is_available() ? "" : ", CUDA not available in this build or on this machine") +
+                "); running on the CPU only";
+    return vis;
+  }
+  std::vector<std::string> out;
+  auto add = [&](const std::string& d) {
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  for (const auto& r : requested) {
+    if (r == "cpu") add("cpu");
+    else if (r == "cuda" || r == "gpu") {
+      if (vis.size() == 1)
+        throw_error(ErrorKind::kDevice, fmt::format("device '{}' was asked for but no CUDA device is visible; devices "
+                                                    "found: {}. Use --devices cpu, or run on a machine with an "
+                                                    "NVIDIA GPU and a CUDA build of LibTorch",
+                                                    r, listing()));
+      for (size_t i = 1; i < vis.size(); ++i) add(vis[i]);
+    } else if (r.rfind("cuda:", 0) == 0) {
+      if (std::find(vis.begin(), vis.end(), r) == vis.end())
+        throw_error(ErrorKind::kDevice,
+                    fmt::format("device '{}' does not exist; devices found: {}", r, listing()));
+      add(r);
+    } else {
+      throw_error(ErrorKind::kDevice,
+                  fmt::format("unknown device '{}'; use cpu, cuda (all GPUs) or cuda:N; devices found: {}", r, listing()));
+    }
+  }
+  return out;
+}
+
+#ifndef TRAINSCOPE_WITH_CUDA
+std::string device_display_name(const std::string& device, const std::string& cpu_model) {
+  return device == "cpu" ? cpu_model : device;
+}
+void add_torch_provenance(Provenance& p) { p.libtorch_version = compat::torch_version(); }
+void device_synchronize(const torch::Device&) {}
+void reset_device_memory_stats(const torch::Device&) {}
+DeviceMemoryStats device_memory_stats(const torch::Device&) { return {}; }
+void release_device_cache(const torch::Device&) {}
+#endif
+
+namespace {
+
+class CpuPhaseClock final : public PhaseClock {
+ public:
+  explicit CpuPhaseClock(int64_t cap) : t_(static_cast<size_t>(cap * kMarks)) {}
+  void mark(int64_t slot, int k) override { t_[static_cast<size_t>(slot * kMarks + k)] = std::chrono::steady_clock::now(); }
+  double elapsed_ms(int64_t slot, int k) override {
+    auto a = t_[static_cast<size_t>(slot * kMarks + k)], b = t_[static_cast<size_t>(slot * kMarks + k + 1)];
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  }
+  void synchronize() override {}
+  std::string method() const override { return "steady_clock"; }
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> t_;
+};
+
+}  // namespace
+
+std::unique_ptr<PhaseClock> make_cuda_phase_clock(const torch::Device& device, int64_t capacity);  // device_cuda.cpp
+
+std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_t capacity) {
+#ifdef TRAINSCOPE_WITH_CUDA
+  if (device.is_cuda()) return make_cuda_phase_clock(device, capacity);
+#endif
+  return std::make_unique<CpuPhaseClock>(capacity);
+}
+
+}  // namespace trainscope

@@ -1,0 +1,59 @@
+// Device helpers: which devices exist, and the CUDA-only pieces (events, memory statistics)
+// behind an interface so the same trainer builds without CUDA (STYLE.md #6).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/provenance.h"
+
+namespace trainscope {
+
+/// "cpu" plus "cuda:N" for every visible CUDA device.
+std::vector<std::string> visible_devices();
+
+/// Resolves the user's device list ("cpu", "cuda", "cuda:N", "gpu"; empty = all visible).
+/// Throws Error(kDevice) listing the devices found when one does not exist.
+/// `notice` receives a one-line note when the default list had no GPU.
+std::vector<std::string> resolve_devices(const std::vector<std::string>& requested, std::string* notice);
+
+std::string device_display_name(const std::string& device, const std::string& cpu_model);
+
+/// Adds LibTorch / CUDA / GPU fields to a host provenance.
+void add_torch_provenance(Provenance& p);
+
+/// Records timestamps for the phases of each step. mark() never blocks the host.
+class PhaseClock {
+ public:
+  virtual ~PhaseClock() = default;
+  /// Marks boundary `k` (0..kMarks-1) of step slot `slot` (slot < capacity).
+  virtual void mark(int64_t slot, int k) = 0;
+  /// Milliseconds between boundary k and k+1 of `slot`, valid after synchronize().
+  virtual double elapsed_ms(int64_t slot, int k) = 0;
+  /// Waits for all recorded marks to complete (called outside the timed loop).
+  virtual void synchronize() = 0;
+  /// Blocks the host until boundary k of `slot` has completed on the device (no-op on the CPU).
+  /// Used before overwriting a pinned staging buffer whose copy was queued at that step.
+  virtual void wait(int64_t slot, int k) { (void)slot; (void)k; }
+  virtual std::string method() const = 0;
+  static constexpr int kMarks = 5;  // before h2d, after h2d, after forward, after backward, after optimizer
+};
+
+std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_t capacity);
+
+/// Blocks until all work queued on `device` is done (no-op on the CPU).
+void device_synchronize(const torch::Device& device);
+
+struct DeviceMemoryStats {
+  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes, total_bytes;
+};
+void reset_device_memory_stats(const torch::Device& device);
+DeviceMemoryStats device_memory_stats(const torch::Device& device);
+/// Returns cached blocks to the driver (after an out-of-memory failure).
+void release_device_cache(const torch::Device& device);
+
+}  // namespace trainscope

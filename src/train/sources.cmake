@@ -1,0 +1,8 @@
+target_sources(trainscope PRIVATE
+  workload/models.cpp
+  train/device.cpp
+  train/trainer.cpp
+  train/runner.cpp)
+if(TRAINSCOPE_WITH_CUDA)
+  target_sources(trainscope PRIVATE train/device_cuda.cpp)
+endif()

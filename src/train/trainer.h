@@ -1,0 +1,60 @@
+// One training run: a model, a device, a batch size, on an in-memory data set.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "trainscope/config.h"
+#include "trainscope/dataset.h"
+#include "trainscope/progress.h"
+#include "trainscope/run_record.h"
+#include "workload/model.h"
+
+namespace trainscope {
+
+/// The data of a matrix, loaded once and shared by every run (host memory, float32 NCHW).
+struct Workload {
+  DatasetPair data;
+  torch::Tensor train_x, train_y, test_x, test_y;  // CPU tensors viewing `data` (no copy)
+  std::string dataset_name;
+};
+Workload make_workload(DatasetPair data);
+
+struct RunSpec {
+  std::string run_id;
+  std::string device;          // "cpu", "cuda:0"
+  std::string model;
+  int64_t batch_size = 64;
+  int64_t repeat = 0;
+  TrainConfig train;
+  std::string checkpoint_path;  // "" = do not save
+  std::chrono::steady_clock::time_point origin;  // the matrix clock's zero
+};
+
+/// Hooks the matrix passes to a run (all optional).
+struct TrainHooks {
+  ProgressBar* progress = nullptr;
+  const std::atomic<bool>* stop_requested = nullptr;   // SIGINT: finish the step, then stop
+  /// Called after the model is built, before the first step (profilers attach here).
+  std::function<void(Model&)> on_model_ready;
+  /// Called at the start of each step with the global step index (0-based); the profiler's
+  /// schedule hangs off this.
+  std::function<void(int64_t step)> on_step_begin;
+  std::function<void(int64_t step)> on_step_end;
+};
+
+/// Trains one run and returns its record. Bad input throws trainscope::Error before any
+/// training; failures during training (NaN loss, out of memory, c10::Error) also throw and the
+/// matrix turns them into failed records. The record is also filled as far as measured in
+/// `partial` so nothing measured is lost when it throws.
+RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial = nullptr);
+
+/// Evaluates `model` on (x, y) in eval mode without gradients; returns {accuracy_pct, mean loss}.
+std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const torch::Tensor& y,
+                                   const torch::Device& device, int64_t batch_size);
+
+}  // namespace trainscope

@@ -1,0 +1,191 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "trainscope/dataset.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+
+namespace trainscope {
+
+namespace fs = std::filesystem;
+
+void channel_stats(const RawImages& raw, std::vector<float>& mean, std::vector<float>& stdv) {
+  mean.assign(static_cast<size_t>(raw.channels), 0.f);
+  stdv.assign(static_cast<size_t>(raw.channels), 1.f);
+  int64_t plane = raw.height * raw.width;
+  for (int64_t c = 0; c < raw.channels; ++c) {
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < raw.count; ++i) {
+      const uint8_t* p = raw.pixels.data() + (i * raw.channels + c) * plane;
+      for (int64_t k = 0; k < plane; ++k) {
+        double v = p[k] / 255.0;
+        s += v;
+        s2 += v * v;
+      }
+    }
+    double n = static_cast<double>(raw.count * plane);
+    double m = s / n;
+    double var = std::max(s2 / n - m * m, 0.0);
+    mean[static_cast<size_t>(c)] = static_cast<float>(m);
+    stdv[static_cast<size_t>(c)] = static_cast<float>(std::sqrt(var) > 1e-6 ? std::sqrt(var) : 1.0);
+  }
+}
+
+Dataset normalise(const RawImages& raw, const std::vector<float>& mean, const std::vector<float>& stdv,
+                  const std::string& name, int64_t num_classes) {
+  Dataset d;
+  d.name = name;
+  d.count = raw.count;
+  d.channels = raw.channels;
+  d.height = raw.height;
+  d.width = raw.width;
+  d.num_classes = num_classes;
+  d.labels = raw.labels;
+  d.images.resize(raw.pixels.size());
+  int64_t plane = raw.height * raw.width;
+  for (int64_t i = 0; i < raw.count; ++i)
+    for (int64_t c = 0; c < raw.channels; ++c) {
+      float m = mean[static_cast<size_t>(c)], inv = 1.f / stdv[static_cast<size_t>(c)];
+      size_t base = static_cast<size_t>((i * raw.channels + c) * plane);
+      for (int64_t k = 0; k < plane; ++k)
+        d.images[base + static_cast<size_t>(k)] = (raw.pixels[base + static_cast<size_t>(k)] / 255.f - m) * inv;
+    }
+  return d;
+}
+
+namespace {
+
+std::string find_idx(const std::string& dir, const std::string& stem) {
+  for (const char* suffix : {"", ".gz"}) {
+    auto p = (fs::path(dir) / (stem + suffix)).string();
+    if (file_exists(p)) return p;
+  }
+  // Also accept the "train-images.idx3-ubyte" spelling of the original MNIST mirror.
+  std::string alt = stem;
+  auto pos = alt.find("-idx");
+  if (pos != std::string::npos) alt[pos] = '.';
+  for (const char* suffix : {"", ".gz"}) {
+    auto p = (fs::path(dir) / (alt + suffix)).string();
+    if (file_exists(p)) return p;
+  }
+  throw_error(ErrorKind::kIo,
+              fmt::format("IDX data folder '{}' has no {} (or {}.gz); give the folder holding the MNIST-format files "
+                          "with --data, or install Debian's dataset-fashion-mnist",
+                          dir, stem, stem));
+}
+
+RawImages take(const RawImages& r, const std::vector<int64_t>& idx) {
+  RawImages o;
+  o.channels = r.channels;
+  o.height = r.height;
+  o.width = r.width;
+  o.count = static_cast<int64_t>(idx.size());
+  int64_t sb = r.sample_bytes();
+  o.pixels.resize(static_cast<size_t>(o.count * sb));
+  o.labels.resize(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) {
+    std::copy_n(r.pixels.begin() + idx[k] * sb, sb, o.pixels.begin() + static_cast<int64_t>(k) * sb);
+    o.labels[k] = r.labels[static_cast<size_t>(idx[k])];
+  }
+  return o;
+}
+
+void limit(RawImages& r, int64_t n) {
+  if (n <= 0 || n >= r.count) return;
+  r.count = n;
+  r.pixels.resize(static_cast<size_t>(n * r.sample_bytes()));
+  r.labels.resize(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
+  DatasetPair out;
+  out.format = cfg.format;
+  RawImages train, test;
+  int64_t classes = 0;
+  std::vector<std::string> class_names;
+  if (cfg.format == "idx") {
+    train = read_idx(find_idx(cfg.path, "train-images-idx3-ubyte"), find_idx(cfg.path, "train-labels-idx1-ubyte"));
+    test = read_idx(find_idx(cfg.path, "t10k-images-idx3-ubyte"), find_idx(cfg.path, "t10k-labels-idx1-ubyte"));
+    if (train.height != test.height || train.width != test.width)
+      throw_error(ErrorKind::kDataFormat, fmt::format("{}: training images are {}x{} but test images are {}x{}",
+                                                      cfg.path, train.height, train.width, test.height, test.width));
+    int64_t mx = 0;
+    for (auto l : train.labels) mx = std::max(mx, l);
+    for (auto l : test.labels) mx = std::max(mx, l);
+    classes = mx + 1;
+    out.source = cfg.path;
+  } else if (cfg.format == "cifar10") {
+    for (int b = 1; b <= 5; ++b) {
+      auto p = (fs::path(cfg.path) / fmt::format("data_batch_{}.bin", b)).string();
+      auto r = parse_cifar10_batch(read_file_bytes(p, uint64_t{1} << 30), p);
+      if (train.count == 0) train = std::move(r);
+      else {
+        train.pixels.insert(train.pixels.end(), r.pixels.begin(), r.pixels.end());
+        train.labels.insert(train.labels.end(), r.labels.begin(), r.labels.end());
+        train.count += r.count;
+      }
+    }
+    auto tp = (fs::path(cfg.path) / "test_batch.bin").string();
+    test = parse_cifar10_batch(read_file_bytes(tp, uint64_t{1} << 30), tp);
+    classes = 10;
+    class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+    out.source = cfg.path;
+  } else if (cfg.format == "folder") {
+    std::error_code ec;
+    auto tr = fs::path(cfg.path) / "train", te = fs::path(cfg.path) / "test";
+    if (fs::is_directory(tr, ec) && fs::is_directory(te, ec)) {
+      std::vector<std::string> test_names;
+      train = read_image_folder(tr.string(), cfg.image_size, cfg.image_channels, &class_names);
+      test = read_image_folder(te.string(), cfg.image_size, cfg.image_channels, &test_names);
+      if (test_names != class_names)
+        throw_error(ErrorKind::kDataFormat,
+                    fmt::format("'{}' and '{}' have different class folders; they must match", tr.string(), te.string()));
+    } else {
+      RawImages all = read_image_folder(cfg.path, cfg.image_size, cfg.image_channels, &class_names);
+      if (all.count < 2)
+        throw_error(ErrorKind::kDataFormat,
+                    fmt::format("image folder '{}' has {} image; at least 2 are needed to hold some out for testing",
+                                cfg.path, all.count));
+      std::vector<int64_t> idx(static_cast<size_t>(all.count));
+      std::iota(idx.begin(), idx.end(), 0);
+      std::mt19937_64 rng(seed);
+      std::shuffle(idx.begin(), idx.end(), rng);
+      auto n_test = std::clamp<int64_t>(static_cast<int64_t>(std::llround(cfg.test_fraction * all.count)), 1, all.count - 1);
+      test = take(all, std::vector<int64_t>(idx.begin(), idx.begin() + n_test));
+      train = take(all, std::vector<int64_t>(idx.begin() + n_test, idx.end()));
+    }
+    classes = static_cast<int64_t>(class_names.size());
+    out.source = cfg.path;
+  } else if (cfg.format == "synthetic") {
+    train = make_synthetic(cfg.synthetic_train, cfg.synthetic_channels, cfg.synthetic_size, cfg.synthetic_classes, seed);
+    test = make_synthetic(cfg.synthetic_test, cfg.synthetic_channels, cfg.synthetic_size, cfg.synthetic_classes,
+                          seed ^ 0x9E3779B97F4A7C15ull);
+    classes = cfg.synthetic_classes;
+    out.source = fmt::format("synthetic (seed {})", seed);
+  } else {
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("unknown data format '{}'; use idx, cifar10, folder or synthetic", cfg.format));
+  }
+  limit(train, cfg.limit_train);
+  limit(test, cfg.limit_test);
+  if (classes < 2)
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("data in '{}' has {} class; at least 2 are needed for classification", cfg.path, classes));
+  channel_stats(train, out.mean, out.std);
+  std::string base = cfg.format == "idx" ? fs::path(cfg.path).filename().string() : cfg.format;
+  if (base.empty()) base = cfg.format;
+  out.train = normalise(train, out.mean, out.std, base + " train", classes);
+  out.test = normalise(test, out.mean, out.std, base + " test", classes);
+  out.train.class_names = class_names;
+  out.test.class_names = class_names;
+  return out;
+}
+
+}  // namespace trainscope

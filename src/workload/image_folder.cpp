@@ -1,0 +1,92 @@
+// Image-folder data sets: <root>/<class>/<image>; PNG/JPEG/BMP decoded with stb_image and
+// resized with stb_image_resize (Debian libstb-dev).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "trainscope/dataset.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_NO_STDIO
+#define STBI_FAILURE_USERMSG
+#define STBI_MAX_DIMENSIONS 16384
+#include <stb_image.h>
+#define STB_IMAGE_RESIZE_IMPLEMENTATION
+#include <stb_image_resize.h>
+
+namespace trainscope {
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::string& name, int64_t size,
+                                  int64_t channels) {
+  if (bytes.empty()) throw_error(ErrorKind::kDataFormat, fmt::format("{}: empty image file", name));
+  if (bytes.size() > (size_t{1} << 31))
+    throw_error(ErrorKind::kDataFormat, fmt::format("{}: image file larger than 2 GiB", name));
+  int w = 0, h = 0, n = 0;
+  stbi_uc* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n,
+                                      static_cast<int>(channels));
+  if (!px)
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("{}: cannot decode image ({}); only PNG, JPEG and BMP are supported", name,
+                            stbi_failure_reason() ? stbi_failure_reason() : "unknown reason"));
+  std::vector<uint8_t> out(static_cast<size_t>(size * size * channels));
+  std::vector<uint8_t> hwc(out.size());
+  int ok = stbir_resize_uint8(px, w, h, 0, hwc.data(), static_cast<int>(size), static_cast<int>(size), 0,
+                              static_cast<int>(channels));
+  stbi_image_free(px);
+  if (!ok) throw_error(ErrorKind::kDataFormat, fmt::format("{}: cannot resize {}x{} image", name, w, h));
+  // HWC (stb) -> CHW (LibTorch convention).
+  for (int64_t y = 0; y < size; ++y)
+    for (int64_t x = 0; x < size; ++x)
+      for (int64_t c = 0; c < channels; ++c)
+        out[static_cast<size_t>(c * size * size + y * size + x)] = hwc[static_cast<size_t>((y * size + x) * channels + c)];
+  return out;
+}
+
+RawImages read_image_folder(const std::string& root, int64_t size, int64_t channels,
+                            std::vector<std::string>* class_names) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    throw_error(ErrorKind::kIo, fmt::format("image folder '{}' does not exist or is not a folder", root));
+  std::vector<std::string> classes;
+  for (auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory()) classes.push_back(e.path().filename().string());
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty())
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("image folder '{}' has no class sub-folders; expected <root>/<class>/<image>.png", root));
+  if (classes.size() > 100000)
+    throw_error(ErrorKind::kDataFormat, fmt::format("image folder '{}' has {} classes (too many)", root, classes.size()));
+  RawImages r;
+  r.channels = channels;
+  r.height = size;
+  r.width = size;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    std::vector<fs::path> files;
+    for (auto& e : fs::directory_iterator(fs::path(root) / classes[ci], ec)) {
+      if (!e.is_regular_file()) continue;
+      auto ext = e.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+      if (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      auto bytes = read_file_bytes(f.string(), uint64_t{256} << 20);
+      auto px = decode_image(bytes, f.string(), size, channels);
+      r.pixels.insert(r.pixels.end(), px.begin(), px.end());
+      r.labels.push_back(static_cast<int64_t>(ci));
+      ++r.count;
+    }
+  }
+  if (r.count == 0)
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("image folder '{}' holds no .png/.jpg/.jpeg/.bmp images in its class folders", root));
+  if (class_names) *class_names = classes;
+  return r;
+}
+
+}  // namespace trainscope

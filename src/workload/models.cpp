@@ -1,0 +1,333 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <ATen/record_function.h>
+#include <functional>
+
+#include "train/compat.h"
+#include "trainscope/error.h"
+#include "workload/model.h"
+
+namespace trainscope {
+
+namespace nn = torch::nn;
+
+int64_t Model::parameter_count() {
+  int64_t n = 0;
+  for (auto& p : parameters())
+    if (p.requires_grad()) n += p.numel();
+  return n;
+}
+
+namespace {
+
+// ---------------- built-in networks ----------------
+
+struct MlpImpl : nn::Module {
+  MlpImpl(int64_t in, int64_t classes) {
+    fc1 = register_module("fc1", nn::Linear(in, 128));
+    fc2 = register_module("fc2", nn::Linear(128, classes));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::relu(fc1(x.flatten(1)))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+struct CnnImpl : nn::Module {
+  CnnImpl(int64_t c, int64_t h, int64_t w, int64_t classes) {
+    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(c, 32, 3).padding(1)));
+    conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)));
+    fc1 = register_module("fc1", nn::Linear(64 * (h / 4) * (w / 4), 128));
+    fc2 = register_module("fc2", nn::Linear(128, classes));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+    return fc2(torch::relu(fc1(x.flatten(1))));
+  }
+  nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Cnn);
+
+struct BasicBlockImpl : nn::Module {
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride) {
+    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)));
+    bn1 = register_module("bn1", nn::BatchNorm2d(out));
+    conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).stride(1).padding(1).bias(false)));
+    bn2 = register_module("bn2", nn::BatchNorm2d(out));
+    if (stride != 1 || in != out) {
+      shortcut = register_module("shortcut", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+                                                            nn::BatchNorm2d(out)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    y = bn2(conv2(y));
+    return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
+  }
+  nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  nn::Sequential shortcut{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+struct ResNet18Impl : nn::Module {
+  ResNet18Impl(int64_t c, int64_t classes) {
+    stem = register_module("stem", nn::Conv2d(nn::Conv2dOptions(c, 64, 3).stride(1).padding(1).bias(false)));
+    bn = register_module("bn", nn::BatchNorm2d(64));
+    int64_t in = 64;
+    const int64_t widths[4] = {64, 128, 256, 512};
+    for (int i = 0; i < 4; ++i) {
+      nn::Sequential layer;
+      for (int b = 0; b < 2; ++b) {
+        int64_t stride = (b == 0 && i > 0) ? 2 : 1;
+        layer->push_back(BasicBlock(in, widths[i], stride));
+        in = widths[i];
+      }
+      layers.push_back(register_module(fmt::format("layer{}", i + 1), layer));
+    }
+    fc = register_module("fc", nn::Linear(512, classes));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::relu(bn(stem(x)));
+    for (auto& l : layers) x = l->forward(x);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return fc(x);
+  }
+  nn::Conv2d stem{nullptr};
+  nn::BatchNorm2d bn{nullptr};
+  std::vector<nn::Sequential> layers;
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(ResNet18);
+
+struct Vgg11Impl : nn::Module {
+  Vgg11Impl(int64_t c, int64_t h, int64_t w, int64_t classes) {
+    const int64_t cfg[] = {64, -1, 128, -1, 256, 256, -1, 512, 512, -1, 512, 512, -1};
+    int64_t in = c, hh = h, ww = w;
+    for (int64_t v : cfg) {
+      if (v < 0) {
+        if (hh >= 2 && ww >= 2) {
+          features->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+          hh /= 2;
+          ww /= 2;
+        }
+      } else {
+        features->push_back(nn::Conv2d(nn::Conv2dOptions(in, v, 3).padding(1)));
+        features->push_back(nn::BatchNorm2d(v));
+        features->push_back(nn::ReLU(true));
+        in = v;
+      }
+    }
+    register_module("features", features);
+    fc = register_module("fc", nn::Linear(512, classes));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = features->forward(x);
+    return fc(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+  }
+  nn::Sequential features;
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(Vgg11);
+
+template <typename Holder>
+class NativeModel final : public Model {
+ public:
+  NativeModel(std::string name, std::function<Holder()> factory) : factory_(std::move(factory)), m_(factory_()) {
+    name_ = std::move(name);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override { return m_->forward(x); }
+  std::vector<torch::Tensor> parameters() override { return m_->parameters(); }
+  void set_training(bool on) override { m_->train(on); }
+  void to(const torch::Device& d) override { m_->to(d); }
+  void save(const std::string& path) override {
+    try {
+      torch::save(m_, path);
+    } catch (const c10::Error& e) {
+      throw_error(ErrorKind::kIo, fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
+    }
+  }
+  // torch::load silently takes tensors of another shape: load into a scratch copy first,
+  // check every parameter and buffer, then copy into the model.
+  void load(const std::string& path) override {
+    Holder tmp = factory_();
+    try {
+      torch::load(tmp, path);
+    } catch (const c10::Error& e) {
+      throw_error(ErrorKind::kCheckpoint,
+                  fmt::format("checkpoint '{}' does not fit model '{}': {}; use a checkpoint written for this model",
+                              path, name_, e.what_without_backtrace()));
+    }
+    auto src_p = tmp->named_parameters(), src_b = tmp->named_buffers();
+    auto check_copy = [&](const std::string& key, torch::Tensor& dst, const torch::Tensor& src) {
+      if (src.sizes() != dst.sizes())
+        throw_error(ErrorKind::kCheckpoint,
+                    fmt::format("checkpoint '{}': tensor '{}' has shape [{}] but model '{}' needs [{}]; it was written "
+                                "for another model or data shape",
+                                path, key, fmt::join(src.sizes().vec(), ", "), name_, fmt::join(dst.sizes().vec(), ", ")));
+    };
+    for (auto& p : m_->named_parameters()) check_copy(p.key(), p.value(), src_p[p.key()]);
+    for (auto& b : m_->named_buffers()) check_copy(b.key(), b.value(), src_b[b.key()]);
+    torch::NoGradGuard ng;
+    for (auto& p : m_->named_parameters()) p.value().copy_(src_p[p.key()]);
+    for (auto& b : m_->named_buffers()) b.value().copy_(src_b[b.key()]);
+  }
+
+ private:
+  std::function<Holder()> factory_;
+  Holder m_;
+};
+
+class ScriptModel final : public Model {
+ public:
+  ScriptModel(const std::string& path) {
+    name_ = path;
+    try {
+      m_ = torch::jit::load(path);
+    } catch (const c10::Error& e) {
+      throw_error(ErrorKind::kModel, fmt::format("cannot load TorchScript model '{}': {}; save it with "
+                                                 "torch.jit.save(torch.jit.script(model), path)",
+                                                 path, e.what_without_backtrace()));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto out = m_.forward({x});
+    if (!out.isTensor())
+      throw_error(ErrorKind::kModel, fmt::format("TorchScript model '{}' returned a {} instead of a logits tensor",
+                                                 name_, out.tagKind()));
+    return out.toTensor();
+  }
+  std::vector<torch::Tensor> parameters() override {
+    std::vector<torch::Tensor> v;
+    for (const auto& p : m_.parameters()) v.push_back(p);
+    return v;
+  }
+  void set_training(bool on) override { m_.train(on); }
+  void to(const torch::Device& d) override { m_.to(d); }
+  void save(const std::string& path) override {
+    try {
+      m_.save(path);
+    } catch (const c10::Error& e) {
+      throw_error(ErrorKind::kIo, fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
+    }
+  }
+  void load(const std::string& path) override {
+    try {
+      m_ = torch::jit::load(path);
+    } catch (const c10::Error& e) {
+      throw_error(ErrorKind::kCheckpoint, fmt::format("cannot load TorchScript checkpoint '{}': {}", path,
+                                                      e.what_without_backtrace()));
+    }
+  }
+
+ private:
+  torch::jit::script::Module m_;
+};
+
+}  // namespace
+
+std::vector<std::string> builtin_models() { return {"mlp", "cnn", "resnet18", "vgg11"}; }
+
+bool is_torchscript_path(const std::string& m) {
+  auto ends = [&](const char* s) {
+    std::string e(s);
+    return m.size() > e.size() && m.compare(m.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".pt") || ends(".pth") || ends(".ts") || m.find('/') != std::string::npos;
+}
+
+std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h, int64_t w, int64_t classes) {
+  if (name == "mlp") return std::make_unique<NativeModel<Mlp>>(name, [=] { return Mlp(c * h * w, classes); });
+  if (name == "cnn") {
+    if (h < 4 || w < 4) throw_error(ErrorKind::kModel, fmt::format("cnn needs inputs of at least 4x4, got {}x{}", h, w));
+    return std::make_unique<NativeModel<Cnn>>(name, [=] { return Cnn(c, h, w, classes); });
+  }
+  if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, classes); });
+  if (name == "vgg11") return std::make_unique<NativeModel<Vgg11>>(name, [=] { return Vgg11(c, h, w, classes); });
+  if (is_torchscript_path(name)) return std::make_unique<ScriptModel>(name);
+  throw_error(ErrorKind::kModel, fmt::format("unknown model '{}'; use one of mlp, cnn, resnet18, vgg11, or the path of "
+                                             "a TorchScript file (.pt)",
+                                             name));
+}
+
+// ---------------- FLOP counting ----------------
+
+namespace {
+
+std::vector<int64_t> shape_of(const c10::IValue& v) {
+  if (!v.isTensor()) return {};
+  auto s = v.toTensor().sizes();
+  return {s.begin(), s.end()};
+}
+
+std::vector<int64_t> ints_of(const c10::IValue& v) {
+  if (v.isIntList()) return v.toIntVector();
+  return {};
+}
+
+thread_local double t_flops = 0;
+thread_local int t_counted = 0;
+
+std::unique_ptr<at::ObserverContext> count_start(const at::RecordFunction& fn) {
+  double f = op_flops(fn);
+  if (f > 0) {
+    t_flops += f;
+    ++t_counted;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+double op_flops(const at::RecordFunction& fn) {
+  std::string name = compat::op_name(fn);
+  auto in = fn.inputs();
+  if (name == "aten::convolution" && in.size() >= 9) {
+    auto x = shape_of(in[0]), wt = shape_of(in[1]);
+    auto stride = ints_of(in[3]), pad = ints_of(in[4]), dil = ints_of(in[5]);
+    if (x.size() != 4 || wt.size() != 4 || stride.size() < 2 || pad.size() < 2 || dil.size() < 2) return 0;
+    bool transposed = in[6].isBool() && in[6].toBool();
+    if (transposed) return 0;
+    int64_t groups = in[8].isInt() ? in[8].toInt() : 1;
+    int64_t ho = (x[2] + 2 * pad[0] - dil[0] * (wt[2] - 1) - 1) / stride[0] + 1;
+    int64_t wo = (x[3] + 2 * pad[1] - dil[1] * (wt[3] - 1) - 1) / stride[1] + 1;
+    (void)groups;  // weight's dim 1 is already Cin/groups
+    return 2.0 * static_cast<double>(x[0]) * wt[0] * ho * wo * wt[1] * wt[2] * wt[3];
+  }
+  if (name == "aten::addmm" && in.size() >= 3) {
+    auto a = shape_of(in[1]), b = shape_of(in[2]);
+    if (a.size() == 2 && b.size() == 2) return 2.0 * static_cast<double>(a[0]) * a[1] * b[1];
+  }
+  if (name == "aten::mm" && in.size() >= 2) {
+    auto a = shape_of(in[0]), b = shape_of(in[1]);
+    if (a.size() == 2 && b.size() == 2) return 2.0 * static_cast<double>(a[0]) * a[1] * b[1];
+  }
+  if (name == "aten::bmm" && in.size() >= 2) {
+    auto a = shape_of(in[0]), b = shape_of(in[1]);
+    if (a.size() == 3 && b.size() == 3) return 2.0 * static_cast<double>(a[0]) * a[1] * a[2] * b[2];
+  }
+  return 0;
+}
+
+std::optional<double> count_forward_flops(Model& model, int64_t c, int64_t h, int64_t w) {
+  t_flops = 0;
+  t_counted = 0;
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_start).needsInputs(true));
+  try {
+    torch::NoGradGuard ng;
+    model.set_training(false);
+    model.forward(torch::zeros({1, c, h, w}));
+    model.set_training(true);
+  } catch (...) {
+    at::removeCallback(handle);
+    model.set_training(true);
+    throw;
+  }
+  at::removeCallback(handle);
+  if (t_counted == 0) return std::nullopt;
+  return t_flops;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include "trainscope/console_table.h"
+#include "trainscope/run_record.h"
+
+using namespace trainscope;
+
+namespace {
+RunRecord sample(const std::string& dev, double sps) {
+  RunRecord r;
+  r.run_id = dev + "-cnn-b64-r0";
+  r.device = dev;
+  r.model = "cnn";
+  r.batch_size = 64;
+  r.status = RunStatus::kOk;
+  r.steady_samples_per_s = sps;
+  r.epochs_requested = 20;
+  r.mean_epoch_time_s = 60000 / sps;
+  r.time_for_requested_epochs_s = 20 * 60000 / sps;
+  r.time_for_requested_epochs_is_estimate = true;
+  r.test_accuracy_pct = 88.5;
+  PhaseBreakdown p;
+  p.data_ms = 1;
+  p.forward_ms = 2;
+  p.method = "steady_clock";
+  r.phases = p;
+  r.inference = {{"single_stream", {{"p50_ms", 0.5}, {"p99_ms", 0.9}}}};
+  return r;
+}
+}  // namespace
+
+TEST(RunRecord, JsonRoundTripKeepsNullsAsAbsent) {
+  auto r = sample("cpu", 1000);
+  r.peak_rss_bytes = std::nullopt;
+  r.notes = {"why something is missing"};
+  auto j = to_json(r);
+  EXPECT_TRUE(j["peak_rss_bytes"].is_null());
+  EXPECT_EQ(j["status"], "ok");
+  auto back = run_record_from_json(j);
+  EXPECT_EQ(back.run_id, r.run_id);
+  EXPECT_FALSE(back.peak_rss_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*back.steady_samples_per_s, 1000);
+  ASSERT_TRUE(back.phases.has_value());
+  EXPECT_DOUBLE_EQ(back.phases->forward_ms, 2);
+  EXPECT_EQ(back.notes, r.notes);
+  EXPECT_EQ(to_json(back), j);
+}
+
+TEST(RunRecord, CsvRowsMatchHeaderAndEscape) {
+  auto r = sample("cpu", 1000);
+  r.status = RunStatus::kFailed;
+  r.failure_reason = "bad, \"quoted\" reason";
+  auto h = csv_header();
+  auto row = csv_row(r);
+  ASSERT_EQ(h.size(), row.size());
+  auto idx = std::find(h.begin(), h.end(), "failure_reason") - h.begin();
+  EXPECT_EQ(row[static_cast<size_t>(idx)], "\"bad, \"\"quoted\"\" reason\"");
+  auto p50 = std::find(h.begin(), h.end(), "infer_single_stream_p50_ms") - h.begin();
+  EXPECT_EQ(row[static_cast<size_t>(p50)], "0.5");
+  // an absent value is an empty cell, never 0
+  auto rss = std::find(h.begin(), h.end(), "peak_rss_bytes") - h.begin();
+  EXPECT_EQ(row[static_cast<size_t>(rss)], "");
+}
+
+TEST(RunRecord, ResultsFilesStartWithProvenance) {
+  Provenance p;
+  p.host = "testhost";
+  p.command_line = "trainscope run";
+  auto csv = results_csv(p, {sample("cpu", 10)});
+  EXPECT_EQ(csv.rfind("# ", 0), 0u);
+  EXPECT_NE(csv.find("# host: testhost"), std::string::npos);
+  auto js = nlohmann::json::parse(results_json(p, {sample("cpu", 10)}));
+  EXPECT_EQ(js.begin().key(), "provenance");  // nlohmann keeps keys sorted; provenance sorts first
+  EXPECT_EQ(js["runs"].size(), 1u);
+  EXPECT_EQ(js["schema_version"], kSchemaVersion);
+}
+
+TEST(ConsoleTable, SpeedupAgainstCpu) {
+  auto t = format_matrix_table({sample("cpu", 1000), sample("cuda:0", 25000)});
+  EXPECT_NE(t.find("25.00×"), std::string::npos);
+  EXPECT_NE(t.find("1.00×"), std::string::npos);
+  EXPECT_NE(t.find("(est.)"), std::string::npos);
+  EXPECT_NE(t.find("88.5 %"), std::string::npos);
+}
+
+TEST(ConsoleTable, FailedRunShowsReasonAndNoSpeedup) {
+  auto bad = sample("cuda:0", 1);
+  bad.status = RunStatus::kFailed;
+  bad.steady_samples_per_s = std::nullopt;
+  bad.failure_reason = "out of memory";
+  auto t = format_matrix_table({sample("cpu", 1000), bad});
+  EXPECT_NE(t.find("failed: out of memory"), std::string::npos);
+}
+
+TEST(Format, Durations) {
+  EXPECT_EQ(format_duration(0.5), "500 ms");
+  EXPECT_EQ(format_duration(30), "30.0 s");
+  EXPECT_EQ(format_duration(600), "10.0 min");
+  EXPECT_EQ(format_duration(13 * 3600), "13.0 h");
+}

@@ -1,0 +1,2 @@
+ts_add_test(test_models SOURCES train/test_models.cpp TORCH)
+ts_add_test(test_trainer SOURCES train/test_trainer.cpp TORCH)

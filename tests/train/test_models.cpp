@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include "trainscope/error.h"
+#include "workload/model.h"
+
+using namespace trainscope;
+
+TEST(Models, OutputShapes) {
+  for (const auto& name : builtin_models()) {
+    for (auto [c, h] : std::vector<std::pair<int64_t, int64_t>>{{1, 28}, {3, 32}}) {
+      auto m = make_model(name, c, h, h, 10);
+      torch::NoGradGuard ng;
+      m->set_training(false);
+      auto out = m->forward(torch::randn({2, c, h, h}));
+      EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 10})) << name << " " << c << "x" << h;
+    }
+  }
+}
+
+TEST(Models, ParameterCounts) {
+  // mlp: 784*128+128 + 128*10+10
+  EXPECT_EQ(make_model("mlp", 1, 28, 28, 10)->parameter_count(), 784 * 128 + 128 + 128 * 10 + 10);
+  // cnn: conv1 1*32*9+32, conv2 32*64*9+64, fc1 64*7*7*128+128, fc2 128*10+10
+  EXPECT_EQ(make_model("cnn", 1, 28, 28, 10)->parameter_count(),
+            (9 * 32 + 32) + (32 * 64 * 9 + 64) + (64 * 49 * 128 + 128) + (128 * 10 + 10));
+  // ResNet-18 with 3x3 stem, 3 input channels, 10 classes: 11,173,962 (the CIFAR variant's count).
+  EXPECT_EQ(make_model("resnet18", 3, 32, 32, 10)->parameter_count(), 11173962);
+  auto r1 = make_model("resnet18", 1, 28, 28, 10)->parameter_count();
+  EXPECT_NEAR(static_cast<double>(r1) / 1e6, 11.2, 0.05);
+}
+
+TEST(Models, ForwardFlopsFromShapes) {
+  auto mlp = make_model("mlp", 1, 28, 28, 10);
+  EXPECT_DOUBLE_EQ(*count_forward_flops(*mlp, 1, 28, 28), 2.0 * (784 * 128 + 128 * 10));
+  auto cnn = make_model("cnn", 1, 28, 28, 10);
+  double conv1 = 2.0 * 32 * 28 * 28 * 1 * 9, conv2 = 2.0 * 64 * 14 * 14 * 32 * 9;
+  double fc = 2.0 * (64 * 49 * 128 + 128 * 10);
+  EXPECT_DOUBLE_EQ(*count_forward_flops(*cnn, 1, 28, 28), conv1 + conv2 + fc);
+  // ResNet-18 (CIFAR variant) is ~0.56 GMAC = ~1.1 GFLOP per 32x32 sample.
+  auto rn = make_model("resnet18", 3, 32, 32, 10);
+  EXPECT_NEAR(*count_forward_flops(*rn, 3, 32, 32) / 1e9, 1.11, 0.03);
+}
+
+TEST(Models, UnknownNameIsModelError) {
+  try {
+    make_model("resnet19", 1, 28, 28, 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kModel);
+    EXPECT_NE(std::string(e.what()).find("resnet18"), std::string::npos);
+  }
+  EXPECT_THROW(make_model("/nonexistent/model.pt", 1, 28, 28, 10), Error);
+}
+
+TEST(Models, CheckpointReloadsToIdenticalOutputs) {
+  torch::manual_seed(1);
+  auto a = make_model("cnn", 1, 28, 28, 10);
+  std::string p = ::testing::TempDir() + "cnn.pt";
+  a->save(p);
+  torch::manual_seed(2);
+  auto b = make_model("cnn", 1, 28, 28, 10);
+  auto x = torch::randn({3, 1, 28, 28});
+  torch::NoGradGuard ng;
+  a->set_training(false);
+  b->set_training(false);
+  EXPECT_FALSE(torch::equal(a->forward(x), b->forward(x)));
+  b->load(p);
+  EXPECT_TRUE(torch::equal(a->forward(x), b->forward(x)));
+  auto wrong = make_model("mlp", 1, 28, 28, 10);
+  try {
+    wrong->load(p);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCheckpoint);
+  }
+}

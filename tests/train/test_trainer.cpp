@@ -1,0 +1,176 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "train/trainer.h"
+#include "trainscope/error.h"
+#include "trainscope/runner.h"
+
+using namespace trainscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+Workload synthetic_workload(int64_t n_train = 1024, int64_t n_test = 256) {
+  DataConfig d;
+  d.format = "synthetic";
+  d.synthetic_train = n_train;
+  d.synthetic_test = n_test;
+  d.synthetic_size = 16;
+  return make_workload(load_datasets(d, 5));
+}
+
+RunSpec spec(const std::string& model, int64_t batch, int64_t epochs) {
+  RunSpec s;
+  s.run_id = "t";
+  s.device = "cpu";
+  s.model = model;
+  s.batch_size = batch;
+  s.train.epochs = epochs;
+  s.train.warmup_steps = 2;
+  s.origin = std::chrono::steady_clock::now();
+  return s;
+}
+
+MatrixConfig small_matrix(const std::string& name) {
+  MatrixConfig m;
+  m.devices = {"cpu"};
+  m.models = {"mlp"};
+  m.batch_sizes = {32, 64};
+  m.data.format = "synthetic";
+  m.data.synthetic_train = 512;
+  m.data.synthetic_test = 128;
+  m.data.synthetic_size = 12;
+  m.train.warmup_steps = 2;
+  m.out_dir = ::testing::TempDir() + "matrix";
+  m.run_name = name;
+  m.progress = false;
+  return m;
+}
+
+}  // namespace
+
+TEST(Trainer, LossFallsAndAccuracyRisesOnSynthetic) {
+  auto w = synthetic_workload();
+  TrainHooks hooks;
+  auto r = train_run(spec("mlp", 32, 3), w, hooks);
+  ASSERT_EQ(r.status, RunStatus::kOk);
+  ASSERT_EQ(r.epochs.size(), 3u);
+  EXPECT_LT(r.epochs[2].train_loss, r.epochs[0].train_loss * 0.8);
+  EXPECT_GT(*r.test_accuracy_pct, 90.0);  // the synthetic classes are easy to separate
+  EXPECT_EQ(r.steps_per_epoch, 32);
+  EXPECT_EQ(r.steps_completed, 96);
+  EXPECT_EQ(r.epochs_completed, 3);
+  EXPECT_FALSE(r.time_for_requested_epochs_is_estimate);
+  EXPECT_TRUE(r.steady_samples_per_s.has_value());
+  EXPECT_GT(*r.steady_samples_per_s, 0);
+  EXPECT_EQ(*r.parameters, 16 * 16 * 128 + 128 + 128 * 10 + 10);
+}
+
+TEST(Trainer, PhasesSumToStepWallTime) {
+  auto w = synthetic_workload(2048, 64);
+  TrainHooks hooks;
+  auto r = train_run(spec("cnn", 64, 1), w, hooks);
+  ASSERT_TRUE(r.phases.has_value());
+  const auto& p = *r.phases;
+  EXPECT_EQ(p.method, "steady_clock");
+  EXPECT_EQ(p.steps, 32 - 2);
+  double sum = p.data_ms + p.h2d_ms + p.forward_ms + p.backward_ms + p.optimizer_ms;
+  EXPECT_GT(p.forward_ms, 0);
+  EXPECT_GT(p.backward_ms, 0);
+  EXPECT_NEAR(sum / p.step_ms, 1.0, 0.05);  // the phases account for the step's wall time
+}
+
+TEST(Trainer, MaxStepsStopsEarlyAndEstimates) {
+  auto w = synthetic_workload();
+  TrainHooks hooks;
+  auto s = spec("mlp", 32, 5);
+  s.train.max_steps = 10;
+  auto r = train_run(s, w, hooks);
+  EXPECT_EQ(r.steps_completed, 10);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.stop_reason, "max_steps");
+  ASSERT_TRUE(r.time_for_requested_epochs_s.has_value());
+  EXPECT_TRUE(r.time_for_requested_epochs_is_estimate);
+  // 5 epochs of 1024 samples at the measured rate, plus evaluation
+  EXPECT_GE(*r.time_for_requested_epochs_s, 5 * 1024 / *r.steady_samples_per_s);
+}
+
+TEST(Trainer, TooShortRunSaysWhyThroughputIsAbsent) {
+  auto w = synthetic_workload(64, 32);
+  TrainHooks hooks;
+  auto s = spec("mlp", 64, 1);
+  s.train.warmup_steps = 5;
+  auto r = train_run(s, w, hooks);
+  EXPECT_FALSE(r.steady_samples_per_s.has_value());
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("warm-up"), std::string::npos);
+}
+
+TEST(Trainer, NanLossFailsWithStep) {
+  auto w = synthetic_workload();
+  TrainHooks hooks;
+  auto s = spec("mlp", 32, 1);
+  s.train.inject_nan_at_step = 4;
+  try {
+    train_run(s, w, hooks);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNumerical);
+    EXPECT_NE(std::string(e.what()).find("step 4"), std::string::npos);
+  }
+}
+
+TEST(Matrix, FailedRunIsRecordedAndOthersGoOn) {
+  auto m = small_matrix("nan");
+  m.models = {"mlp", "cnn"};
+  m.batch_sizes = {64};
+  m.train.inject_nan_at_step = 3;  // every run hits it...
+  m.train.nan_check_interval = 1;
+  auto res = run_matrix(m);
+  ASSERT_EQ(res.runs.size(), 2u);  // ...and both are recorded, none lost
+  EXPECT_TRUE(res.any_failed);
+  for (const auto& r : res.runs) {
+    EXPECT_EQ(r.status, RunStatus::kFailed);
+    EXPECT_EQ(r.error_kind, "numerical");
+  }
+  auto j = nlohmann::json::parse(std::ifstream(res.run_dir + "/results.json"));
+  EXPECT_EQ(j["runs"].size(), 2u);
+}
+
+TEST(Matrix, WritesResultsAndCheckpoints) {
+  auto res = run_matrix(small_matrix("ok"));
+  ASSERT_EQ(res.runs.size(), 2u);
+  EXPECT_FALSE(res.any_failed);
+  for (const auto& r : res.runs) {
+    EXPECT_EQ(r.status, RunStatus::kOk);
+    EXPECT_TRUE(fs::exists(res.run_dir + "/" + r.checkpoint_path));
+  }
+  auto j = nlohmann::json::parse(std::ifstream(res.run_dir + "/results.json"));
+  EXPECT_EQ(j["provenance"]["schema_version"], kSchemaVersion);
+  EXPECT_FALSE(j["provenance"]["libtorch_version"].get<std::string>().empty());
+  EXPECT_EQ(j["runs"][0]["batch_size"], 32);
+  std::ifstream csv(res.run_dir + "/results.csv");
+  std::string line;
+  int rows = 0;
+  while (std::getline(csv, line))
+    if (!line.empty() && line[0] != '#') ++rows;
+  EXPECT_EQ(rows, 3);  // header + 2 runs
+}
+
+TEST(Matrix, BadInputStopsBeforeTraining) {
+  auto m = small_matrix("bad");
+  m.models = {"mlp", "nosuchnet"};
+  EXPECT_THROW(run_matrix(m), Error);
+  EXPECT_FALSE(fs::exists(m.out_dir + "/bad/results.json"));
+  auto d = small_matrix("dev");
+  d.devices = {"cuda:7"};
+  try {
+    run_matrix(d);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDevice);
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos);  // lists the devices found
+  }
+}

@@ -1,0 +1,147 @@
+// `trainscope run`: the experiment matrix (devices x models x batch sizes x repeats).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <optional>
+
+#include "commands.h"
+#include "trainscope/config.h"
+#include "trainscope/console_table.h"
+#include "trainscope/error.h"
+#include "trainscope/runner.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_run_signal(int) {
+  if (g_stop.exchange(true)) _exit(kExitInterrupted);  // second Ctrl-C: exit at once
+  static const char kMsg[] = "\ntrainscope: interrupt received; finishing the current step and writing results "
+                             "(press Ctrl-C again to exit at once)\n";
+  ssize_t ignored = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  (void)ignored;
+}
+
+class ConsoleObserver final : public MatrixObserver {
+ public:
+  void on_notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
+  void on_matrix_start(const std::string& dir, const Provenance& p, size_t planned) override {
+    planned_ = planned;
+    fmt::print("trainscope {} · LibTorch {}{} · {} ({} logical CPUs, {} intra-op threads){}\n", p.trainscope_version,
+               p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
+               p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
+    fmt::print("run folder: {}\n{} runs planned\n", dir, planned);
+  }
+  void on_run_end(const RunRecord& r) override {
+    ++done_;
+    if (r.status == RunStatus::kOk)
+      fmt::print("[{}/{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", done_, planned_, r.device,
+                 r.model, r.batch_size, r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
+                 r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
+                 format_duration(r.train_time_s));
+    else
+      fmt::print("[{}/{}] {} {} b{}: {}: {}\n", done_, planned_, r.device, r.model, r.batch_size, to_string(r.status),
+                 r.failure_reason);
+    std::fflush(stdout);
+  }
+
+ private:
+  size_t planned_ = 0, done_ = 0;
+};
+
+struct RunFlags {
+  std::string config, preset;
+  std::vector<std::string> devices, models;
+  std::vector<int64_t> batch_sizes;
+  std::optional<int64_t> repeats, epochs, seed, threads, warmup, max_steps, limit_train, limit_test, image_size,
+      image_channels, eval_batch;
+  std::optional<double> lr, time_budget;
+  std::optional<std::string> optimizer, data, data_format, out, name;
+  bool no_progress = false;
+  int64_t inject_nan = -1;
+};
+
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_status) {
+  auto f = std::make_shared<RunFlags>();
+  auto* sub = app.add_subcommand("run", "Train the matrix devices x models x batch sizes x repeats and compare devices");
+  sub->add_option("-c,--config", f->config, "TOML configuration file (flags given here override it)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--preset", f->preset, "paper: the study's setup (Adam, 20 epochs, batch 64/128, mlp + resnet18); "
+                                         "quick: 200 steps per run");
+  sub->add_option("-d,--devices", f->devices, "cpu, cuda (all GPUs), cuda:N (default: cpu and every GPU)")->delimiter(',');
+  sub->add_option("-m,--models", f->models, "mlp, cnn, resnet18, vgg11 or a TorchScript file (default: mlp,cnn)")
+      ->delimiter(',');
+  sub->add_option("-b,--batch-sizes", f->batch_sizes, "batch sizes (default: 64,128)")->delimiter(',');
+  sub->add_option("--repeats", f->repeats, "repeats of every cell (median and spread are reported)");
+  sub->add_option("-e,--epochs", f->epochs, "epochs per run (default 1)");
+  sub->add_option("--optimizer", f->optimizer, "adam or sgd (default adam)");
+  sub->add_option("--lr", f->lr, "learning rate (default 0.001)");
+  sub->add_option("--seed", f->seed, "random seed for weights and shuffling (default 42)");
+  sub->add_option("--threads", f->threads, "intra-op CPU threads (default: all online CPUs)");
+  sub->add_option("--warmup-steps", f->warmup, "steps excluded from steady-state samples/s (default 10)");
+  sub->add_option("--max-steps", f->max_steps, "stop each run after N steps and estimate the full time");
+  sub->add_option("--time-budget", f->time_budget, "stop each run after this many seconds of training");
+  sub->add_option("--eval-batch-size", f->eval_batch, "test-set evaluation batch size (default 1024)");
+  sub->add_option("--data", f->data, "data folder (default /usr/share/datasets/fashion-mnist)");
+  sub->add_option("--data-format", f->data_format, "idx, cifar10, folder or synthetic (default idx)");
+  sub->add_option("--image-size", f->image_size, "folder: resize images to N x N (default 32)");
+  sub->add_option("--image-channels", f->image_channels, "folder: 1 or 3 channels (default 3)");
+  sub->add_option("--limit-train", f->limit_train, "use only the first N training samples");
+  sub->add_option("--limit-test", f->limit_test, "use only the first N test samples");
+  sub->add_option("-o,--out", f->out, "folder for run folders (default trainscope-runs)");
+  sub->add_option("--name", f->name, "run folder name (default: UTC timestamp)");
+  sub->add_flag("--no-progress", f->no_progress, "no progress bar even on a terminal");
+  sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
+  sub->callback([f, &exit_status] {
+    MatrixConfig m;
+    if (!f->preset.empty()) apply_preset(f->preset, m);
+    if (!f->config.empty()) load_toml_config(f->config, m);
+    if (!f->devices.empty()) m.devices = f->devices;
+    if (!f->models.empty()) m.models = f->models;
+    if (!f->batch_sizes.empty()) m.batch_sizes = f->batch_sizes;
+    if (f->repeats) m.repeats = *f->repeats;
+    if (f->epochs) m.train.epochs = *f->epochs;
+    if (f->optimizer) m.train.optimizer = *f->optimizer;
+    if (f->lr) m.train.learning_rate = *f->lr;
+    if (f->seed) m.train.seed = static_cast<uint64_t>(*f->seed);
+    if (f->threads) m.train.threads = *f->threads;
+    if (f->warmup) m.train.warmup_steps = *f->warmup;
+    if (f->max_steps) m.train.max_steps = *f->max_steps;
+    if (f->time_budget) m.train.time_budget_s = *f->time_budget;
+    if (f->eval_batch) m.train.eval_batch_size = *f->eval_batch;
+    if (f->data) m.data.path = *f->data;
+    if (f->data_format) m.data.format = *f->data_format;
+    if (f->image_size) m.data.image_size = *f->image_size;
+    if (f->image_channels) m.data.image_channels = *f->image_channels;
+    if (f->limit_train) m.data.limit_train = *f->limit_train;
+    if (f->limit_test) m.data.limit_test = *f->limit_test;
+    if (f->out) m.out_dir = *f->out;
+    if (f->name) m.run_name = *f->name;
+    if (f->no_progress) m.progress = false;
+    m.train.inject_nan_at_step = f->inject_nan;
+    m.command_line = command_line();
+
+    std::signal(SIGINT, on_run_signal);
+    std::signal(SIGTERM, on_run_signal);
+    ConsoleObserver obs;
+    MatrixResult res = run_matrix(m, &obs, &g_stop);
+    fmt::print("\n{}\n", format_matrix_table(res.runs));
+    fmt::print("results: {}/results.json, {}/results.csv\n", res.run_dir, res.run_dir);
+    if (res.interrupted) {
+      fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
+      exit_status = kExitInterrupted;
+    } else if (res.any_failed) {
+      fmt::print(stderr, "trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir);
+      exit_status = kExitRunFailed;
+    }
+  });
+}
+
+}  // namespace trainscope::cli
