@@ -44,6 +44,38 @@ struct TrainConfig {
   int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
 };
 
+/// Hardware telemetry during runs (trainscope/telemetry.h).
+struct TelemetryConfig {
+  bool enabled = true;
+  double interval_s = 0.1;                        // 10 Hz default; 0.001 .. 1
+  std::string nvml_library = "libnvidia-ml.so.1"; // dlopen name or path
+  std::string proc_root = "/proc", sys_root = "/sys";
+};
+
+/// Operator profiling window (trainscope/profile.h). Steps are counted from the run's first
+/// step: skip_first, then cycles of wait / warmup / active steps, `repeat` times.
+struct ProfileConfig {
+  bool enabled = true;
+  int64_t skip_first = 10;     // let the run warm up first
+  int64_t wait = 0, warmup = 2, active = 5, repeat = 1;
+  bool record_shapes = false;
+  bool profile_memory = true;
+  bool with_flops = true;
+  int64_t trace_max_bytes = 64ll << 20;  // trace.json.gz size cap (uncompressed bytes)
+  int64_t top_n = 15;          // operators shown on the console
+};
+
+/// Inference after training (trainscope/inference.h).
+struct InferenceConfig {
+  bool enabled = true;
+  double single_stream_budget_s = 2.0;     // time budget for single-stream queries
+  int64_t min_queries = 200;               // below this, percentiles are flagged as too few
+  std::vector<int64_t> offline_batch_sizes = {1, 64, 256};
+  double offline_budget_s = 1.0;           // per batch size
+  double server_qps = 0;                   // >0: run the server scenario at this Poisson rate
+  double server_target_p99_ms = 10;
+};
+
 /// The experiment matrix: devices x models x batch sizes x repeats.
 struct MatrixConfig {
   std::vector<std::string> devices;    // empty = "cpu" plus every visible CUDA device
@@ -57,6 +89,10 @@ struct MatrixConfig {
   std::string preset;                       // "", "quick", "paper"
   bool progress = true;                     // progress bar on a terminal (never when not a tty)
   std::string command_line;                 // for provenance
+  TelemetryConfig telemetry;
+  ProfileConfig profile;
+  InferenceConfig inference;
+  std::string history_db;                   // "" = <out_dir>/history.sqlite
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

@@ -35,6 +35,8 @@ struct EpochRecord {
   double eval_time_s = 0;
   double samples_per_s = 0;       // samples / epoch_time_s (warm-up included)
   bool complete = true;           // false when stopped early by max_steps / time budget
+  int64_t start_ns = 0, end_ns = 0;  // training part of the epoch, matrix clock (ns)
+  std::optional<double> energy_j;    // all measured devices of the run's kind, from telemetry
 };
 
 enum class RunStatus { kOk, kFailed, kInterrupted, kRunning };

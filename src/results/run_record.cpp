@@ -54,7 +54,10 @@ json to_json(const RunRecord& r) {
                       {"epoch_time_s", e.epoch_time_s},
                       {"eval_time_s", e.eval_time_s},
                       {"samples_per_s", e.samples_per_s},
-                      {"complete", e.complete}});
+                      {"complete", e.complete},
+                      {"start_ns", e.start_ns},
+                      {"end_ns", e.end_ns},
+                      {"energy_j", opt(e.energy_j)}});
   json phases = nullptr;
   if (r.phases)
     phases = {{"data_ms", r.phases->data_ms},         {"h2d_ms", r.phases->h2d_ms},
@@ -178,6 +181,9 @@ RunRecord run_record_from_json(const json& j) {
       er.eval_time_s = e.value("eval_time_s", 0.0);
       er.samples_per_s = e.value("samples_per_s", 0.0);
       er.complete = e.value("complete", true);
+      er.start_ns = e.value("start_ns", int64_t{0});
+      er.end_ns = e.value("end_ns", int64_t{0});
+      er.energy_j = get_opt<double>(e, "energy_j");
       r.epochs.push_back(er);
     }
   r.start_ns = j.value("start_ns", int64_t{0});

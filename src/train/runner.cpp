@@ -14,6 +14,7 @@
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "trainscope/telemetry.h"
 
 namespace trainscope {
 
@@ -50,6 +51,62 @@ std::string timestamp_folder() {
 std::string model_slug(const std::string& m) {
   if (!is_torchscript_path(m)) return m;
   return fs::path(m).stem().string();
+}
+
+// The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
+// matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
+std::string telemetry_device(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
+  if (dev == "cpu") return "cpu";
+  int idx = torch::Device(dev).index();
+  if (idx >= 0 && static_cast<size_t>(idx) < p.gpus.size()) {
+    auto want = p.gpus[static_cast<size_t>(idx)].pci_bus_id;
+    auto norm = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+      auto c = s.find(':');  // drop the PCI domain: "0000:19:00.0" and "00000000:19:00.0" match
+      return c == std::string::npos ? s : s.substr(c + 1);
+    };
+    for (const auto& g : gpus)
+      if (!want.empty() && norm(g.pci_bus_id) == norm(want)) return fmt::format("gpu{}", g.nvml_index);
+  }
+  return "";
+}
+
+// Headline numbers of a telemetry summary for one device (means/peaks over the window).
+nlohmann::json telemetry_headline(const nlohmann::json& summary, const std::string& device) {
+  nlohmann::json h = nlohmann::json::object();
+  h["device"] = device.empty() ? nlohmann::json(nullptr) : nlohmann::json(device);
+  auto field = [&](const std::string& dev, const std::string& metric, const char* stat) -> nlohmann::json {
+    if (!summary.contains("devices") || !summary["devices"].contains(dev)) return nullptr;
+    const auto& d = summary["devices"][dev];
+    if (!d.contains("fields") || !d["fields"].contains(metric)) return nullptr;
+    const auto& f = d["fields"][metric];
+    return f.contains(stat) ? f[stat] : nlohmann::json(nullptr);
+  };
+  if (!device.empty()) {
+    for (const char* m : {"util_pct", "sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct", "mem_util_pct",
+                          "power_w", "power_avg_w", "power_instant_w", "temp_c", "sm_clock_mhz", "package_power_w"}) {
+      h[std::string(m) + "_mean"] = field(device, m, "mean");
+      h[std::string(m) + "_max"] = field(device, m, "max");
+    }
+    h["mem_used_bytes_max"] = field(device, "mem_used_bytes", "max");
+    h["process_mem_bytes_max"] = field(device, "process_mem_bytes", "max");
+    h["clocks_event_reasons_mask_max"] = field(device, "clocks_event_reasons_mask", "max");
+    if (summary.contains("devices") && summary["devices"].contains(device) &&
+        summary["devices"][device].contains("energy")) {
+      const auto& e = summary["devices"][device]["energy"];
+      h["energy_j"] = e.value("energy_j", nlohmann::json(nullptr));
+      h["joules_per_sample"] = e.value("joules_per_sample", nlohmann::json(nullptr));
+      h["energy_method"] = e.value("energy_method", nlohmann::json(nullptr));
+      h["energy_short_window"] = e.value("short_window", nlohmann::json(nullptr));
+    }
+  }
+  h["cpu_util_pct_mean"] = field("cpu", "util_pct", "mean");
+  h["cpu_util_pct_max"] = field("cpu", "util_pct", "max");
+  h["process_cpu_pct_mean"] = field("process", "cpu_pct", "mean");
+  h["process_rss_bytes_max"] = field("process", "rss_bytes", "max");
+  h["host_mem_used_bytes_max"] = field("cpu", "mem_used_bytes", "max");
+  h["cpu_temp_c_max"] = field("cpu", "temp_c", "max");
+  return h;
 }
 
 void write_results(const MatrixResult& res) {
@@ -100,6 +157,40 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   size_t planned = devices.size() * cfg.models.size() * cfg.batch_sizes.size() * static_cast<size_t>(cfg.repeats);
   if (obs) obs->on_matrix_start(res.run_dir, res.provenance, planned);
   write_results(res);
+
+  // Telemetry: one sampler for the whole matrix, on the matrix clock; a source that fails
+  // to probe is listed as unavailable, and a sampler that cannot start at all never stops
+  // training.
+  std::unique_ptr<TelemetrySampler> sampler;
+  std::vector<GpuInfo> telemetry_gpus;
+  if (cfg.telemetry.enabled) {
+    try {
+      TelemetryOptions to;
+      to.interval_s = cfg.telemetry.interval_s;
+      to.nvml_library = cfg.telemetry.nvml_library;
+      to.proc_root = cfg.telemetry.proc_root;
+      to.sys_root = cfg.telemetry.sys_root;
+      sampler = std::make_unique<TelemetrySampler>(to, origin);
+      sampler->start();
+      telemetry_gpus = sampler->gpus();
+      for (const auto& src : sampler->sources())
+        if (!src.value("available", false) && obs)
+          obs->on_notice(fmt::format("telemetry source '{}' unavailable: {}", src.value("name", "?"),
+                                     src.value("reason", "")));
+      for (const auto& src : sampler->sources())
+        if (src.value("name", "") == "nvml" && src.contains("details")) {
+          const auto& d = src["details"];
+          if (d.contains("driver_version") && d["driver_version"].is_string())
+            res.provenance.gpu_driver = d["driver_version"].get<std::string>();
+          if (d.contains("nvml_version") && d["nvml_version"].is_string())
+            res.provenance.nvml_version = d["nvml_version"].get<std::string>();
+        }
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInvalidArgument) throw;
+      if (obs) obs->on_notice(fmt::format("telemetry disabled: {}", e.what()));
+      sampler.reset();
+    }
+  }
 
   ProgressBar progress(cfg.progress);
   for (int64_t rep = 0; rep < cfg.repeats && !res.interrupted; ++rep)
@@ -159,6 +250,22 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
             rec.failure_reason = e.what();
           }
           progress.end();
+          if (sampler && !rec.epochs.empty()) {
+            std::string tdev = telemetry_device(dev, res.provenance, telemetry_gpus);
+            int64_t samples = 0;
+            for (const auto& e : rec.epochs) samples += e.samples;
+            auto summary = sampler->summarize(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples);
+            for (auto& e : rec.epochs) {
+              if (tdev.empty()) break;
+              auto es = sampler->summarize(e.start_ns, e.end_ns, e.samples);
+              if (es.contains("devices") && es["devices"].contains(tdev) && es["devices"][tdev].contains("energy") &&
+                  es["devices"][tdev]["energy"]["energy_j"].is_number())
+                e.energy_j = es["devices"][tdev]["energy"]["energy_j"].get<double>();
+            }
+            rec.telemetry = {{"headline", telemetry_headline(summary, tdev)}, {"summary", summary}};
+            if (tdev.empty() && dev != "cpu")
+              rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
+          }
           if (rec.device_name.empty()) rec.device_name = device_display_name(dev, res.provenance.cpu_model);
           if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();
           if (rec.status == RunStatus::kFailed) res.any_failed = true;
@@ -167,6 +274,15 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           write_results(res);
           if (obs) obs->on_run_end(res.runs.back());
         }
+  if (sampler) {
+    sampler->stop();
+    try {
+      sampler->write_samples_csv_gz(res.run_dir + "/telemetry.csv.gz");
+    } catch (const Error& e) {
+      if (obs) obs->on_notice(e.what());
+    }
+  }
+  write_results(res);
   return res;
 }
 

@@ -185,10 +185,13 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
       torch::index_select_out(bx, w.train_x, 0, idx);
       torch::index_select_out(by, w.train_y, 0, idx);
       const auto t_data = Clock::now();
+      Clock::time_point hm[PhaseClock::kMarks];
+      hm[0] = t_data;
       clock->mark(s, 0);
       auto x = cuda ? bx.to(dev, /*non_blocking=*/true) : bx;
       auto y = cuda ? by.to(dev, /*non_blocking=*/true) : by;
       clock->mark(s, 1);
+      hm[1] = Clock::now();
       auto logits = model->forward(x);
       auto loss = torch::nn::functional::cross_entropy(logits, y);
       if (global_step == cfg.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
@@ -198,11 +201,14 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
         correct += logits.detach().argmax(1).eq(y).sum();
       }
       clock->mark(s, 2);
+      hm[2] = Clock::now();
       opt->zero_grad();
       loss.backward();
       clock->mark(s, 3);
+      hm[3] = Clock::now();
       opt->step();
       clock->mark(s, 4);
+      hm[4] = Clock::now();
       ++global_step;
       ++steps_this_epoch;
       samples_this_epoch += m;
@@ -221,6 +227,12 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
         steady_samples_epoch += m;
         host_data_ms[static_cast<size_t>(s)] = std::chrono::duration<double, std::milli>(t_data - t0).count();
         host_step_ms[static_cast<size_t>(s)] = std::chrono::duration<double, std::milli>(t_end - t0).count();
+      }
+      if (hooks.on_phase_span) {
+        static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
+        hooks.on_phase_span(global_step - 1, "data", ns_since(spec.origin, t0), ns_since(spec.origin, t_data));
+        for (int k = 0; k < 4; ++k)
+          hooks.on_phase_span(global_step - 1, kPhase[k], ns_since(spec.origin, hm[k]), ns_since(spec.origin, hm[k + 1]));
       }
       if (hooks.on_step_end) hooks.on_step_end(global_step - 1);
       if (!warm && global_step == cfg.warmup_steps) {
@@ -278,6 +290,8 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
     er.epoch_time_s = epoch_time;
     er.samples_per_s = epoch_time > 0 ? static_cast<double>(samples_this_epoch) / epoch_time : 0;
     er.complete = steps_this_epoch == steps_per_epoch;
+    er.start_ns = ns_since(spec.origin, epoch_start);
+    er.end_ns = ns_since(spec.origin, epoch_end);
     if (!std::isfinite(er.train_loss))
       throw_error(ErrorKind::kNumerical, fmt::format("mean training loss of epoch {} is not finite; lower the learning "
                                                      "rate (now {})",
@@ -348,6 +362,7 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
   auto ms = device_memory_stats(dev);
   r.device_peak_allocated_bytes = ms.peak_allocated_bytes;
   r.device_peak_reserved_bytes = ms.peak_reserved_bytes;
+  if (hooks.on_trained && r.status != RunStatus::kInterrupted) hooks.on_trained(*model, dev);
   if (!spec.checkpoint_path.empty() && r.status != RunStatus::kInterrupted) {
     model->to(torch::kCPU);
     model->save(spec.checkpoint_path);

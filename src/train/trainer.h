@@ -45,6 +45,13 @@ struct TrainHooks {
   /// schedule hangs off this.
   std::function<void(int64_t step)> on_step_begin;
   std::function<void(int64_t step)> on_step_end;
+  /// Host-side spans of each step's phases, called after the step: phase is one of "data",
+  /// "h2d", "forward", "backward", "optimizer"; times are matrix-clock ns (host steady clock;
+  /// on a GPU these are launch times, the device times come from CUDA events).
+  std::function<void(int64_t step, const char* phase, int64_t t0_ns, int64_t t1_ns)> on_phase_span;
+  /// Called once after the last step, with the trained model still on `device` (inference
+  /// measurements hang off this), before the checkpoint is written.
+  std::function<void(Model& model, const torch::Device& device)> on_trained;
 };
 
 /// Trains one run and returns its record. Bad input throws trainscope::Error before any

@@ -61,7 +61,9 @@ struct RunFlags {
       image_channels, eval_batch;
   std::optional<double> lr, time_budget;
   std::optional<std::string> optimizer, data, data_format, out, name;
-  bool no_progress = false;
+  bool no_progress = false, no_telemetry = false;
+  std::optional<double> telemetry_interval;
+  std::optional<std::string> nvml_library;
   int64_t inject_nan = -1;
 };
 
@@ -98,6 +100,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("-o,--out", f->out, "folder for run folders (default trainscope-runs)");
   sub->add_option("--name", f->name, "run folder name (default: UTC timestamp)");
   sub->add_flag("--no-progress", f->no_progress, "no progress bar even on a terminal");
+  sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample hardware telemetry");
+  sub->add_option("--telemetry-interval", f->telemetry_interval, "telemetry sampling period in s (default 0.1 = 10 Hz)");
+  sub->add_option("--nvml-library", f->nvml_library, "NVML library to dlopen (default libnvidia-ml.so.1)");
   sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
   sub->callback([f, &exit_status] {
     MatrixConfig m;
@@ -125,6 +130,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->out) m.out_dir = *f->out;
     if (f->name) m.run_name = *f->name;
     if (f->no_progress) m.progress = false;
+    if (f->no_telemetry) m.telemetry.enabled = false;
+    if (f->telemetry_interval) m.telemetry.interval_s = *f->telemetry_interval;
+    if (f->nvml_library) m.telemetry.nvml_library = *f->nvml_library;
     m.train.inject_nan_at_step = f->inject_nan;
     m.command_line = command_line();
 
