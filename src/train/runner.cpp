@@ -109,6 +109,25 @@ nlohmann::json telemetry_headline(const nlohmann::json& summary, const std::stri
   return h;
 }
 
+}  // namespace
+
+nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
+  const auto& tr = w.data.train;
+  return {{"schema_version", kSchemaVersion},
+          {"model", spec.model},
+          {"input_shape", {tr.channels, tr.height, tr.width}},
+          {"num_classes", tr.num_classes},
+          {"normalisation", {{"mean", w.data.mean}, {"std", w.data.std}}},
+          {"data", {{"format", data.format}, {"path", data.path}, {"image_size", data.image_size},
+                    {"image_channels", data.image_channels}}},
+          {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
+          {"trained_on", spec.device},
+          {"batch_size", spec.batch_size},
+          {"seed", spec.train.seed}};
+}
+
+namespace {
+
 void write_results(const MatrixResult& res) {
   write_file_atomic(res.run_dir + "/results.json", results_json(res.provenance, res.runs));
   write_file_atomic(res.run_dir + "/results.csv", results_csv(res.provenance, res.runs));
@@ -220,9 +239,17 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           TrainHooks hooks;
           hooks.progress = &progress;
           hooks.stop_requested = stop_requested;
+          // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
+          //      inference: on_trained). Keep each component's code to a few lines + a call
+          //      into its own src/<component>/ files.
+          // ---- end of component hooks
           try {
             train_run(spec, workload, hooks, &rec);
-            if (rec.status == RunStatus::kOk) rec.checkpoint_path = ckpt_rel;
+            if (rec.status == RunStatus::kOk) {
+              rec.checkpoint_path = ckpt_rel;
+              write_file_atomic(res.run_dir + "/checkpoints/" + spec.run_id + ".json",
+                                checkpoint_description(spec, cfg.data, workload).dump(2) + "\n");
+            }
           } catch (const Error& e) {
             rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;
             rec.error_kind = std::string(to_string(e.kind()));
@@ -266,6 +293,8 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
             if (tdev.empty() && dev != "cpu")
               rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
           }
+          // ---- per-run post-processing of other components (profile summary and trace, ...)
+          // ---- end of per-run post-processing
           if (rec.device_name.empty()) rec.device_name = device_display_name(dev, res.provenance.cpu_model);
           if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();
           if (rec.status == RunStatus::kFailed) res.any_failed = true;

@@ -60,6 +60,11 @@ struct TrainHooks {
 /// `partial` so nothing measured is lost when it throws.
 RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial = nullptr);
 
+/// The description written beside each checkpoint (checkpoints/<run_id>.json): model name,
+/// input shape, classes, normalisation mean/std and the data it was trained on, so that
+/// `trainscope infer` can rebuild the model and its inputs.
+nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w);
+
 /// Evaluates `model` on (x, y) in eval mode without gradients; returns {accuracy_pct, mean loss}.
 std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const torch::Tensor& y,
                                    const torch::Device& device, int64_t batch_size);
