@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
+# test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
+#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench)
+# Needs: .device/debs/*.deb (Debian -dev packages, see README "GPU host"), $OUT for logs.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+mkdir -p /opt/deps; for f in .device/debs/*.deb; do dpkg -x "$f" /opt/deps; done
+ln -sf /usr/lib/x86_64-linux-gnu/libsqlite3.so.0 /opt/deps/usr/lib/x86_64-linux-gnu/libsqlite3.so
+ln -sf /usr/lib/x86_64-linux-gnu/libz.so.1 /opt/deps/usr/lib/x86_64-linux-gnu/libz.so
+T=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+export CMAKE_PREFIX_PATH=$T:/opt/deps/usr
+export LD_LIBRARY_PATH=$T/../../lib:/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+DATA=/opt/deps/usr/share/datasets/fashion-mnist
+B=/tmp/ts-build
+TS=$B/trainscope
+for stage in "$@"; do
+  case $stage in
+    build)
+      { nvidia-smi; nvidia-smi -q -d POWER | head -40; python3 -c 'import torch;print(torch.__version__, torch.version.cuda)'; } > "$OUT/host.txt" 2>&1
+      cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DGTest_DIR=/opt/deps/usr/lib/x86_64-linux-gnu/cmake/GTest > "$OUT/build.log" 2>&1 &&
+      cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+      echo "build ok";;
+    test)
+      (cd $B && ctest -j8 --output-on-failure > "$OUT/ctest.log" 2>&1); tail -15 "$OUT/ctest.log";;
+    default)
+      $TS devices | tee "$OUT/devices.txt"
+      $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"
+      cp /tmp/runs/default/results.json "$OUT/default-results.json";;
+    paper)
+      $TS run --data $DATA --preset paper --max-steps 300 --out /tmp/runs --name paper --no-progress 2>&1 | tee "$OUT/paper.log"
+      cp /tmp/runs/paper/results.json "$OUT/paper-results.json";;
+    *) echo "unknown stage $stage";;
+  esac
+done
