@@ -33,6 +33,7 @@ struct TrainConfig {
   std::string optimizer = "adam";      // "adam" | "sgd"
   double learning_rate = 1e-3;         // Adam default (Kingma & Ba 2015)
   double momentum = 0.9;               // SGD only
+  std::string optimizer_impl = "auto"; // adam: "auto" (fused on CUDA), "fused", "loop" (torch::optim)
   int64_t epochs = 1;
   int64_t warmup_steps = 10;           // excluded from steady-state samples/s
   int64_t max_steps = 0;               // >0: stop after this many optimizer steps (estimate the rest)

@@ -63,6 +63,7 @@ struct RunRecord {
   std::optional<int64_t> parameters;
   std::optional<double> forward_flops_per_sample;  // see model.h for how they are counted
   std::string optimizer;
+  std::string optimizer_impl;     // which implementation ran (train/optimizer.h)
   double learning_rate = 0;
   uint64_t seed = 0;
   int64_t intra_op_threads = 0;

@@ -104,6 +104,7 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
         if (d == "optimizer") T.optimizer = get_as<std::string>(tn, path, full);
         else if (d == "learning_rate") T.learning_rate = get_as<double>(tn, path, full);
         else if (d == "momentum") T.momentum = get_as<double>(tn, path, full);
+        else if (d == "optimizer_impl") T.optimizer_impl = get_as<std::string>(tn, path, full);
         else if (d == "epochs") T.epochs = get_as<int64_t>(tn, path, full);
         else if (d == "warmup_steps") T.warmup_steps = get_as<int64_t>(tn, path, full);
         else if (d == "max_steps") T.max_steps = get_as<int64_t>(tn, path, full);
@@ -114,7 +115,7 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
         else
           throw_error(ErrorKind::kInvalidConfig,
                       fmt::format("{}: unknown key 'train.{}'; known: optimizer, learning_rate, momentum, epochs, "
-                                  "warmup_steps, max_steps, time_budget_s, eval_batch_size, seed, threads",
+                                  "warmup_steps, max_steps, time_budget_s, eval_batch_size, seed, threads, optimizer_impl",
                                   path, d));
       }
     } else {
@@ -135,6 +136,8 @@ void validate(const MatrixConfig& m) {
       bad(fmt::format("batch size {} is out of range; use a value from 1 to 1048576, e.g. --batch-sizes 64,128", b));
   if (m.repeats < 1 || m.repeats > 1000) bad(fmt::format("repeats {} is out of range; use 1..1000", m.repeats));
   const auto& t = m.train;
+  if (t.optimizer_impl != "auto" && t.optimizer_impl != "fused" && t.optimizer_impl != "loop")
+    bad(fmt::format("unknown optimizer implementation '{}'; use auto, fused or loop", t.optimizer_impl));
   if (t.optimizer != "adam" && t.optimizer != "sgd")
     bad(fmt::format("unknown optimizer '{}'; use adam or sgd", t.optimizer));
   if (!(t.learning_rate > 0) || t.learning_rate > 10)

@@ -81,6 +81,7 @@ json to_json(const RunRecord& r) {
           {"parameters", opt(r.parameters)},
           {"forward_flops_per_sample", opt(r.forward_flops_per_sample)},
           {"optimizer", r.optimizer},
+          {"optimizer_impl", r.optimizer_impl},
           {"learning_rate", r.learning_rate},
           {"seed", r.seed},
           {"intra_op_threads", r.intra_op_threads},
@@ -133,6 +134,7 @@ RunRecord run_record_from_json(const json& j) {
   r.parameters = get_opt<int64_t>(j, "parameters");
   r.forward_flops_per_sample = get_opt<double>(j, "forward_flops_per_sample");
   r.optimizer = s("optimizer");
+  r.optimizer_impl = s("optimizer_impl");
   r.learning_rate = j.value("learning_rate", 0.0);
   r.seed = j.value("seed", uint64_t{0});
   r.intra_op_threads = j.value("intra_op_threads", int64_t{0});

@@ -2,6 +2,7 @@ target_sources(trainscope PRIVATE
   workload/models.cpp
   train/device.cpp
   train/trainer.cpp
+  train/optimizer.cpp
   train/runner.cpp)
 if(TRAINSCOPE_WITH_CUDA)
   target_sources(trainscope PRIVATE train/device_cuda.cpp)

@@ -5,10 +5,12 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "train/compat.h"
 #include "train/device.h"
+#include "train/optimizer.h"
 #include "trainscope/error.h"
 
 namespace trainscope {
@@ -37,6 +39,21 @@ bool reset_peak_rss() {
   if (!f) return false;
   f << "5";
   return static_cast<bool>(f.flush());
+}
+
+// Assembles a batch by copying whole samples into the (pinned) staging buffer. A plain
+// memcpy per sample: at::index_select would fan out to every intra-op thread, and waking 32
+// idle OpenMP threads costs ~0.5 ms per step on a GPU host (measured: bench/RESULTS.md).
+void gather_batch(const Workload& w, const int64_t* idx, int64_t m, torch::Tensor& bx, torch::Tensor& by) {
+  const int64_t numel = w.data.train.sample_numel();
+  const float* src = w.data.train.images.data();
+  const int64_t* labels = w.data.train.labels.data();
+  float* dst = bx.data_ptr<float>();
+  int64_t* dl = by.data_ptr<int64_t>();
+  for (int64_t i = 0; i < m; ++i) {
+    std::memcpy(dst + i * numel, src + idx[i] * numel, static_cast<size_t>(numel) * sizeof(float));
+    dl[i] = labels[idx[i]];
+  }
 }
 
 // Number of staging buffers: the host may run this many steps ahead of the device.
@@ -120,12 +137,8 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
   model->to(dev);
   model->set_training(true);
 
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  if (cfg.optimizer == "sgd")
-    opt = std::make_unique<torch::optim::SGD>(model->parameters(),
-                                              torch::optim::SGDOptions(cfg.learning_rate).momentum(cfg.momentum));
-  else
-    opt = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(cfg.learning_rate));
+  auto opt = make_optimizer(cfg, model->parameters(), dev);
+  r.optimizer_impl = opt->implementation();
 
   reset_device_memory_stats(dev);
   bool rss_reset = reset_peak_rss();
@@ -167,6 +180,7 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
       hooks.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec.device, spec.model, B, epoch, cfg.epochs),
                             steps_per_epoch);
     auto perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kLong));
+    const int64_t* perm_ptr = perm.data_ptr<int64_t>();
     auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev));
     auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev));
     std::vector<double> host_data_ms(static_cast<size_t>(steps_per_epoch), 0.0), host_step_ms(host_data_ms);
@@ -179,11 +193,9 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
       const int64_t m = std::min(B, n - s * B);
       const int k = static_cast<int>(s % staging);
       if (cuda && s >= staging) clock->wait(s - staging, 1);  // that buffer's copy has finished
-      auto idx = perm.narrow(0, s * B, m);
       auto bx = host_x[static_cast<size_t>(k)].narrow(0, 0, m);
       auto by = host_y[static_cast<size_t>(k)].narrow(0, 0, m);
-      torch::index_select_out(bx, w.train_x, 0, idx);
-      torch::index_select_out(by, w.train_y, 0, idx);
+      gather_batch(w, perm_ptr + s * B, m, bx, by);
       const auto t_data = Clock::now();
       Clock::time_point hm[PhaseClock::kMarks];
       hm[0] = t_data;

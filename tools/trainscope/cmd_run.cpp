@@ -60,7 +60,7 @@ struct RunFlags {
   std::optional<int64_t> repeats, epochs, seed, threads, warmup, max_steps, limit_train, limit_test, image_size,
       image_channels, eval_batch;
   std::optional<double> lr, time_budget;
-  std::optional<std::string> optimizer, data, data_format, out, name;
+  std::optional<std::string> optimizer, optimizer_impl, data, data_format, out, name;
   bool no_progress = false, no_telemetry = false;
   std::optional<double> telemetry_interval;
   std::optional<std::string> nvml_library;
@@ -84,6 +84,8 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("--repeats", f->repeats, "repeats of every cell (median and spread are reported)");
   sub->add_option("-e,--epochs", f->epochs, "epochs per run (default 1)");
   sub->add_option("--optimizer", f->optimizer, "adam or sgd (default adam)");
+  sub->add_option("--optimizer-impl", f->optimizer_impl,
+                  "adam implementation: auto (fused kernel on CUDA), fused, loop (torch::optim)");
   sub->add_option("--lr", f->lr, "learning rate (default 0.001)");
   sub->add_option("--seed", f->seed, "random seed for weights and shuffling (default 42)");
   sub->add_option("--threads", f->threads, "intra-op CPU threads (default: all online CPUs)");
@@ -115,6 +117,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->epochs) m.train.epochs = *f->epochs;
     if (f->optimizer) m.train.optimizer = *f->optimizer;
     if (f->lr) m.train.learning_rate = *f->lr;
+    if (f->optimizer_impl) m.train.optimizer_impl = *f->optimizer_impl;
     if (f->seed) m.train.seed = static_cast<uint64_t>(*f->seed);
     if (f->threads) m.train.threads = *f->threads;
     if (f->warmup) m.train.warmup_steps = *f->warmup;
