@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Trains the same model, data, batch size and thread count through trainscope and through
+# Python PyTorch in one invocation and prints the samples/s ratio (trainscope / PyTorch).
+#   bench/compare_pytorch.sh [--trainscope PATH] [--python PY] [--device cpu|cuda:0]
+#                            [--threads N] [--steps N] [--models mlp,cnn] [--batch-sizes 64,128]
+# On the CPU machine PY defaults to /usr/bin/python3 (Debian's python3-torch 1.13: the same
+# LibTorch as trainscope's build). Telemetry, profiling and inference are switched off in
+# trainscope so that both sides do the same work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
+MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist
+while (($#)); do case $1 in
+  --trainscope) TS=$2; shift 2;; --python) PY=$2; shift 2;; --device) DEV=$2; shift 2;;
+  --threads) THREADS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --models) MODELS=$2; shift 2;;
+  --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; *) echo "unknown $1"; exit 2;; esac; done
+OUTD=$(mktemp -d)
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; $(date -u +%F)"
+printf "%-9s %5s %14s %14s %7s\n" model batch trainscope/s pytorch/s ratio
+IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"
+for m in "${ms[@]}"; do for b in "${bs[@]}"; do
+  # alternate the order to spread drift on a shared machine
+  "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --max-steps "$STEPS" --threads "$THREADS" \
+     --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" --name "$m-$b" >/dev/null
+  ts=$(python3 -c "import json;print(json.load(open('$OUTD/$m-$b/results.json'))['runs'][0]['steady_samples_per_s'])")
+  py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
+        --device "$DEV" --data "$DATA" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
+  printf "%-9s %5s %14.0f %14.0f %7.2f\n" "$m" "$b" "$ts" "$py" "$(python3 -c "print($ts/$py)")"
+done; done
+rm -rf "$OUTD"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs trainscope's build and test dependencies from Debian 12 packages (idempotent; root or sudo).
+#   scripts/install-deps.sh          # build + run
+#   scripts/install-deps.sh --test   # also what the tests need (headless Chromium, curl)
+set -euo pipefail
+pkgs=(cmake g++ make pkg-config
+      libtorch-dev              # LibTorch 1.13 (CPU)
+      dataset-fashion-mnist     # the default real data set (IDX files)
+      libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libtomlplusplus-dev zlib1g-dev libstb-dev)
+if [[ ${1:-} == --test ]]; then
+  pkgs+=(libgtest-dev libgmock-dev chromium curl)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=; [[ $(id -u) == 0 ]] || SUDO=sudo
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
