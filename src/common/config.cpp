@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "trainscope/error.h"
+#include "trainscope/fs.h"
 
 namespace trainscope {
 
@@ -53,6 +54,10 @@ std::vector<T> get_list(const toml::node& node, const std::string& file, const s
 }  // namespace
 
 void load_toml_config(const std::string& path, MatrixConfig& m) {
+  // toml++ reports a missing file as a syntax error; say what it is (a kIo problem).
+  if (!file_exists(path))
+    throw_error(ErrorKind::kIo, fmt::format("cannot open configuration file '{}': no such file (or not a regular "
+                                            "file); check the --config path", path));
   toml::table tbl;
   try {
     tbl = toml::parse_file(path);
@@ -71,7 +76,14 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
     else if (key == "repeats") m.repeats = get_as<int64_t>(node, path, key);
     else if (key == "out_dir") m.out_dir = get_as<std::string>(node, path, key);
     else if (key == "run_name") m.run_name = get_as<std::string>(node, path, key);
-    else if (key == "preset") apply_preset(get_as<std::string>(node, path, key), m);
+    else if (key == "preset") {
+      try {
+        apply_preset(get_as<std::string>(node, path, key), m);
+      } catch (const Error& e) {  // name the file: the user fixes it there, not on the command line
+        if (e.kind() != ErrorKind::kInvalidArgument) throw;
+        throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: key 'preset': {}", path, e.what()));
+      }
+    }
     else if (key == "progress") m.progress = get_as<bool>(node, path, key);
     else if (key == "data") {
       auto* t = node.as_table();
