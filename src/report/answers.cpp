@@ -1,0 +1,271 @@
+// Plain-sentence answers to the study's research questions (DESIGN.md table RQ1..RQ5) from the
+// analysis. A number that is absent is said to be absent, with its reason.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "report/report_util.h"
+
+namespace trainscope::report_detail {
+
+namespace {
+
+std::string pct(double v) { return fmt_num(v) + " %"; }
+
+std::string label(const Cell& c) {
+  if (c.device == "cpu") return "the CPU";
+  return c.device_name.empty() || c.device_name == c.device ? c.device : fmt::format("{} ({})", c.device, c.device_name);
+}
+
+const Cell* find(const Analysis& a, const std::string& d, const std::string& m, int64_t b) {
+  for (const auto& c : a.cells)
+    if (c.device == d && c.model == m && c.batch_size == b && c.runs_ok > 0) return &c;
+  return nullptr;
+}
+
+std::string gpu_absence(const ReportInput& in, const Analysis& a) {
+  if (a.has_gpu) return "";
+  if (in.provenance.gpus.empty())
+    return "No GPU run in these results: the machine reported no CUDA device (provenance lists no GPU), so there is "
+           "no GPU number to compare with.";
+  return "No GPU run finished successfully in these results, so there is no GPU number to compare with.";
+}
+
+}  // namespace
+
+void build_answers(const ReportInput& in, Analysis& a) {
+  const std::string no_gpu = gpu_absence(in, a);
+  const std::string nvml_why = source_reason(in.runs, "nvml");
+  const std::string rapl_why = source_reason(in.runs, "rapl");
+  const std::string hwmon_why = source_reason(in.runs, "hwmon");
+
+  // ---- RQ1 utilisation
+  Answer q1{"RQ1", "How busy are the CPU and the GPU while training, and how does the batch size change it?", {}};
+  for (const auto& c : a.cells) {
+    if (c.runs_ok == 0) continue;
+    if (is_gpu(c.device)) {
+      std::string s = fmt::format("`{}` at batch {} on {}: ", c.model, c.batch_size, label(c));
+      if (c.gpu_util_pct_mean.ok())
+        s += fmt::format("GPU utilisation {} on average (peak {}; NVML: share of time any kernel ran)",
+                         pct(c.gpu_util_pct_mean.median),
+                         c.gpu_util_pct_max.ok() ? pct(c.gpu_util_pct_max.median) : "—");
+      else
+        s += fmt::format("GPU utilisation not measured ({})", nvml_why.empty() ? "no NVML reading for this GPU" : nvml_why);
+      if (c.sm_activity_pct_mean.ok())
+        s += fmt::format(", SM activity {} (share of SMs with work; the truer measure of how full the GPU is)",
+                         pct(c.sm_activity_pct_mean.median));
+      else
+        s += ", SM activity not measured (needs NVML GPM, Hopper or newer)";
+      if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
+      q1.sentences.push_back(s + ".");
+    } else {
+      std::string s = fmt::format("`{}` at batch {} on the CPU: ", c.model, c.batch_size);
+      if (c.cpu_util_pct_mean.ok())
+        s += fmt::format("the machine's CPUs were {} busy on average", pct(c.cpu_util_pct_mean.median));
+      else
+        s += fmt::format("CPU utilisation not measured ({})", source_reason(in.runs, "proc"));
+      if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
+      q1.sentences.push_back(s + ".");
+    }
+  }
+  for (const auto& b : a.batch_comparisons)
+    if (is_gpu(b.device) && b.util_a_pct && b.util_b_pct)
+      q1.sentences.push_back(fmt::format("Going from batch {} to {} moved {} utilisation for `{}` from {} to {}.",
+                                         b.batch_a, b.batch_b, b.device, b.model, pct(*b.util_a_pct),
+                                         pct(*b.util_b_pct)));
+  if (!no_gpu.empty()) q1.sentences.push_back(no_gpu);
+  a.answers.push_back(q1);
+
+  // ---- RQ2 memory vs batch size
+  Answer q2{"RQ2", "How does memory use change with the batch size?", {}};
+  for (const auto& b : a.batch_comparisons) {
+    const Cell* p = find(a, b.device, b.model, b.batch_a);
+    const Cell* q = find(a, b.device, b.model, b.batch_b);
+    if (!p || !q) continue;
+    if (is_gpu(b.device)) {
+      if (p->device_peak_allocated_bytes.ok() && q->device_peak_allocated_bytes.ok()) {
+        std::string s = fmt::format("`{}` on {}: peak GPU memory allocated {} at batch {} → {} at batch {}", b.model,
+                                    b.device, fmt_bytes(p->device_peak_allocated_bytes.median), b.batch_a,
+                                    fmt_bytes(q->device_peak_allocated_bytes.median), b.batch_b);
+        if (p->device_peak_reserved_bytes.ok() && q->device_peak_reserved_bytes.ok())
+          s += fmt::format(" (reserved by the caching allocator {} → {})",
+                           fmt_bytes(p->device_peak_reserved_bytes.median),
+                           fmt_bytes(q->device_peak_reserved_bytes.median));
+        if (q->device_memory_total_bytes)
+          s += fmt::format(", of {} on the device", fmt_bytes(static_cast<double>(*q->device_memory_total_bytes)));
+        q2.sentences.push_back(s + ".");
+      } else {
+        q2.sentences.push_back(fmt::format("`{}` on {}: peak GPU memory not recorded.", b.model, b.device));
+      }
+    }
+    if (p->rss_bytes_max.ok() && q->rss_bytes_max.ok()) {
+      double ch = 100.0 * (q->rss_bytes_max.median - p->rss_bytes_max.median) / p->rss_bytes_max.median;
+      q2.sentences.push_back(fmt::format(
+          "`{}` on {}: host memory of the process (peak RSS) {} at batch {} → {} at batch {} ({}{}){}.", b.model,
+          b.device, fmt_bytes(p->rss_bytes_max.median), b.batch_a, fmt_bytes(q->rss_bytes_max.median), b.batch_b,
+          ch >= 0 ? "+" : "", pct(ch), std::fabs(ch) < 10 ? ": flat, as in the study" : ""));
+    }
+  }
+  if (q2.sentences.empty())
+    q2.sentences.push_back("Only one batch size per device and model was run, so memory cannot be compared across "
+                           "batch sizes (use --batch-sizes 64,128).");
+  if (!no_gpu.empty()) q2.sentences.push_back(no_gpu);
+  a.answers.push_back(q2);
+
+  // ---- RQ3 power and temperature
+  Answer q3{"RQ3", "How much power do the devices draw, how hot do they get, and how balanced are the GPUs?", {}};
+  for (const auto& c : a.cells) {
+    if (c.runs_ok == 0) continue;
+    const bool gpu = is_gpu(c.device);
+    std::string s = fmt::format("`{}` at batch {} on {}: ", c.model, c.batch_size, label(c));
+    if (c.power_w_mean.ok()) {
+      s += fmt::format("power {} W on average, peak {} W", fmt_num(c.power_w_mean.median),
+                       c.power_w_max.ok() ? fmt_num(c.power_w_max.median) : "—");
+      if (c.power_limit_w) s += fmt::format(" of a {} W limit", fmt_num(*c.power_limit_w));
+    } else if (gpu) {
+      s += fmt::format("power not measured ({})", nvml_why.empty() ? "no NVML power reading" : nvml_why);
+    } else {
+      s += fmt::format("CPU power unavailable ({})", rapl_why.empty() ? "no RAPL reading in this run" : rapl_why);
+    }
+    if (c.temp_c_max.ok())
+      s += fmt::format("; peak temperature {} °C", fmt_num(c.temp_c_max.median));
+    else
+      s += fmt::format("; temperature unavailable ({})",
+                       gpu ? (nvml_why.empty() ? "no NVML reading" : nvml_why)
+                           : (hwmon_why.empty() ? "no sensor reading in this run" : hwmon_why));
+    if (c.energy_per_epoch_j.ok())
+      s += fmt::format("; energy {} J per epoch, {} mJ per sample", fmt_num(c.energy_per_epoch_j.median),
+                       fmt_num(c.energy_per_sample_j.median * 1000));
+    q3.sentences.push_back(s + ".");
+  }
+  for (const auto& b : a.balance) {
+    std::string s = fmt::format("While run {} trained{}: ", b.run_id, b.multi_gpu_run ? " on several GPUs" : "");
+    for (size_t i = 0; i < b.gpus.size(); ++i) {
+      const auto& e = b.gpus[i];
+      s += fmt::format("{}{} {}", i ? ", " : "", e.gpu,
+                       e.power_w_mean ? fmt::format("{} W (peak {})", fmt_num(*e.power_w_mean),
+                                                    e.power_w_max ? fmt_num(*e.power_w_max) + " W" : "—")
+                                      : "power not measured");
+      if (e.util_pct_mean) s += fmt::format(", {} busy", pct(*e.util_pct_mean));
+    }
+    q3.sentences.push_back(s + ".");
+  }
+  if (!no_gpu.empty()) q3.sentences.push_back(no_gpu);
+  a.answers.push_back(q3);
+
+  // ---- RQ4 training time
+  Answer q4{"RQ4", "How long does training take on the CPU and on the GPU, and is the accuracy the same?", {}};
+  for (const auto& d : a.device_comparisons) {
+    const Cell* c = find(a, "cpu", d.model, d.batch_size);
+    const Cell* g = find(a, d.gpu_device, d.model, d.batch_size);
+    if (!c || !g) continue;
+    std::string s;
+    if (!d.speedup) {
+      s = fmt::format("`{}` at batch {}: steady throughput missing on one side, no speed-up.", d.model, d.batch_size);
+    } else if (d.noise) {
+      s = fmt::format("On this machine {} and the CPU train `{}` at batch {} equally fast: the difference ({}×) is "
+                      "inside the run-to-run spread (noise): {} vs {} samples/s",
+                      g->device, d.model, d.batch_size, fmt_num(*d.speedup), fmt_stat(g->samples_per_s, ""),
+                      fmt_stat(c->samples_per_s, ""));
+    } else if (*d.speedup >= 1) {
+      s = fmt::format("On this machine the GPU ({}) trains `{}` {}× faster than the CPU at batch {} ({} vs {} "
+                      "samples/s)",
+                      label(*g), d.model, fmt_num(*d.speedup), d.batch_size, fmt_stat(g->samples_per_s, ""),
+                      fmt_stat(c->samples_per_s, ""));
+    } else {
+      s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU ({}) at batch {} ({} vs {} "
+                      "samples/s)",
+                      d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, fmt_stat(c->samples_per_s, ""),
+                      fmt_stat(g->samples_per_s, ""));
+    }
+    if (d.cpu_time_for_epochs_s && d.gpu_time_for_epochs_s)
+      s += fmt::format("; {} epoch{} take {} on the CPU and {} on the GPU{}", c->epochs_requested,
+                       c->epochs_requested == 1 ? "" : "s", fmt_time(*d.cpu_time_for_epochs_s),
+                       fmt_time(*d.gpu_time_for_epochs_s),
+                       c->time_for_epochs_is_estimate || g->time_for_epochs_is_estimate
+                           ? " (estimated from the steady throughput of runs stopped early)"
+                           : "");
+    if (d.accuracy_diff_pct)
+      s += fmt::format("; test accuracy {} % (CPU) vs {} % (GPU), a difference of {} points",
+                       fmt_num(c->test_accuracy_pct.median), fmt_num(g->test_accuracy_pct.median),
+                       fmt_num(*d.accuracy_diff_pct));
+    q4.sentences.push_back(s + ".");
+  }
+  if (!no_gpu.empty()) {
+    q4.sentences.push_back(no_gpu);
+    for (const auto& c : a.cells)
+      if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
+        q4.sentences.push_back(fmt::format(
+            "On the CPU `{}` at batch {} trains {} samples/s{}{}.", c.model, c.batch_size,
+            fmt_stat(c.samples_per_s, ""),
+            c.time_for_epochs_s.ok() ? fmt::format("; {} epoch(s) take {}{}", c.epochs_requested,
+                                                   fmt_time(c.time_for_epochs_s.median),
+                                                   c.time_for_epochs_is_estimate ? " (estimated)" : "")
+                                     : "",
+            c.test_accuracy_pct.ok() ? fmt::format("; test accuracy {} %", fmt_num(c.test_accuracy_pct.median)) : ""));
+  }
+  a.answers.push_back(q4);
+
+  // ---- RQ5 inference
+  Answer q5{"RQ5", "How fast is inference on the CPU and on the GPU?", {}};
+  for (const auto& c : a.cells) {
+    if (c.runs_ok == 0 || (!c.latency_p50_ms.ok() && !c.inference_samples_per_s.ok())) continue;
+    std::string s = fmt::format("`{}` (trained at batch {}) on {}: ", c.model, c.batch_size, label(c));
+    if (c.latency_p50_ms.ok())
+      s += fmt::format("one image takes {} ms (median; p99 {} ms)", fmt_num(c.latency_p50_ms.median),
+                       c.latency_p99_ms.ok() ? fmt_num(c.latency_p99_ms.median) : "—");
+    if (c.inference_samples_per_s.ok())
+      s += fmt::format("{}best offline throughput {} images/s", c.latency_p50_ms.ok() ? "; " : "",
+                       fmt_num(c.inference_samples_per_s.median));
+    q5.sentences.push_back(s + ".");
+  }
+  for (const auto& d : a.device_comparisons) {
+    const Cell* c = find(a, "cpu", d.model, d.batch_size);
+    const Cell* g = find(a, d.gpu_device, d.model, d.batch_size);
+    if (c && g && c->latency_p50_ms.ok() && g->latency_p50_ms.ok() && g->latency_p50_ms.median > 0) {
+      double r = c->latency_p50_ms.median / g->latency_p50_ms.median;
+      q5.sentences.push_back(
+          within_noise(c->latency_p50_ms, g->latency_p50_ms)
+              ? fmt::format("Single-image latency of `{}` is the same on the CPU and {} within the noise.", d.model,
+                            d.gpu_device)
+              : fmt::format("Single-image latency of `{}`: {} is {}× {} than the CPU.", d.model, d.gpu_device,
+                            fmt_num(r >= 1 ? r : 1 / r), r >= 1 ? "faster" : "slower"));
+    }
+  }
+  if (q5.sentences.empty())
+    q5.sentences.push_back("No inference measurements in these runs (the run records carry no inference section: "
+                           "the inference benchmark did not run), so RQ5 has no answer here.");
+  a.answers.push_back(q5);
+
+  // ---- simple network: a model the GPU does not speed up
+  std::set<std::string> models;
+  for (const auto& d : a.device_comparisons) models.insert(d.model);
+  Answer sn{"simple_network", "Does a simple network gain anything from the GPU?", {}};
+  for (const auto& m : models) {
+    bool none = true, little = true;
+    std::string detail;
+    for (const auto& d : a.device_comparisons) {
+      if (d.model != m || !d.speedup) continue;
+      if (!(*d.speedup <= 1 || d.noise)) none = false;
+      if (*d.speedup >= 1.5 && !d.noise) little = false;
+      detail += fmt::format("{}{}× at batch {} on {}{}", detail.empty() ? "" : ", ", fmt_num(*d.speedup),
+                            d.batch_size, d.gpu_device, d.noise ? " (noise)" : "");
+    }
+    if (detail.empty()) continue;
+    if (none)
+      sn.sentences.push_back(fmt::format("`{}` gains nothing from the GPU on this machine (speed-up {}): the study's "
+                                         "\"simple network\" finding holds here.",
+                                         m, detail));
+    else if (little)
+      sn.sentences.push_back(fmt::format("`{}` gains little from the GPU (speed-up {}, below 1.5×).", m, detail));
+  }
+  if (sn.sentences.empty())
+    sn.sentences.push_back(a.device_comparisons.empty()
+                               ? "Not answerable without both CPU and GPU runs of the same model."
+                               : "Every model measured here gains at least 1.5× from the GPU.");
+  a.answers.push_back(sn);
+}
+
+}  // namespace trainscope::report_detail

@@ -1,0 +1,622 @@
+// Renderings of an Analysis: console text, report.md and a self-contained report.html with
+// Chart.js inline; plus the telemetry time series the HTML charts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "report/report_util.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+#include "trainscope/report.h"
+
+namespace trainscope {
+
+namespace report_detail {
+extern const unsigned char kChartJs[];
+extern const size_t kChartJsSize;
+extern const char kChartJsVersion[];
+}  // namespace report_detail
+
+using nlohmann::json;
+using namespace report_detail;
+
+const std::string& chartjs_source() {
+  static const std::string s(reinterpret_cast<const char*>(kChartJs), kChartJsSize);
+  return s;
+}
+std::string chartjs_version() { return kChartJsVersion; }
+
+// ---------------------------------------------------------------- telemetry series
+
+namespace {
+
+bool charted(const std::string& device, const std::string& metric) {
+  if (device.rfind("gpu", 0) == 0)
+    return metric == "util_pct" || metric == "sm_activity_pct" || metric == "power_w" || metric == "temp_c" ||
+           metric == "mem_used_bytes";
+  if (device == "cpu")
+    return metric == "util_pct" || metric == "package_power_w" || metric == "temp_c" || metric == "mem_used_bytes";
+  if (device == "process") return metric == "rss_bytes";
+  return false;
+}
+
+// Keeps the first, min, max and last point of each time bucket so peaks survive thinning.
+std::vector<std::pair<int64_t, double>> thin(const std::vector<std::pair<int64_t, double>>& p, size_t max_points) {
+  if (p.size() <= max_points || max_points < 8) return p;
+  size_t buckets = max_points / 2;
+  std::vector<std::pair<int64_t, double>> out;
+  size_t per = (p.size() + buckets - 1) / buckets;
+  for (size_t i = 0; i < p.size(); i += per) {
+    size_t end = std::min(p.size(), i + per);
+    auto [lo, hi] = std::minmax_element(p.begin() + i, p.begin() + end,
+                                        [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (lo <= hi) {
+      out.push_back(*lo);
+      if (hi != lo) out.push_back(*hi);
+    } else {
+      out.push_back(*hi);
+      out.push_back(*lo);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CounterSeries> load_telemetry_series(const std::string& run_dir, size_t max_points, std::string* why) {
+  std::string path = run_dir + "/telemetry.csv.gz";
+  if (!file_exists(path)) path = run_dir + "/telemetry.csv";
+  if (!file_exists(path)) {
+    if (why) *why = "no telemetry.csv.gz in the run folder (telemetry off, or the matrix did not finish)";
+    return {};
+  }
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = read_file_bytes(path, uint64_t{4} << 30);
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return {};
+  }
+  std::map<std::pair<std::string, std::string>, CounterSeries> m;
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  size_t pos = 0;
+  bool header = true;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (header) {
+      header = false;
+      continue;
+    }
+    size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos || c3 == std::string_view::npos) continue;
+    std::string dev(line.substr(c1 + 1, c2 - c1 - 1)), met(line.substr(c2 + 1, c3 - c2 - 1));
+    if (!charted(dev, met)) continue;
+    try {
+      int64_t t = std::stoll(std::string(line.substr(0, c1)));
+      double v = std::stod(std::string(line.substr(c3 + 1)));
+      if (!std::isfinite(v)) continue;
+      auto& s = m[{dev, met}];
+      s.device = dev;
+      s.metric = met;
+      s.points.emplace_back(t, v);
+    } catch (...) {
+      continue;  // a malformed line is skipped; the rest still charts
+    }
+  }
+  std::vector<CounterSeries> out;
+  for (auto& [k, s] : m) {
+    std::sort(s.points.begin(), s.points.end());
+    s.points = thin(s.points, max_points);
+    out.push_back(std::move(s));
+  }
+  if (out.empty() && why) *why = path + " holds no utilisation, power, temperature or memory samples";
+  return out;
+}
+
+// ---------------------------------------------------------------- shared pieces
+
+namespace {
+
+std::string opt_num(const std::optional<double>& v, const std::string& unit = "") {
+  return v ? fmt_num(*v) + unit : "—";
+}
+
+std::string speedup_of(const Analysis& a, const Cell& c) {
+  for (const auto& d : a.device_comparisons)
+    if (d.gpu_device == c.device && d.model == c.model && d.batch_size == c.batch_size && d.speedup)
+      return fmt::format("{}×{}", fmt_num(*d.speedup), d.noise ? " (noise)" : "");
+  return c.device == "cpu" ? "1×" : "—";
+}
+
+std::string provenance_line(const Provenance& p) {
+  std::string gpus;
+  for (const auto& g : p.gpus) gpus += (gpus.empty() ? "" : ", ") + g.name;
+  return fmt::format("{} · host {} · {} ({} logical CPUs, {} intra-op threads) · GPUs: {} · driver {} · LibTorch {}{} · "
+                     "trainscope {} ({}, {}) · schema {}",
+                     p.date_utc, p.host, p.cpu_model, p.cpu_logical_cores, p.intra_op_threads,
+                     gpus.empty() ? "none" : gpus, p.gpu_driver.empty() ? "—" : p.gpu_driver, p.libtorch_version,
+                     p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.trainscope_version, p.git_commit,
+                     p.build_type, p.schema_version);
+}
+
+const char* kDefinitions[][2] = {
+    {"speed-up", "GPU steady-state training samples/s divided by the CPU's, same model and batch size (> 1: GPU faster)"},
+    {"noise", "a difference no larger than the combined spread (max − min over repeats) of the two cells"},
+    {"GPU utilisation", "NVML utilization.gpu: share of the sample period during which at least one kernel ran; "
+                        "100 % can still leave most SMs idle"},
+    {"SM activity", "NVML GPM SM activity: average share of streaming multiprocessors with a warp resident; the "
+                    "measure of how full the GPU really is"},
+    {"peak allocated / reserved", "CUDA caching allocator: memory held by tensors / memory the allocator took from "
+                                  "the device"},
+    {"energy per epoch", "joules per sample × training-set size (the device's energy counter, or power integrated "
+                         "over time)"},
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- console
+
+std::string render_console(const ReportInput& in, const Analysis& a) {
+  std::string s = "Research questions\n";
+  for (const auto& q : a.answers) {
+    s += fmt::format("{}  {}\n", q.id == "simple_network" ? "Simple network" : q.id, q.question);
+    for (const auto& x : q.sentences) s += "  - " + x + "\n";
+  }
+  s += "\nAdvice\n";
+  if (a.advice.empty()) s += "  (no rule fired: no measurement points to a problem)\n";
+  for (const auto& x : a.advice) s += fmt::format("  - [{}] {}\n      because {}\n", x.rule, x.advice, x.evidence);
+  for (const auto& n : a.notes) s += "note: " + n + "\n";
+  (void)in;
+  return s;
+}
+
+// ---------------------------------------------------------------- markdown
+
+std::string render_markdown(const ReportInput& in, const Analysis& a) {
+  std::string s = "# trainscope report\n\n";
+  s += fmt::format("{}\n\n", provenance_line(in.provenance));
+  if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
+  s += "## Summary per device, model and batch size\n\n";
+  s += "Median over repeats; (±half the spread, n = repeats) where there are several. — = not measured.\n\n";
+  s += "| model | batch | device | runs ok/failed | samples/s | speed-up | epoch time | time for N epochs | test acc. | "
+       "GPU util | SM activity | CPU util | GPU peak alloc. | GPU peak reserved | host RSS | power mean | power peak | "
+       "temp peak | energy/epoch | energy/sample | data share | h2d share | latency p50 | inference/s |\n";
+  s += "|";
+  for (int i = 0; i < 24; ++i) s += "---|";
+  s += "\n";
+  for (const auto& c : a.cells) {
+    s += fmt::format(
+        "| `{}` | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | "
+        "{} | {} | {} |\n",
+        c.model, c.batch_size, c.device, c.runs_ok, c.runs_failed, fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
+        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) : "—",
+        c.time_for_epochs_s.ok() ? fmt::format("{} ({} ep.{})", fmt_time(c.time_for_epochs_s.median),
+                                               c.epochs_requested, c.time_for_epochs_is_estimate ? ", est." : "")
+                                 : "—",
+        fmt_stat(c.test_accuracy_pct, " %"), fmt_stat(c.gpu_util_pct_mean, " %"), fmt_stat(c.sm_activity_pct_mean, " %"),
+        fmt_stat(c.cpu_util_pct_mean, " %"),
+        c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
+        c.device_peak_reserved_bytes.ok() ? fmt_bytes(c.device_peak_reserved_bytes.median) : "—",
+        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),
+        fmt_stat(c.power_w_max, " W"), fmt_stat(c.temp_c_max, " °C"), fmt_stat(c.energy_per_epoch_j, " J"),
+        fmt_stat(c.energy_per_sample_j, " mJ", 1000), fmt_stat(c.data_share_pct, " %"), fmt_stat(c.h2d_share_pct, " %"),
+        fmt_stat(c.latency_p50_ms, " ms"), fmt_stat(c.inference_samples_per_s, ""));
+  }
+  s += "\n## Answers to the study's research questions\n\n";
+  for (const auto& q : a.answers) {
+    s += fmt::format("### {}: {}\n\n", q.id == "simple_network" ? "Simple network" : q.id, q.question);
+    for (const auto& x : q.sentences) s += "- " + x + "\n";
+    s += "\n";
+  }
+  s += "## Advice\n\nEach piece of advice names the measurement that fired its rule (thresholds: docs/report.md).\n\n";
+  if (a.advice.empty()) s += "No rule fired: no measurement points to a problem.\n";
+  for (const auto& x : a.advice) s += fmt::format("- **{}**: {}\n  - measured: {}\n", x.rule, x.advice, x.evidence);
+  if (!a.batch_comparisons.empty()) {
+    s += "\n## Batch sizes\n\n| device | model | batches | samples/s ratio | utilisation | memory |\n|---|---|---|---|---|---|\n";
+    for (const auto& b : a.batch_comparisons)
+      s += fmt::format("| {} | `{}` | {} → {} | {}{} | {} → {} | {} → {} |\n", b.device, b.model, b.batch_a, b.batch_b,
+                       opt_num(b.samples_per_s_ratio, "×"), b.noise ? " (noise)" : "", opt_num(b.util_a_pct, " %"),
+                       opt_num(b.util_b_pct, " %"), b.mem_a_bytes ? fmt_bytes(*b.mem_a_bytes) : "—",
+                       b.mem_b_bytes ? fmt_bytes(*b.mem_b_bytes) : "—");
+  }
+  if (!a.balance.empty()) {
+    s += "\n## Per-GPU balance\n\n| run | multi-GPU | GPU | util mean | power mean | power peak | memory peak |\n"
+         "|---|---|---|---|---|---|---|\n";
+    for (const auto& b : a.balance)
+      for (const auto& e : b.gpus)
+        s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", b.run_id, b.multi_gpu_run ? "yes" : "no", e.gpu,
+                         opt_num(e.util_pct_mean, " %"), opt_num(e.power_w_mean, " W"), opt_num(e.power_w_max, " W"),
+                         e.mem_used_bytes_max ? fmt_bytes(*e.mem_used_bytes_max) : "—");
+  }
+  s += "\n## Definitions\n\n";
+  for (const auto& d : kDefinitions) s += fmt::format("- **{}**: {}\n", d[0], d[1]);
+  std::vector<std::string> reasons;
+  for (const auto& c : a.cells)
+    for (const auto& r : c.absent_reasons)
+      if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
+  if (!a.notes.empty() || !reasons.empty()) {
+    s += "\n## Notes\n\n";
+    for (const auto& n : a.notes) s += "- " + n + "\n";
+    for (const auto& n : reasons) s += "- " + n + "\n";
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- html
+
+namespace {
+
+std::string html_escape(const std::string& in) {
+  std::string o;
+  for (char c : in) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// Inline <script> content must not contain "</script" (nor "<!--"); JSON and JS allow "<\/".
+std::string script_safe(std::string s) {
+  for (size_t p = 0; (p = s.find("</", p)) != std::string::npos; p += 3) s.replace(p, 2, "<\\/");
+  for (size_t p = 0; (p = s.find("<!--", p)) != std::string::npos; p += 5) s.replace(p, 4, "<\\!--");
+  return s;
+}
+
+std::string md_inline(const std::string& s) {  // `code` -> <code>, the rest escaped
+  std::string o;
+  bool code = false;
+  for (char c : html_escape(s)) {
+    if (c == '`') {
+      o += code ? "</code>" : "<code>";
+      code = !code;
+    } else {
+      o += c;
+    }
+  }
+  if (code) o += "</code>";
+  return o;
+}
+
+json top_operators(const RunRecord& r, size_t n) {
+  // profile.op_table layout belongs to trainscope/profile.h; read it defensively: an array of
+  // objects with a name and a time in µs or ms (self device time preferred, then self CPU time).
+  const json& p = r.profile;
+  if (!p.is_object() || !p.contains("op_table")) return nullptr;
+  const json* t = &p["op_table"];
+  if (t->is_object() && t->contains("ops")) t = &(*t)["ops"];
+  if (!t->is_array()) return nullptr;
+  static const char* kTimeKeys[] = {"self_device_time_us", "self_cuda_time_us", "device_self_time_us",
+                                    "self_device_us",      "self_cpu_time_us",  "self_time_us",
+                                    "cpu_self_time_us",    "device_time_us",    "total_time_us",
+                                    "self_device_time_ms", "self_cpu_time_ms",  "total_time_ms"};
+  std::vector<std::pair<double, std::string>> ops;
+  std::string used;
+  for (const auto& o : *t) {
+    if (!o.is_object()) continue;
+    std::string name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>()
+                       : o.contains("op") && o["op"].is_string() ? o["op"].get<std::string>()
+                                                                 : "";
+    if (name.empty()) continue;
+    for (const char* k : kTimeKeys)
+      if (auto v = jnum(o, {k})) {
+        std::string key = k;
+        double ms = key.size() > 3 && key.substr(key.size() - 3) == "_us" ? *v / 1000 : *v;
+        ops.emplace_back(ms, name);
+        if (used.empty()) used = key;
+        break;
+      }
+  }
+  if (ops.empty()) return nullptr;
+  std::sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  json out = {{"labels", json::array()}, {"ms", json::array()}, {"key", used}};
+  for (size_t i = 0; i < ops.size() && i < n; ++i) {
+    out["labels"].push_back(ops[i].second.size() > 48 ? ops[i].second.substr(0, 45) + "..." : ops[i].second);
+    out["ms"].push_back(ops[i].first);
+  }
+  return out;
+}
+
+json nullable(const Stat& s, double scale = 1) { return s.ok() ? json(s.median * scale) : json(nullptr); }
+
+const char* kHtmlHead = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>trainscope report</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1280px;padding:16px 24px;color:#1b1f24;background:#fff}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px}
+table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
+th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f6f8fa}td:nth-child(-n+3){text-align:left}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{position:relative;height:300px;flex:1 1 560px;min-width:360px;border:1px solid #eaeef2;border-radius:6px;padding:6px}
+.absent{color:#9a6700;background:#fff8c5;padding:6px 10px;border-radius:6px}.rule{font-weight:600}.ev{color:#57606a}
+code{background:#f6f8fa;padding:0 3px;border-radius:3px}li{margin:3px 0}
+</style></head><body>
+)";
+
+// The page's own script: draws every chart from DATA and marks each canvas with data-rendered="1"
+// once pixels were drawn (the end-to-end test reads the attribute from the DOM).
+const char* kPageScript = R"JS(
+(function(){
+  var errors = [];
+  window.addEventListener('error', function(e){ errors.push(String(e.message)); document.body.setAttribute('data-errors', String(errors.length)); });
+  var palette = ['#0969da','#cf222e','#1a7f37','#8250df','#bf8700','#0598bc','#bc4c00','#6e7781','#d63384','#2da44e'];
+  function color(i){ return palette[i % palette.length]; }
+  function drawn(cv){
+    try {
+      // Read the pixels back through a scratch canvas made for readback (keeps Chart.js's own
+      // context fast and Chrome quiet about repeated getImageData).
+      var aux = document.createElement('canvas'); aux.width = cv.width; aux.height = cv.height;
+      var ctx = aux.getContext('2d', {willReadFrequently: true}); ctx.drawImage(cv, 0, 0);
+      var d = ctx.getImageData(0, 0, aux.width, aux.height).data; var n = 0;
+      for (var i = 3; i < d.length; i += 4 * 13) { if (d[i] !== 0) { n++; if (n > 20) break; } }
+      return n > 20;
+    } catch (e) { return false; }
+  }
+  var charts = [];
+  function absent(section, text){ var p = document.createElement('p'); p.className = 'absent'; p.textContent = text; document.getElementById(section).appendChild(p); }
+  function chart(section, title, cfg){
+    var holder = document.getElementById(section).querySelector('.charts');
+    if (!holder) { holder = document.createElement('div'); holder.className = 'charts'; document.getElementById(section).appendChild(holder); }
+    var box = document.createElement('div'); box.className = 'chart'; var cv = document.createElement('canvas');
+    cv.setAttribute('data-chart', title); box.appendChild(cv); holder.appendChild(box);
+    cfg.options = cfg.options || {};
+    cfg.options.animation = false; cfg.options.responsive = true; cfg.options.maintainAspectRatio = false;
+    cfg.options.plugins = cfg.options.plugins || {};
+    cfg.options.plugins.title = {display: true, text: title};
+    try { var c = new Chart(cv, cfg); charts.push([c, cv]); if (drawn(cv)) cv.setAttribute('data-rendered', '1'); }
+    catch (e) { cv.setAttribute('data-rendered', 'error'); console.error('chart "' + title + '": ' + e); }
+  }
+  // Vertical dashed lines at epoch starts (label: run id at its first epoch).
+  var epochMarkers = {
+    id: 'epochMarkers',
+    afterDatasetsDraw: function(c){
+      var m = DATA.epochs; if (!m || !c.scales.x) return; var ctx = c.ctx, a = c.chartArea;
+      ctx.save(); ctx.setLineDash([4, 3]); ctx.lineWidth = 1; ctx.font = '10px sans-serif';
+      for (var i = 0; i < m.length; i++) {
+        var x = c.scales.x.getPixelForValue(m[i].t_s); if (x < a.left || x > a.right) continue;
+        ctx.strokeStyle = m[i].epoch === 1 ? '#57606a' : '#afb8c1';
+        ctx.beginPath(); ctx.moveTo(x, a.top); ctx.lineTo(x, a.bottom); ctx.stroke();
+        if (m[i].epoch === 1) { ctx.fillStyle = '#57606a'; ctx.fillText(m[i].run, x + 2, a.top + 10 + (i % 3) * 11); }
+      }
+      ctx.restore();
+    }
+  };
+  function bars(section, title, labels, sets, yTitle, horizontal, stacked){
+    chart(section, title, {type: 'bar', data: {labels: labels, datasets: sets.map(function(s, i){ return {label: s.label, data: s.data, backgroundColor: s.color || color(i)}; })},
+      options: {indexAxis: horizontal ? 'y' : 'x', scales: {x: {stacked: !!stacked, title: {display: !!horizontal, text: yTitle}}, y: {stacked: !!stacked, beginAtZero: true, title: {display: !horizontal, text: yTitle}}}}});
+  }
+  var D = DATA;
+  // Speed-up and throughput
+  if (D.speedup.labels.length) bars('speedup', 'Training speed-up over the CPU (×, > 1: GPU faster)', D.speedup.labels, [{label: 'speed-up', data: D.speedup.values}], '×');
+  else absent('speedup', D.speedup.absent);
+  if (D.throughput.labels.length) bars('speedup', 'Steady training throughput (samples/s)', D.throughput.labels, D.throughput.sets, 'samples/s');
+  // Energy
+  if (D.energy.labels.length) bars('energy', 'Energy per sample (mJ)', D.energy.labels, [{label: 'mJ per sample', data: D.energy.values}], 'mJ');
+  else absent('energy', D.energy.absent);
+  // Latency
+  if (D.latency.labels.length) bars('latency', 'Inference latency, single stream (ms)', D.latency.labels, D.latency.sets, 'ms');
+  else absent('latency', D.latency.absent);
+  // Time series
+  if (D.series.groups.length) {
+    D.series.groups.forEach(function(g){
+      chart('timeseries', g.title, {type: 'line', data: {datasets: g.sets.map(function(s, i){ return {label: s.label, data: s.points, borderColor: color(i), backgroundColor: color(i), pointRadius: 0, borderWidth: 1.5, parsing: false}; })},
+        options: {normalized: true, scales: {x: {type: 'linear', title: {display: true, text: 's since the matrix started'}}, y: {beginAtZero: true, title: {display: true, text: g.unit}}}},
+        plugins: [epochMarkers]});
+    });
+  } else absent('timeseries', D.series.absent);
+  // Step breakdown
+  if (D.steps.labels.length) bars('steps', 'Time per training step by phase (ms)', D.steps.labels, D.steps.sets, 'ms per step', true, true);
+  else absent('steps', D.steps.absent);
+  // Operators
+  if (D.ops.length) D.ops.forEach(function(o){ bars('operators', 'Top operators on ' + o.device + ' (' + o.run + ', ' + o.key + ')', o.labels, [{label: 'ms', data: o.ms}], 'ms', true); });
+  else absent('operators', D.opsAbsent);
+  // Re-check after layout settles (a resize redraws).
+  setTimeout(function(){
+    charts.forEach(function(p){ if (drawn(p[1])) p[1].setAttribute('data-rendered', '1'); });
+    document.body.setAttribute('data-charts', String(charts.length));
+    document.body.setAttribute('data-charts-done', '1');
+  }, 50);
+})();
+)JS";
+
+}  // namespace
+
+std::string render_html(const ReportInput& in, const Analysis& a, const std::vector<CounterSeries>& series,
+                        const std::string& telemetry_absent_reason) {
+  json d;
+  // speed-up / throughput
+  d["speedup"] = {{"labels", json::array()}, {"values", json::array()}};
+  for (const auto& c : a.device_comparisons)
+    if (c.speedup) {
+      d["speedup"]["labels"].push_back(fmt::format("{} b{} {}{}", c.model, c.batch_size, c.gpu_device, c.noise ? " (noise)" : ""));
+      d["speedup"]["values"].push_back(*c.speedup);
+    }
+  d["speedup"]["absent"] = a.has_gpu ? "no GPU cell has a CPU cell of the same model and batch size to compare with"
+                                     : "no speed-up: no GPU run in these results (provenance lists " +
+                                           std::to_string(in.provenance.gpus.size()) + " GPU(s))";
+  {
+    std::vector<std::string> labels, devices;
+    for (const auto& c : a.cells) {
+      std::string l = fmt::format("{} b{}", c.model, c.batch_size);
+      if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
+      if (std::find(devices.begin(), devices.end(), c.device) == devices.end()) devices.push_back(c.device);
+    }
+    json sets = json::array();
+    for (const auto& dev : devices) {
+      json vals = json::array();
+      for (const auto& l : labels) {
+        json v = nullptr;
+        for (const auto& c : a.cells)
+          if (c.device == dev && fmt::format("{} b{}", c.model, c.batch_size) == l) v = nullable(c.samples_per_s);
+        vals.push_back(v);
+      }
+      sets.push_back({{"label", dev}, {"data", vals}});
+    }
+    d["throughput"] = {{"labels", labels}, {"sets", sets}};
+  }
+  // energy
+  d["energy"] = {{"labels", json::array()}, {"values", json::array()}};
+  for (const auto& c : a.cells)
+    if (c.energy_per_sample_j.ok()) {
+      d["energy"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+      d["energy"]["values"].push_back(c.energy_per_sample_j.median * 1000);
+    }
+  {
+    std::string why = source_reason(in.runs, "nvml");
+    std::string rapl = source_reason(in.runs, "rapl");
+    d["energy"]["absent"] = fmt::format("energy not measured: GPU: {}; CPU: {}", why.empty() ? "no energy reading" : why,
+                                        rapl.empty() ? "no energy reading" : rapl);
+  }
+  // latency
+  d["latency"] = {{"labels", json::array()}, {"sets", json::array()}};
+  {
+    json p50 = json::array(), p99 = json::array();
+    for (const auto& c : a.cells)
+      if (c.latency_p50_ms.ok()) {
+        d["latency"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+        p50.push_back(c.latency_p50_ms.median);
+        p99.push_back(nullable(c.latency_p99_ms));
+      }
+    d["latency"]["sets"] = json::array({{{"label", "p50"}, {"data", p50}}, {{"label", "p99"}, {"data", p99}}});
+    d["latency"]["absent"] = "no inference measurements in these runs (the inference benchmark did not run)";
+  }
+  // time series, grouped by what they measure
+  struct Group {
+    const char* title;
+    const char* unit;
+    std::vector<std::string> metrics;
+    double scale;
+  };
+  const Group groups[] = {{"Utilisation over time", "%", {"util_pct", "sm_activity_pct"}, 1},
+                          {"Power over time", "W", {"power_w", "package_power_w"}, 1},
+                          {"Temperature over time", "°C", {"temp_c"}, 1},
+                          {"Memory over time", "GiB", {"mem_used_bytes", "rss_bytes"}, 1.0 / (1024.0 * 1024 * 1024)}};
+  d["series"] = {{"groups", json::array()}};
+  for (const auto& g : groups) {
+    json sets = json::array();
+    for (const auto& s : series) {
+      if (std::find(g.metrics.begin(), g.metrics.end(), s.metric) == g.metrics.end()) continue;
+      json pts = json::array();
+      for (const auto& [t, v] : s.points) pts.push_back({{"x", static_cast<double>(t) / 1e9}, {"y", v * g.scale}});
+      std::string label = s.device + " " + s.metric;
+      if (s.device == "cpu" && s.metric == "mem_used_bytes") label = "host mem_used_bytes";
+      sets.push_back({{"label", label}, {"points", pts}});
+    }
+    if (!sets.empty()) d["series"]["groups"].push_back({{"title", g.title}, {"unit", g.unit}, {"sets", sets}});
+  }
+  d["series"]["absent"] = telemetry_absent_reason.empty() ? "no telemetry samples" : telemetry_absent_reason;
+  d["epochs"] = json::array();
+  for (const auto& r : in.runs)
+    for (const auto& e : r.epochs)
+      d["epochs"].push_back({{"t_s", static_cast<double>(e.start_ns) / 1e9}, {"epoch", e.epoch}, {"run", r.run_id}});
+  // step breakdown per cell (median run: the first ok run of the cell)
+  d["steps"] = {{"labels", json::array()}, {"sets", json::array()}};
+  {
+    const char* names[] = {"data", "h2d", "forward", "backward", "optimizer", "other"};
+    std::vector<json> vals(6, json::array());
+    for (const auto& c : a.cells) {
+      const RunRecord* r = nullptr;
+      for (const auto& x : in.runs)
+        if (x.status == RunStatus::kOk && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size &&
+            x.phases)
+          r = &x;
+      if (!r) continue;
+      const auto& p = *r->phases;
+      d["steps"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+      double known = p.data_ms + p.h2d_ms + p.forward_ms + p.backward_ms + p.optimizer_ms;
+      double parts[] = {p.data_ms, p.h2d_ms, p.forward_ms, p.backward_ms, p.optimizer_ms, std::max(0.0, p.step_ms - known)};
+      for (int i = 0; i < 6; ++i) vals[i].push_back(parts[i]);
+    }
+    for (int i = 0; i < 6; ++i) d["steps"]["sets"].push_back({{"label", names[i]}, {"data", vals[i]}});
+    d["steps"]["absent"] = "no phase breakdown in these runs";
+  }
+  // top operators per device
+  d["ops"] = json::array();
+  {
+    std::vector<std::string> seen;
+    for (const auto& r : in.runs) {
+      if (r.status != RunStatus::kOk || std::find(seen.begin(), seen.end(), r.device) != seen.end()) continue;
+      json t = top_operators(r, 10);
+      if (t.is_null()) continue;
+      seen.push_back(r.device);
+      t["device"] = r.device;
+      t["run"] = r.run_id;
+      d["ops"].push_back(t);
+    }
+    d["opsAbsent"] = "no operator profile in these runs (the profiler did not run; rec.profile is empty)";
+  }
+
+  std::string h = kHtmlHead;
+  h += "<h1>trainscope report</h1>\n<p class=\"prov\">" + html_escape(provenance_line(in.provenance)) + "</p>\n";
+  if (!in.provenance.command_line.empty())
+    h += "<p class=\"prov\">Command: <code>" + html_escape(in.provenance.command_line) + "</code></p>\n";
+  h += "<h2>Research questions</h2>\n";
+  for (const auto& q : a.answers) {
+    h += "<h3>" + html_escape(q.id == "simple_network" ? "Simple network" : q.id) + ": " + html_escape(q.question) +
+         "</h3>\n<ul>\n";
+    for (const auto& s : q.sentences) h += "<li>" + md_inline(s) + "</li>\n";
+    h += "</ul>\n";
+  }
+  h += "<h2>Advice</h2>\n<ul>\n";
+  if (a.advice.empty()) h += "<li>No rule fired: no measurement points to a problem.</li>\n";
+  for (const auto& x : a.advice)
+    h += "<li><span class=\"rule\">" + html_escape(x.rule) + "</span>: " + md_inline(x.advice) +
+         "<br><span class=\"ev\">measured: " + md_inline(x.evidence) + "</span></li>\n";
+  h += "</ul>\n";
+  h += "<section id=\"speedup\"><h2>Training speed and speed-up</h2></section>\n";
+  h += "<section id=\"energy\"><h2>Energy</h2></section>\n";
+  h += "<section id=\"latency\"><h2>Inference latency</h2></section>\n";
+  h += "<section id=\"timeseries\"><h2>Utilisation, power, temperature and memory over time</h2>"
+       "<p class=\"prov\">Dashed lines: epoch starts (labelled with the run at its first epoch).</p></section>\n";
+  h += "<section id=\"steps\"><h2>Step breakdown</h2></section>\n";
+  h += "<section id=\"operators\"><h2>Top operators per device</h2></section>\n";
+  // the summary table, as in report.md
+  h += "<h2>Summary per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
+       "<th>samples/s</th><th>speed-up</th><th>epoch time</th><th>test acc.</th><th>GPU util</th><th>SM activity</th>"
+       "<th>CPU util</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
+       "<th>temp peak</th><th>energy/sample</th><th>latency p50</th></tr>\n";
+  for (const auto& c : a.cells)
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        html_escape(c.model), c.batch_size, html_escape(c.device), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
+        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) : "—", fmt_stat(c.test_accuracy_pct, " %"),
+        fmt_stat(c.gpu_util_pct_mean, " %"), fmt_stat(c.sm_activity_pct_mean, " %"), fmt_stat(c.cpu_util_pct_mean, " %"),
+        c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
+        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),
+        fmt_stat(c.power_w_max, " W"), fmt_stat(c.temp_c_max, " °C"), fmt_stat(c.energy_per_sample_j, " mJ", 1000),
+        fmt_stat(c.latency_p50_ms, " ms"));
+  h += "</table>\n<h2>Definitions</h2>\n<ul>\n";
+  for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";
+  for (const auto& n : a.notes) h += "<li>" + md_inline(n) + "</li>\n";
+  h += "</ul>\n<p class=\"prov\">Charts: " + html_escape(chartjs_version()) + " (MIT), embedded.</p>\n";
+  h += "<script>/* " + html_escape(chartjs_version()) + " — MIT License, see third_party/chartjs/LICENSE.md */\n" +
+       script_safe(chartjs_source()) + "\n</script>\n";
+  h += "<script>\nvar DATA = " + script_safe(d.dump(-1, ' ', false, json::error_handler_t::replace)) + ";\n" +
+       kPageScript + "</script>\n</body></html>\n";
+  return h;
+}
+
+ReportFiles write_report(const ReportInput& in, const std::string& out_dir, const AdviceThresholds& t) {
+  Analysis a = analyze(in, t);
+  std::string why;
+  auto series = in.run_dir.empty() ? std::vector<CounterSeries>{} : load_telemetry_series(in.run_dir, 800, &why);
+  if (in.run_dir.empty()) why = "report built from the history database without a run folder: no telemetry samples";
+  ensure_writable_dir(out_dir);
+  ReportFiles f{out_dir + "/report.md", out_dir + "/report.html"};
+  write_file_atomic(f.markdown_path, render_markdown(in, a));
+  write_file_atomic(f.html_path, render_html(in, a, series, why));
+  return f;
+}
+
+}  // namespace trainscope

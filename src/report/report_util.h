@@ -1,0 +1,28 @@
+// Helpers shared by the report's analysis, renderers and history (private to src/report).
+#pragma once
+
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/report.h"
+
+namespace trainscope::report_detail {
+
+/// Number at `path` in `j`; nullopt when a key is missing or the value is not a finite number.
+std::optional<double> jnum(const nlohmann::json& j, std::initializer_list<const char*> path);
+bool is_gpu(const std::string& device);
+std::optional<int> cuda_index(const std::string& device);
+std::string fmt_num(double v);     // 3 significant-ish digits
+std::string fmt_bytes(double b);   // binary units
+std::string fmt_time(double s);
+/// "median unit (±half-spread unit, n=N)" or "—" when not measured; value scaled by `scale`.
+std::string fmt_stat(const Stat& s, const std::string& unit, double scale = 1);
+/// "" when the telemetry source (nvml, proc, rapl, hwmon) was available in some run, else its reason.
+std::string source_reason(const std::vector<RunRecord>& runs, const std::string& source);
+
+void build_answers(const ReportInput& in, Analysis& a);
+
+}  // namespace trainscope::report_detail

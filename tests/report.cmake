@@ -1,0 +1,12 @@
+# Report component: analysis, advice, history and compare (torch-free), and the HTML end-to-end test.
+ts_add_test(test_report SOURCES report/test_report.cpp)
+
+add_executable(report_fixture_html report/report_fixture_html.cpp)
+target_link_libraries(report_fixture_html PRIVATE trainscope_core)
+
+# Opens report.html of the study fixture in headless Chromium: no console errors, every chart drawn,
+# a screenshot kept under <build>/test-artifacts/report/. Skips (77) only when chromium is absent.
+add_test(NAME ReportHtmlChromium
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/report/e2e_html.sh $<TARGET_FILE:report_fixture_html>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/report/study ${PROJECT_BINARY_DIR}/test-artifacts/report)
+set_tests_properties(ReportHtmlChromium PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS report)

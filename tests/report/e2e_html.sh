@@ -1,0 +1,63 @@
+#!/bin/sh
+# End-to-end check of report.html in headless Chromium (ctest ReportHtmlChromium).
+#   e2e_html.sh REPORT_TOOL RUN_DIR ARTIFACT_DIR
+# Writes the report of RUN_DIR, loads it offline, and fails when the page logs a console error,
+# a section has no drawn chart (canvas data-rendered="1", set by the page after Chart.js drew
+# pixels), or anything was fetched from the network. Keeps report.html, dom.html, console.log and
+# report.png in ARTIFACT_DIR. Exit 77 (skip) only when no chromium is installed.
+set -eu
+tool="$1"; run_dir="$2"; art="$3"
+chromium=""
+for c in chromium chromium-browser google-chrome; do
+  if command -v "$c" >/dev/null 2>&1; then chromium="$(command -v "$c")"; break; fi
+done
+if [ -z "$chromium" ]; then
+  echo "SKIP: chromium is not installed (apt-get install -y chromium); report.html was not opened"
+  exit 77
+fi
+rm -rf "$art"; mkdir -p "$art"
+"$tool" "$run_dir" "$art" >/dev/null
+profile="$(mktemp -d)"
+trap 'rm -rf "$profile"' EXIT
+flags="--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+--disable-component-update --disable-sync --disable-extensions --user-data-dir=$profile \
+--virtual-time-budget=5000 --window-size=1280,5200"
+url="file://$art/report.html"
+# shellcheck disable=SC2086
+timeout 90 "$chromium" $flags --enable-logging=stderr --v=0 --dump-dom "$url" >"$art/dom.html" 2>"$art/console.log" || {
+  echo "FAIL: chromium --dump-dom failed"; tail -n 20 "$art/console.log"; exit 1; }
+# shellcheck disable=SC2086
+timeout 90 "$chromium" $flags --hide-scrollbars --screenshot="$art/report.png" "$url" >/dev/null 2>&1 || true
+python3 - "$art" <<'PY'
+import re, sys, os
+art = sys.argv[1]
+dom = open(os.path.join(art, "dom.html"), encoding="utf-8", errors="replace").read()
+log = open(os.path.join(art, "console.log"), encoding="utf-8", errors="replace").read()
+fail = []
+console = [l for l in log.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+if console:
+    fail.append("console messages:\n  " + "\n  ".join(console[:20]))
+if 'data-errors=' in dom:
+    fail.append("the page recorded JavaScript errors (body data-errors)")
+if 'data-charts-done="1"' not in dom:
+    fail.append("the page script did not finish (no data-charts-done)")
+sections = re.findall(r'<section id="([a-z]+)"(.*?)</section>', dom, re.S)
+if len(sections) < 6:
+    fail.append("expected 6 chart sections, found %d" % len(sections))
+total = 0
+for sid, body in sections:
+    canvases = re.findall(r'<canvas[^>]*>', body)
+    drawn = [c for c in canvases if 'data-rendered="1"' in c]
+    total += len(drawn)
+    if not canvases:
+        fail.append("section %s has no chart" % sid)
+    elif len(drawn) != len(canvases):
+        fail.append("section %s: %d of %d charts drawn" % (sid, len(drawn), len(canvases)))
+    print("section %-10s charts %d drawn %d" % (sid, len(canvases), len(drawn)))
+png = os.path.join(art, "report.png")
+if not os.path.exists(png) or os.path.getsize(png) < 10000:
+    fail.append("no screenshot at %s" % png)
+if fail:
+    print("FAIL:\n" + "\n".join(fail)); sys.exit(1)
+print("OK: %d charts drawn, no console errors; screenshot %s" % (total, png))
+PY

@@ -1,0 +1,362 @@
+// Report analysis, advice rules, history database and compare, on hand-made run folders
+// (tests/fixtures/report/make_fixtures.py).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+#include "trainscope/history.h"
+#include "trainscope/report.h"
+
+using namespace trainscope;
+
+namespace {
+
+const std::string kStudy = std::string(TS_FIXTURES_DIR) + "/report/study";
+const std::string kHealthy = std::string(TS_FIXTURES_DIR) + "/report/healthy";
+
+const DeviceComparison* cmp(const Analysis& a, const std::string& model, int64_t b, const std::string& gpu = "cuda:0") {
+  for (const auto& d : a.device_comparisons)
+    if (d.model == model && d.batch_size == b && d.gpu_device == gpu) return &d;
+  return nullptr;
+}
+
+std::vector<const Advice*> fired(const Analysis& a, const std::string& rule) {
+  std::vector<const Advice*> out;
+  for (const auto& x : a.advice)
+    if (x.rule == rule) out.push_back(&x);
+  return out;
+}
+
+bool fired_on(const Analysis& a, const std::string& rule, const std::string& device, const std::string& model, int64_t b) {
+  auto v = fired(a, rule);
+  return std::any_of(v.begin(), v.end(), [&](const Advice* x) {
+    return x->device == device && x->model == model && x->batch_size == b;
+  });
+}
+
+std::string all_sentences(const Analysis& a, const std::string& id) {
+  std::string s;
+  for (const auto& q : a.answers)
+    if (q.id == id)
+      for (const auto& x : q.sentences) s += x + "\n";
+  return s;
+}
+
+std::string tmpdir(const std::string& name) {
+  auto d = std::filesystem::path(TS_BINARY_DIR) / "test-report" / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+}  // namespace
+
+TEST(ReportStats, MedianSpreadAndNoise) {
+  Stat a = make_stat({10, 12, 11});
+  EXPECT_EQ(a.n, 3);
+  EXPECT_DOUBLE_EQ(a.median, 11);
+  EXPECT_DOUBLE_EQ(a.spread(), 2);
+  EXPECT_TRUE(within_noise(a, make_stat({12.5, 13, 14})));   // 11 vs 13: |2| <= 2 + 1.5
+  EXPECT_FALSE(within_noise(a, make_stat({20, 21, 22})));
+  EXPECT_FALSE(within_noise(make_stat({10}), make_stat({10.1})));  // no spread: never noise
+  EXPECT_FALSE(make_stat({}).ok());
+}
+
+TEST(ReportAnalysis, SpeedupsOnStudyFixture) {
+  auto in = load_run_folder(kStudy);
+  auto a = analyze(in);
+  EXPECT_TRUE(a.has_gpu);
+  EXPECT_TRUE(a.has_cpu);
+  EXPECT_TRUE(a.has_repeats);
+  auto* cnn128 = cmp(a, "cnn", 128);
+  ASSERT_NE(cnn128, nullptr);
+  ASSERT_TRUE(cnn128->speedup);
+  EXPECT_NEAR(*cnn128->speedup, 53000.0 / 8500.0, 1e-6);  // 6.24x
+  EXPECT_FALSE(cnn128->noise);
+  ASSERT_TRUE(cnn128->accuracy_diff_pct);
+  EXPECT_NEAR(*cnn128->accuracy_diff_pct, -0.1, 1e-9);
+  auto* cnn64 = cmp(a, "cnn", 64);
+  ASSERT_NE(cnn64, nullptr);
+  EXPECT_NEAR(*cnn64->speedup, 28000.0 / 7800.0, 1e-6);
+  // the CPU wins mlp at batch 64 ...
+  auto* mlp64 = cmp(a, "mlp", 64);
+  ASSERT_NE(mlp64, nullptr);
+  EXPECT_NEAR(*mlp64->speedup, 0.51, 1e-6);
+  EXPECT_FALSE(mlp64->noise);
+  // ... and at batch 128 the difference is inside the spread of the repeats
+  auto* mlp128 = cmp(a, "mlp", 128);
+  ASSERT_NE(mlp128, nullptr);
+  EXPECT_LT(*mlp128->speedup, 1.0);
+  EXPECT_TRUE(mlp128->noise);
+  // time for the requested epochs, per side
+  ASSERT_TRUE(cnn128->cpu_time_for_epochs_s && cnn128->gpu_time_for_epochs_s);
+  EXPECT_GT(*cnn128->cpu_time_for_epochs_s, 3 * *cnn128->gpu_time_for_epochs_s);  // evaluation time included
+}
+
+TEST(ReportAnalysis, AnswersSayTheNumbers) {
+  auto a = analyze(load_run_folder(kStudy));
+  ASSERT_EQ(a.answers.size(), 6u);
+  std::string rq4 = all_sentences(a, "RQ4");
+  EXPECT_NE(rq4.find("trains `cnn` 6.24× faster than the CPU at batch 128"), std::string::npos) << rq4;
+  EXPECT_NE(rq4.find("the CPU trains `mlp` 1.96× faster than the GPU"), std::string::npos) << rq4;
+  EXPECT_NE(rq4.find("inside the run-to-run spread (noise)"), std::string::npos) << rq4;
+  std::string sn = all_sentences(a, "simple_network");
+  EXPECT_NE(sn.find("`mlp` gains nothing from the GPU"), std::string::npos) << sn;
+  EXPECT_EQ(sn.find("`cnn` gains"), std::string::npos) << sn;
+  std::string rq3 = all_sentences(a, "RQ3");
+  EXPECT_NE(rq3.find("CPU power unavailable (/sys/class/powercap does not exist"), std::string::npos) << rq3;
+  EXPECT_NE(rq3.find("gpu1 23.0 W"), std::string::npos) << rq3;
+  EXPECT_NE(rq3.find("gpu0 152 W"), std::string::npos) << rq3;
+  std::string rq2 = all_sentences(a, "RQ2");
+  EXPECT_NE(rq2.find("3.40 GiB at batch 64 → 5.00 GiB at batch 128"), std::string::npos) << rq2;
+  std::string rq5 = all_sentences(a, "RQ5");
+  EXPECT_NE(rq5.find("one image takes 0.35 ms"), std::string::npos) << rq5;
+  std::string rq1 = all_sentences(a, "RQ1");
+  EXPECT_NE(rq1.find("GPU utilisation 35.0 % on average"), std::string::npos) << rq1;
+  EXPECT_NE(rq1.find("SM activity 20.0 %"), std::string::npos) << rq1;
+}
+
+TEST(ReportAnalysis, CpuOnlyDataSaysWhyThereIsNoGpuNumber) {
+  auto in = load_run_folder(kStudy);
+  std::erase_if(in.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  in.provenance.gpus.clear();
+  auto a = analyze(in);
+  EXPECT_FALSE(a.has_gpu);
+  EXPECT_TRUE(a.device_comparisons.empty());
+  EXPECT_NE(all_sentences(a, "RQ4").find("No GPU run in these results"), std::string::npos);
+  EXPECT_TRUE(fired(a, "cpu_faster").empty());
+}
+
+TEST(ReportAdvice, EachRuleFiresOnItsFixture) {
+  auto a = analyze(load_run_folder(kStudy));
+  EXPECT_TRUE(fired_on(a, "low_utilisation", "cuda:0", "cnn", 64));
+  EXPECT_NE(fired(a, "low_utilisation").front()->advice.find("data loading is the bottleneck"), std::string::npos);
+  EXPECT_TRUE(fired_on(a, "h2d_copies", "cuda:0", "mlp", 64));
+  EXPECT_TRUE(fired_on(a, "memory_headroom", "cuda:0", "cnn", 128));
+  EXPECT_TRUE(fired_on(a, "cpu_faster", "cpu", "mlp", 64));
+  EXPECT_FALSE(fired_on(a, "cpu_faster", "cpu", "mlp", 128));  // inside the noise: no advice
+  EXPECT_TRUE(fired_on(a, "throttling", "cuda:0", "cnn", 128));
+  EXPECT_FALSE(fired_on(a, "throttling", "cuda:0", "cnn", 64));
+  ASSERT_EQ(fired(a, "unbalanced_gpus").size(), 1u);
+  EXPECT_NE(fired(a, "unbalanced_gpus")[0]->evidence.find("gpu1 drew 23.0 W"), std::string::npos);
+  // every advice cites a measurement
+  for (const auto& x : a.advice) {
+    EXPECT_FALSE(x.evidence.empty()) << x.rule;
+    EXPECT_TRUE(std::any_of(x.evidence.begin(), x.evidence.end(), ::isdigit)) << x.rule << ": " << x.evidence;
+  }
+  // memory estimate: line through 3.4 GiB (b64) and 5.0 GiB (b128) -> per sample 25.6 MiB, budget 0.9 * 141 GiB
+  auto mh = fired(a, "memory_headroom");
+  auto it = std::find_if(mh.begin(), mh.end(), [](const Advice* x) { return x->batch_size == 128; });
+  ASSERT_NE(it, mh.end());
+  EXPECT_NE((*it)->advice.find("a batch of about 5003"), std::string::npos) << (*it)->advice;
+}
+
+TEST(ReportAdvice, NoRuleFiresOnHealthyRun) {
+  auto a = analyze(load_run_folder(kHealthy));
+  for (const auto& x : a.advice) ADD_FAILURE() << x.rule << ": " << x.evidence;
+  EXPECT_NE(all_sentences(a, "RQ4").find("6.24× faster"), std::string::npos);
+  EXPECT_NE(a.notes.front().find("one repeat per cell"), std::string::npos);
+}
+
+TEST(ReportAdvice, ThresholdsAreHonoured) {
+  AdviceThresholds t;
+  t.low_gpu_util_pct = 30;  // cnn b64 at 35 % no longer counts as low ...
+  t.low_sm_activity_pct = 10;
+  auto a = analyze(load_run_folder(kStudy), t);
+  EXPECT_FALSE(fired_on(a, "low_utilisation", "cuda:0", "cnn", 64));
+  EXPECT_TRUE(fired_on(a, "data_loading", "cuda:0", "cnn", 64));  // ... but its 30 % data share still fires
+}
+
+TEST(ReportRender, MarkdownHtmlAndConsole) {
+  auto in = load_run_folder(kStudy);
+  auto a = analyze(in);
+  std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find("# trainscope report"), std::string::npos);
+  EXPECT_NE(md.find("| `cnn` | 128 | cuda:0 | 3/0 | 53000 (±1325, n=3) | 6.24× |"), std::string::npos) << md.substr(0, 3000);
+  EXPECT_EQ(md, render_markdown(in, analyze(in)));  // deterministic, diffable
+  std::string why;
+  auto series = load_telemetry_series(kStudy, 200, &why);
+  ASSERT_FALSE(series.empty()) << why;
+  for (const auto& s : series) EXPECT_LE(s.points.size(), 200u) << s.device << " " << s.metric;
+  std::string html = render_html(in, a, series);
+  EXPECT_NE(html.find("Chart.js v4"), std::string::npos);
+  EXPECT_GT(html.size(), chartjs_source().size());
+  EXPECT_EQ(html.find("<script src="), std::string::npos);  // nothing loaded from outside
+  EXPECT_EQ(html.find("</script", html.find("var DATA")), html.rfind("</script"));
+  std::string con = render_console(in, a);
+  EXPECT_NE(con.find("RQ4"), std::string::npos);
+  EXPECT_NE(con.find("[cpu_faster]"), std::string::npos);
+  auto dir = tmpdir("render");
+  auto f = write_report(in, dir);
+  EXPECT_TRUE(file_exists(f.html_path));
+  EXPECT_TRUE(file_exists(f.markdown_path));
+}
+
+TEST(ReportRender, MissingFolderIsAnIoError) {
+  try {
+    load_run_folder("/nonexistent/run");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("results.json"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------- history
+
+TEST(ReportHistory, SchemaVersionAndWal) {
+  auto dir = tmpdir("schema");
+  HistoryDb db(dir + "/h.sqlite");
+  EXPECT_TRUE(db.list().empty());
+  // reopen works, a foreign database is refused
+  HistoryDb again(dir + "/h.sqlite");
+  write_file_atomic(dir + "/other.sqlite", "");
+  EXPECT_NO_THROW(HistoryDb(dir + "/other.sqlite"));
+  EXPECT_TRUE(file_exists(dir + "/h.sqlite-wal") || file_exists(dir + "/h.sqlite"));
+}
+
+TEST(ReportHistory, SurvivesAProcessKilledMidRun) {
+  auto dir = tmpdir("killed");
+  const std::string path = dir + "/history.sqlite";
+  auto in = load_run_folder(kStudy);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipefd[0]);
+    try {
+      HistoryDb db(path);
+      auto m = db.begin_matrix(dir + "/run1", in.provenance);
+      for (int i = 0; i < 2; ++i) {
+        db.run_started(m, in.runs[i]);
+        db.run_finished(m, in.runs[i]);
+      }
+      db.run_started(m, in.runs[2]);  // the open run
+      char c = 'x';
+      if (write(pipefd[1], &c, 1) != 1) _exit(3);
+      pause();  // killed here, mid-run
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(0);
+  }
+  close(pipefd[1]);
+  char c = 0;
+  ASSERT_EQ(read(pipefd[0], &c, 1), 1);
+  close(pipefd[0]);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  HistoryDb db(path);
+  auto rows = db.list();
+  ASSERT_EQ(rows.size(), 3u);
+  int ok = 0, incomplete = 0;
+  for (const auto& r : rows) {
+    if (r.status == "ok") ++ok;
+    if (r.status == "incomplete") {
+      ++incomplete;
+      EXPECT_EQ(r.run_id, in.runs[2].run_id);
+    }
+  }
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(incomplete, 1);
+  auto loaded = db.load_matrix(rows.front().matrix_id);
+  ASSERT_EQ(loaded.runs.size(), 3u);
+  EXPECT_EQ(loaded.runs[0].steady_samples_per_s, in.runs[0].steady_samples_per_s);
+  EXPECT_EQ(loaded.runs[2].status, RunStatus::kInterrupted);
+  // the report rebuilds from the database (by matrix id and by folder)
+  auto again = resolve_runs("m" + std::to_string(rows.front().matrix_id), path);
+  EXPECT_EQ(again.runs.size(), 3u);
+  EXPECT_EQ(resolve_runs(dir + "/run1", path).runs.size(), 3u);
+  EXPECT_EQ(resolve_runs(std::to_string(rows.back().id), path).runs.size(), 1u);
+  EXPECT_THROW(resolve_runs("m999", path), Error);
+}
+
+TEST(ReportHistory, ObserverRecordsAndForwards) {
+  auto dir = tmpdir("observer");
+  struct Count : MatrixObserver {
+    int ends = 0;
+    void on_run_end(const RunRecord&) override { ++ends; }
+  } next;
+  auto in = load_run_folder(kHealthy);
+  {
+    HistoryObserver h(dir + "/h.sqlite", &next);
+    ASSERT_TRUE(h.ok());
+    h.on_matrix_start(dir + "/runA", in.provenance, in.runs.size());
+    for (const auto& r : in.runs) {
+      h.on_run_start(r);
+      h.on_run_end(r);
+    }
+  }
+  EXPECT_EQ(next.ends, 2);
+  HistoryDb db(dir + "/h.sqlite");
+  EXPECT_EQ(db.list().size(), 2u);
+  // an unusable path disables history with a notice; the matrix is not stopped
+  HistoryObserver bad("/proc/forbidden/h.sqlite", &next);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NO_THROW(bad.on_run_end(in.runs[0]));
+}
+
+// ---------------------------------------------------------------- compare
+
+TEST(ReportCompare, RegressionBeyondThresholdAndNoise) {
+  auto a = load_run_folder(kStudy).runs;
+  auto b = a;
+  for (auto& r : b)
+    if (r.model == "cnn" && r.batch_size == 128 && r.device == "cuda:0") {  // 20 % slower
+      *r.steady_samples_per_s *= 0.8;
+      *r.mean_epoch_time_s /= 0.8;
+    }
+  auto c = compare_runs(a, b, "steady_samples_per_s", 5);
+  EXPECT_TRUE(c.regressed);
+  int regressions = 0;
+  for (const auto& row : c.rows) {
+    if (row.regression) {
+      ++regressions;
+      EXPECT_EQ(row.model, "cnn");
+      EXPECT_NEAR(*row.delta_pct, -20, 1e-9);
+    }
+  }
+  EXPECT_EQ(regressions, 1);
+  EXPECT_NE(render_compare(c, "A", "B").find("REGRESSION"), std::string::npos);
+  // same data: no regression
+  EXPECT_FALSE(compare_runs(a, a).regressed);
+  // a larger threshold tolerates it
+  EXPECT_FALSE(compare_runs(a, b, "steady_samples_per_s", 25).regressed);
+  // lower-is-better metric: a longer epoch time is the regression
+  auto t = compare_runs(a, b, "mean_epoch_time_s", 5);
+  EXPECT_TRUE(t.regressed);
+  EXPECT_FALSE(t.higher_is_better);
+}
+
+TEST(ReportCompare, ChangeInsideTheSpreadIsNoise) {
+  auto a = load_run_folder(kStudy).runs;
+  auto b = a;
+  // mlp b128 repeats spread by about 15 %; a 6 % drop is inside it
+  for (auto& r : b)
+    if (r.model == "mlp" && r.batch_size == 128) *r.steady_samples_per_s *= 0.94;
+  auto c = compare_runs(a, b, "steady_samples_per_s", 5);
+  EXPECT_FALSE(c.regressed);
+  bool saw = false;
+  for (const auto& row : c.rows)
+    if (row.model == "mlp" && row.batch_size == 128) {
+      saw = true;
+      EXPECT_TRUE(row.noise);
+    }
+  EXPECT_TRUE(saw);
+}
+
+TEST(ReportCompare, UnknownMetricIsAnError) {
+  auto a = load_run_folder(kHealthy).runs;
+  EXPECT_THROW(compare_runs(a, a, "speed"), Error);
+  EXPECT_THROW(compare_runs(a, a, "steady_samples_per_s", -1), Error);
+}
