@@ -1,0 +1,8 @@
+# Benchmarks of the LibTorch half; not run as tests. Components append their own targets.
+if(TRAINSCOPE_WITH_TORCH)
+  # profile: profiled-window step time against unprofiled steps (owned by the profile component)
+  add_executable(profile_overhead ${CMAKE_CURRENT_LIST_DIR}/profile_overhead.cpp)
+  target_link_libraries(profile_overhead PRIVATE trainscope)
+  target_include_directories(profile_overhead PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(profile_overhead PRIVATE ${_ts_torch_flags})
+endif()

@@ -1,0 +1,319 @@
+// RunProfiler: drives a Recorder on the schedule from the trainer's hooks and turns what it
+// recorded into the run record's profile section, a CSV operator table and a trace.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <map>
+
+#include "profile/profile_data.h"
+#include "profile/recorder.h"
+#include "train/compat.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+#include "trainscope/profile.h"
+
+namespace trainscope {
+
+using namespace profile;
+
+const char* to_string(ProfileStepState s) {
+  switch (s) {
+    case ProfileStepState::kSkip: return "skip";
+    case ProfileStepState::kWait: return "wait";
+    case ProfileStepState::kWarmup: return "warmup";
+    case ProfileStepState::kActive: return "active";
+    case ProfileStepState::kDone: return "done";
+  }
+  return "done";
+}
+
+ProfileStepState profile_step_state(const ProfileConfig& c, int64_t step) {
+  if (step < c.skip_first) return ProfileStepState::kSkip;
+  const int64_t cycle = std::max<int64_t>(c.wait, 0) + std::max<int64_t>(c.warmup, 0) + std::max<int64_t>(c.active, 0);
+  if (c.active <= 0 || cycle <= 0) return ProfileStepState::kDone;
+  const int64_t k = step - c.skip_first;
+  if (c.repeat > 0 && k >= c.repeat * cycle) return ProfileStepState::kDone;
+  const int64_t r = k % cycle;
+  if (r < c.wait) return ProfileStepState::kWait;
+  if (r < c.wait + c.warmup) return ProfileStepState::kWarmup;
+  return ProfileStepState::kActive;
+}
+
+int64_t profile_schedule_steps(const ProfileConfig& c) {
+  if (c.repeat <= 0) return -1;
+  return c.skip_first + c.repeat * (c.wait + c.warmup + c.active);
+}
+
+const char* profile_backend() {
+#ifdef TRAINSCOPE_WITH_CUDA
+  return "kineto";
+#else
+  return "record_function";
+#endif
+}
+
+struct RunProfiler::Impl {
+  ProfileConfig cfg;
+  std::string run_id, device;
+  std::unique_ptr<Recorder> rec;
+  ProfileData data;
+  std::map<int64_t, StepSpan> steps;
+  std::vector<std::string> warnings;
+  bool warming = false, active = false;
+  int64_t steps_seen = 0, active_steps = 0, windows = 0;
+  std::vector<std::pair<int64_t, int64_t>> window_steps;  // [first, last] active step of each window
+
+  void close_window() {
+    if (!active && !warming) return;
+    std::string w;
+    try {
+      w = rec->deactivate(data);
+    } catch (const std::exception& e) {
+      w = fmt::format("profiler stop failed: {}", e.what());
+    }
+    if (!w.empty()) warnings.push_back(w);
+    active = warming = false;
+  }
+};
+
+RunProfiler::RunProfiler(const ProfileConfig& cfg, std::string run_id, std::string device,
+                         std::chrono::steady_clock::time_point origin)
+    : impl_(std::make_unique<Impl>()) {
+  auto& m = *impl_;
+  m.cfg = cfg;
+  m.run_id = std::move(run_id);
+  m.device = std::move(device);
+#ifdef TRAINSCOPE_WITH_CUDA
+  m.rec = make_kineto_recorder(cfg, m.device, origin);
+#else
+  m.rec = make_record_function_recorder(cfg, origin);
+#endif
+  m.data.pid = static_cast<int64_t>(::getpid());
+  m.data.main_tid = m.rec->current_tid();
+  m.data.thread_names[m.data.main_tid] = "train";
+}
+
+RunProfiler::~RunProfiler() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+void RunProfiler::on_step_begin(int64_t step) {
+  auto& m = *impl_;
+  m.steps_seen = std::max(m.steps_seen, step + 1);
+  auto st = profile_step_state(m.cfg, step);
+  try {
+    if (st == ProfileStepState::kWarmup && !m.warming && !m.active) {
+      m.rec->warmup();
+      m.warming = true;
+    } else if (st == ProfileStepState::kActive && !m.active) {
+      m.rec->activate();
+      m.warming = false;
+      m.active = true;
+      m.window_steps.push_back({step, step});
+      ++m.windows;
+    }
+    if (m.active) m.rec->step_begin(step);
+  } catch (const std::exception& e) {
+    m.warnings.push_back(fmt::format("profiler could not start at step {}: {}", step, e.what()));
+    m.active = m.warming = false;
+  }
+  if (m.active) {
+    ++m.active_steps;
+    m.window_steps.back().second = step;
+  }
+  auto& s = m.steps[step];
+  s.step = step;
+  s.profiled = m.active;
+  s.warmup = st == ProfileStepState::kWarmup;
+}
+
+void RunProfiler::on_step_end(int64_t step) {
+  auto& m = *impl_;
+  if (!m.active) return;
+  m.rec->step_end();
+  if (profile_step_state(m.cfg, step + 1) != ProfileStepState::kActive) m.close_window();
+}
+
+void RunProfiler::on_phase_span(int64_t step, const char* phase, int64_t t0_ns, int64_t t1_ns) {
+  auto& m = *impl_;
+  auto& s = m.steps[step];
+  s.step = step;
+  std::string ph = phase;
+  if (ph == "data") s.t0_ns = t0_ns;
+  if (ph == "optimizer") s.t1_ns = t1_ns;
+  if (s.profiled) m.data.phases.push_back({step, ph, t0_ns, t1_ns});
+}
+
+void RunProfiler::stop() {
+  auto& m = *impl_;
+  if (m.active || m.warming) {
+    if (m.active)
+      m.warnings.push_back(fmt::format("the run ended inside the profiling window (after {} active step(s)); the window "
+                                       "was closed there",
+                                       m.active_steps));
+    m.close_window();
+  }
+}
+
+namespace {
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+}  // namespace
+
+nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
+                                   const std::vector<CounterSeries>& counters, const Provenance* prov) {
+  auto& m = *impl_;
+  stop();
+  for (const auto& [k, s] : m.steps) m.data.steps.push_back(s);
+
+  nlohmann::json out;
+  out["backend"] = m.rec->backend();
+  out["schedule"] = {{"skip_first", m.cfg.skip_first}, {"wait", m.cfg.wait},     {"warmup", m.cfg.warmup},
+                     {"active", m.cfg.active},         {"repeat", m.cfg.repeat}, {"record_shapes", m.cfg.record_shapes},
+                     {"profile_memory", m.cfg.profile_memory}, {"with_flops", m.cfg.with_flops}};
+  nlohmann::json win = nlohmann::json::array();
+  for (const auto& [a, b] : m.window_steps) win.push_back({{"first_step", a}, {"last_step", b}});
+  out["window"] = {{"windows", win}, {"active_steps", m.active_steps}, {"run_steps", m.steps_seen}};
+
+  int64_t need = profile_schedule_steps(m.cfg);
+  if (need > 0 && m.steps_seen < need)
+    m.warnings.push_back(fmt::format("the run had {} step(s) but the profiling schedule needs {} (skip_first {} + {} x "
+                                     "(wait {} + warmup {} + active {})); recorded {} active step(s). Lower "
+                                     "--profile-steps/skip_first or run longer",
+                                     m.steps_seen, need, m.cfg.skip_first, m.cfg.repeat, m.cfg.wait, m.cfg.warmup,
+                                     m.cfg.active, m.active_steps));
+  if (m.active_steps == 0) m.warnings.push_back("no step was profiled: the operator table and trace hold no operators");
+
+  nlohmann::json totals;
+  auto table = build_op_table(m.data, &totals);
+  out["op_table"] = table;
+  out["op_table_totals"] = totals;
+  nlohmann::json dev_phases = nullptr;
+  if (rec.phases) {
+    const auto& p = *rec.phases;
+    dev_phases = {{"data_ms", p.data_ms},         {"h2d_ms", p.h2d_ms},   {"forward_ms", p.forward_ms},
+                  {"backward_ms", p.backward_ms}, {"optimizer_ms", p.optimizer_ms}, {"step_ms", p.step_ms},
+                  {"steps", p.steps},             {"method", p.method}};
+  }
+  out["step_breakdown"] = build_step_breakdown(m.data, m.device, dev_phases);
+  out["overhead"] = build_overhead(m.data, m.cfg.skip_first);
+
+  nlohmann::json meta = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
+                         {"libtorch_version", compat::torch_version()}, {"written_utc", utc_now()},
+                         {"clock", "steady_clock since the matrix start; trace ts in us"}};
+  if (prov) meta["provenance"] = to_json(*prov);
+
+  nlohmann::json files = nlohmann::json::object();
+  namespace fs = std::filesystem;
+  // Operator CSV.
+  try {
+    ensure_writable_dir(run_dir + "/profiles");
+    nlohmann::json head = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
+                           {"libtorch_version", compat::torch_version()}, {"written_utc", utc_now()}};
+    if (prov) {
+      head["host"] = prov->host;
+      head["cpu"] = prov->cpu_model;
+      head["git_commit"] = prov->git_commit;
+      head["command_line"] = prov->command_line;
+    }
+    std::string rel = "profiles/" + m.run_id + ".ops.csv";
+    write_file_atomic(run_dir + "/" + rel, op_table_csv(table, head));
+    files["ops_csv"] = rel;
+  } catch (const std::exception& e) {
+    m.warnings.push_back(fmt::format("operator CSV not written: {}", e.what()));
+  }
+  // Trace.
+  try {
+    ensure_writable_dir(run_dir + "/traces");
+    std::string rel = "traces/" + m.run_id + ".trace.json.gz";
+    TraceOptions o;
+    o.max_bytes = m.cfg.trace_max_bytes;
+    o.t0_ns = rec.start_ns;
+    o.t1_ns = rec.end_ns > rec.start_ns ? rec.end_ns : INT64_MAX;
+    o.metadata = meta;
+    o.device = m.device;
+    auto r = write_trace(run_dir + "/" + rel, m.data, counters, o);
+    if (!r.ok) {
+      m.warnings.push_back(r.error);
+    } else {
+      files["trace"] = rel;
+      out["trace"] = {{"bytes_uncompressed", r.bytes}, {"events", r.events}, {"dropped_events", r.dropped},
+                      {"truncated", r.truncated}, {"max_bytes", m.cfg.trace_max_bytes}};
+      if (r.truncated)
+        m.warnings.push_back(fmt::format("trace cut at the size cap of {} bytes: {} event(s) dropped (CPU operators "
+                                         "first); the summaries cover everything recorded. Raise trace_max_bytes or "
+                                         "shorten the window",
+                                         m.cfg.trace_max_bytes, r.dropped));
+    }
+    std::string w;
+    auto native = m.rec->save_native(run_dir + "/traces/" + m.run_id, &w);
+    if (!w.empty()) m.warnings.push_back(w);
+    if (!native.empty()) {
+      nlohmann::json nf = nlohmann::json::array();
+      for (const auto& f : native) nf.push_back(fs::relative(f, run_dir).string());
+      files["kineto_traces"] = nf;
+    }
+  } catch (const std::exception& e) {
+    m.warnings.push_back(fmt::format("trace not written: {}", e.what()));
+  }
+  out["files"] = files;
+  out["warnings"] = m.warnings;
+  return out;
+}
+
+std::string format_op_table(const nlohmann::json& p, int64_t top_n) {
+  if (!p.is_object() || !p.contains("op_table") || !p["op_table"].is_array()) return "";
+  const auto& rows = p["op_table"];
+  bool dev = false;
+  for (const auto& r : rows)
+    if (r.value("device_self_us", nlohmann::json(nullptr)).is_number() && r["device_self_us"].get<double>() > 0) dev = true;
+  std::vector<const nlohmann::json*> v;
+  for (const auto& r : rows) v.push_back(&r);
+  if (dev)
+    std::stable_sort(v.begin(), v.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+      return (*a)["device_self_us"].get<double>() > (*b)["device_self_us"].get<double>();
+    });
+  auto num = [](const nlohmann::json& r, const char* k) {
+    return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
+  };
+  auto mib = [](double b) { return fmt::format("{:.1f}", b / 1048576.0); };
+  std::string s;
+  s += fmt::format("{:<44} {:>6} {:>10} {:>7} {:>10}", "operator", "calls", "self CPU ms", "self %", "CPU tot ms");
+  if (dev) s += fmt::format(" {:>10} {:>7} {:>10}", "self dev ms", "dev %", "dev tot ms");
+  s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", "alloc MiB", "freed MiB", "net MiB", "GFLOP");
+  int64_t shown = 0;
+  for (const auto* r : v) {
+    if (shown++ >= top_n) break;
+    std::string name = (*r)["name"].get<std::string>();
+    if (name.size() > 44) name = name.substr(0, 41) + "...";
+    s += fmt::format("{:<44} {:>6} {:>10.3f} {:>7.2f} {:>10.3f}", name, (*r)["calls"].get<int64_t>(),
+                     num(*r, "cpu_self_us") / 1000, num(*r, "cpu_self_pct"), num(*r, "cpu_total_us") / 1000);
+    if (dev)
+      s += fmt::format(" {:>10.3f} {:>7.2f} {:>10.3f}", num(*r, "device_self_us") / 1000, num(*r, "device_self_pct"),
+                       num(*r, "device_total_us") / 1000);
+    s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", mib(num(*r, "mem_alloc_bytes")), mib(num(*r, "mem_freed_bytes")),
+                     mib(num(*r, "mem_net_bytes")),
+                     (*r)["flops"].is_number() ? fmt::format("{:.2f}", (*r)["flops"].get<double>() / 1e9) : "—");
+  }
+  if (rows.size() > static_cast<size_t>(std::max<int64_t>(top_n, 0)))
+    s += fmt::format("({} more operators in the CSV/JSON)\n", rows.size() - static_cast<size_t>(top_n));
+  if (p.contains("warnings"))
+    for (const auto& w : p["warnings"]) s += "warning: " + w.get<std::string>() + "\n";
+  return s;
+}
+
+}  // namespace trainscope
