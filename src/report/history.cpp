@@ -347,6 +347,15 @@ void HistoryObserver::on_run_end(const RunRecord& r) {
     }
   if (next_) next_->on_run_end(r);
 }
+namespace {
+template <class O>
+void forward_skipped(O* o, const RunRecord& r) {
+  if constexpr (requires { o->on_run_skipped(r); }) {
+    if (o) o->on_run_skipped(r);
+  }
+}
+}  // namespace
+void HistoryObserver::on_run_skipped(const RunRecord& r) { forward_skipped(next_, r); }
 void HistoryObserver::on_notice(const std::string& m) {
   if (next_) next_->on_notice(m);
 }

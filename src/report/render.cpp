@@ -295,7 +295,7 @@ json top_operators(const RunRecord& r, size_t n) {
   const json* t = &p["op_table"];
   if (t->is_object() && t->contains("ops")) t = &(*t)["ops"];
   if (!t->is_array()) return nullptr;
-  static const char* kTimeKeys[] = {"self_device_time_us", "self_cuda_time_us", "device_self_time_us",
+  static const char* kTimeKeys[] = {"device_self_us", "cpu_self_us", "self_device_time_us", "self_cuda_time_us", "device_self_time_us",
                                     "self_device_us",      "self_cpu_time_us",  "self_time_us",
                                     "cpu_self_time_us",    "device_time_us",    "total_time_us",
                                     "self_device_time_ms", "self_cpu_time_ms",  "total_time_ms"};

@@ -1,1 +1,2 @@
 target_sources(trainscope_cli PRIVATE cmd_monitor.cpp)
+target_sources(trainscope_cli PRIVATE cmd_history.cpp)

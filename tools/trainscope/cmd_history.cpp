@@ -1,0 +1,82 @@
+// `trainscope history`, `trainscope compare A B`, `trainscope report RUN`: the run history
+// database and the comparison report (library: trainscope/history.h, trainscope/report.h).
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "trainscope/console_table.h"
+#include "trainscope/history.h"
+#include "trainscope/report.h"
+
+namespace trainscope::cli {
+
+namespace {
+const char* kDefaultDb = "trainscope-runs/history.sqlite";
+}
+
+void add_history_commands(CLI::App& app, int& exit_status) {
+  // ---- history
+  auto db = std::make_shared<std::string>(kDefaultDb);
+  auto limit = std::make_shared<size_t>(50);
+  auto* h = app.add_subcommand("history", "List the runs recorded in the history database, newest first");
+  h->add_option("--db", *db, "history database (default trainscope-runs/history.sqlite)");
+  h->add_option("-n,--limit", *limit, "rows to show (0 = all; default 50)");
+  h->callback([db, limit] {
+    HistoryDb d(*db);
+    auto rows = d.list(*limit);
+    if (rows.empty()) {
+      fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);
+      return;
+    }
+    fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<10} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", "id", "matrix", "started (UTC)",
+               "device", "model", "batch", "rep", "status", "samples/s", "test acc", "run folder");
+    for (const auto& r : rows)
+      fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<10} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", r.id,
+                 "m" + std::to_string(r.matrix_id), r.started_utc, r.device, r.model, r.batch_size, r.repeat, r.status,
+                 r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
+                 r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—", r.run_dir);
+    fmt::print("\ncompare or report: a run folder, m<N> (a whole matrix) or <N> (one run)\n");
+  });
+
+  // ---- compare
+  struct CompareFlags {
+    std::string a, b, db = kDefaultDb, metric = "steady_samples_per_s";
+    double threshold_pct = 5;
+  };
+  auto cf = std::make_shared<CompareFlags>();
+  auto* c = app.add_subcommand("compare",
+                               "Compare two run sets (run folders, m<N> or <N>); exits 4 when the metric regressed "
+                               "beyond the threshold and the noise");
+  c->add_option("A", cf->a, "baseline: run folder, m<N> (matrix) or <N> (run) from `trainscope history`")->required();
+  c->add_option("B", cf->b, "candidate, same forms")->required();
+  c->add_option("--db", cf->db, "history database (default trainscope-runs/history.sqlite)");
+  std::string names;
+  for (const auto& m : compare_metrics()) names += (names.empty() ? "" : ", ") + m.name;
+  c->add_option("--metric", cf->metric, "metric to gate on (default steady_samples_per_s): " + names);
+  c->add_option("--threshold-pct", cf->threshold_pct, "allowed worsening in percent (default 5)");
+  c->callback([cf, &exit_status] {
+    auto a = resolve_runs(cf->a, cf->db);
+    auto b = resolve_runs(cf->b, cf->db);
+    auto res = compare_runs(a.runs, b.runs, cf->metric, cf->threshold_pct);
+    fmt::print("{}", render_compare(res, cf->a, cf->b));
+    if (res.regressed) exit_status = kExitRegression;
+  });
+
+  // ---- report
+  struct ReportFlags {
+    std::string ref, db = kDefaultDb, out;
+  };
+  auto rf = std::make_shared<ReportFlags>();
+  auto* r = app.add_subcommand("report", "Rebuild report.md and report.html from a run folder or the history database");
+  r->add_option("RUN", rf->ref, "run folder, m<N> (matrix) or <N> (run) from `trainscope history`")->required();
+  r->add_option("--db", rf->db, "history database (default trainscope-runs/history.sqlite)");
+  r->add_option("-o,--out", rf->out, "folder for report.md/report.html (default: the run folder)");
+  r->callback([rf] {
+    auto in = resolve_runs(rf->ref, rf->db);
+    std::string out = !rf->out.empty() ? rf->out : !in.run_dir.empty() ? in.run_dir : std::string(".");
+    auto files = write_report(in, out);
+    fmt::print("{}\n", render_console(in, analyze(in)));
+    fmt::print("report: {}\n{}\n", files.markdown_path, files.html_path);
+  });
+}
+
+}  // namespace trainscope::cli
