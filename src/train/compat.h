@@ -5,6 +5,7 @@
 #include <ATen/record_function.h>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <c10/core/Allocator.h>
 
 #include <string>
 
@@ -24,5 +25,15 @@ inline bool is_out_of_memory(const c10::Error& e) {
   std::string m = e.what();
   return m.find("out of memory") != std::string::npos || m.find("OutOfMemory") != std::string::npos;
 }
+
+
+// ---- profile (operator profiler) ----
+// c10::MemoryReportingInfoBase::reportMemoryUsage takes the allocator totals as int64_t in
+// 1.13 and as size_t in 2.x; take the type from the declaration itself.
+template <class T> struct ReportMemoryUsageArgs;
+template <class C, class R, class P, class A, class T, class U, class D>
+struct ReportMemoryUsageArgs<R (C::*)(P, A, T, U, D)> { using Total = T; };
+using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage)>::Total;
+// ---- end profile
 
 }  // namespace trainscope::compat

@@ -14,6 +14,7 @@
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "trainscope/profile.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -242,6 +243,16 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
           //      inference: on_trained). Keep each component's code to a few lines + a call
           //      into its own src/<component>/ files.
+          // profile: the scheduled operator-profiling window (src/profile/).
+          std::unique_ptr<RunProfiler> profiler;
+          if (cfg.profile.enabled) {
+            profiler = std::make_unique<RunProfiler>(cfg.profile, spec.run_id, dev, origin);
+            hooks.on_step_begin = [p = profiler.get()](int64_t s) { p->on_step_begin(s); };
+            hooks.on_step_end = [p = profiler.get()](int64_t s) { p->on_step_end(s); };
+            hooks.on_phase_span = [p = profiler.get()](int64_t s, const char* ph, int64_t t0, int64_t t1) {
+              p->on_phase_span(s, ph, t0, t1);
+            };
+          }
           // ---- end of component hooks
           try {
             train_run(spec, workload, hooks, &rec);
@@ -294,6 +305,15 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
               rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
           }
           // ---- per-run post-processing of other components (profile summary and trace, ...)
+          if (profiler) {  // profile: op table, step breakdown, trace (never fails the run)
+            try {
+              rec.profile = profiler->finish(res.run_dir, rec, sampler ? sampler->series() : std::vector<CounterSeries>{},
+                                             &res.provenance);
+            } catch (const std::exception& e) {
+              rec.notes.push_back(fmt::format("profile absent: {}", e.what()));
+            }
+            profiler.reset();
+          }
           // ---- end of per-run post-processing
           if (rec.device_name.empty()) rec.device_name = device_display_name(dev, res.provenance.cpu_model);
           if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();

@@ -10,6 +10,7 @@
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
+#include "trainscope/profile.h"
 #include "trainscope/runner.h"
 
 namespace trainscope::cli {
@@ -65,6 +66,8 @@ struct RunFlags {
   std::optional<double> telemetry_interval;
   std::optional<std::string> nvml_library;
   int64_t inject_nan = -1;
+  bool profile = false, no_profile = false, profile_shapes = false;  // profile component
+  std::optional<int64_t> profile_steps, profile_skip, profile_top;
 };
 
 
@@ -105,6 +108,12 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample hardware telemetry");
   sub->add_option("--telemetry-interval", f->telemetry_interval, "telemetry sampling period in s (default 0.1 = 10 Hz)");
   sub->add_option("--nvml-library", f->nvml_library, "NVML library to dlopen (default libnvidia-ml.so.1)");
+  sub->add_flag("--profile", f->profile, "record an operator-profiling window (default on)");
+  sub->add_flag("--no-profile", f->no_profile, "no operator profiling, trace or op table");
+  sub->add_option("--profile-steps", f->profile_steps, "profiled (active) steps per run (default 5)");
+  sub->add_option("--profile-skip", f->profile_skip, "steps before the profiler's warm-up (default 10)");
+  sub->add_flag("--profile-shapes", f->profile_shapes, "record operator input shapes");
+  sub->add_option("--profile-top", f->profile_top, "operators shown per run on the console (default 15, 0: none)");
   sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
   sub->callback([f, &exit_status] {
     MatrixConfig m;
@@ -136,6 +145,12 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->no_telemetry) m.telemetry.enabled = false;
     if (f->telemetry_interval) m.telemetry.interval_s = *f->telemetry_interval;
     if (f->nvml_library) m.telemetry.nvml_library = *f->nvml_library;
+    if (f->profile) m.profile.enabled = true;
+    if (f->no_profile) m.profile.enabled = false;
+    if (f->profile_steps) m.profile.active = *f->profile_steps;
+    if (f->profile_skip) m.profile.skip_first = *f->profile_skip;
+    if (f->profile_shapes) m.profile.record_shapes = true;
+    if (f->profile_top) m.profile.top_n = *f->profile_top;
     m.train.inject_nan_at_step = f->inject_nan;
     m.command_line = command_line();
 
@@ -144,6 +159,11 @@ void add_run_command(CLI::App& app, int& exit_status) {
     ConsoleObserver obs;
     MatrixResult res = run_matrix(m, &obs, &g_stop);
     fmt::print("\n{}\n", format_matrix_table(res.runs));
+    for (const auto& r : res.runs)  // profile: top operators of each run
+      if (m.profile.top_n > 0 && !r.profile.is_null())
+        if (auto t = format_op_table(r.profile, m.profile.top_n); !t.empty())
+          fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
+                     r.run_id, res.run_dir, r.run_id, r.run_id, t);
     fmt::print("results: {}/results.json, {}/results.csv\n", res.run_dir, res.run_dir);
     if (res.interrupted) {
       fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
