@@ -26,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!c.empty() && c[0] == '!') return {std::nullopt, EACCES};
     return {c, 0};
   };
-  const std::string root = TS_FIXTURES_DIR "/telemetry";
+  // TS_FIXTURES_DIR in the environment overrides the build's path (binaries run elsewhere).
+  static const std::string root = std::string(std::getenv("TS_FIXTURES_DIR") ? std::getenv("TS_FIXTURES_DIR")
+                                                                             : TS_FIXTURES_DIR) + "/telemetry";
   std::unique_ptr<TelemetrySource> sources[] = {
       make_proc_source(root + "/proc", root + "/sys", reader),
       make_rapl_source(root + "/sys", reader),
