@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "infer/bench.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
@@ -243,6 +244,12 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
           //      inference: on_trained). Keep each component's code to a few lines + a call
           //      into its own src/<component>/ files.
+          if (cfg.inference.enabled)  // single-stream + offline (+ server) on the trained model
+            hooks.on_trained = [&](Model& m, const torch::Device& d) {
+              rec.inference = inference_after_training(
+                  m, d, workload.test_x.numel() > 0 ? workload.test_x : workload.train_x, cfg.inference,
+                  cfg.train.seed, sampler.get(), sampler ? telemetry_device(dev, res.provenance, telemetry_gpus) : "");
+            };
           // profile: the scheduled operator-profiling window (src/profile/).
           std::unique_ptr<RunProfiler> profiler;
           if (cfg.profile.enabled) {

@@ -27,6 +27,27 @@ void on_run_signal(int) {
   (void)ignored;
 }
 
+// One line of inference figures after a run (trainscope/inference.h); nothing when skipped.
+void print_inference(const RunRecord& r) {
+  const auto& i = r.inference;
+  if (!i.is_object()) return;
+  if (i.contains("error")) {
+    fmt::print("    inference failed ({}): {}\n", i.value("error_kind", ""), i.value("error", ""));
+    return;
+  }
+  auto ms = [&](const char* k) -> std::string {
+    if (!i.contains("single_stream") || !i["single_stream"].contains(k) || !i["single_stream"][k].is_number()) return "—";
+    return fmt::format("{:.3f} ms", i["single_stream"][k].get<double>());
+  };
+  std::string best = "—";
+  if (i.contains("offline") && i["offline"]["best_samples_per_s"].is_number())
+    best = fmt::format("{} samples/s at batch {}", format_rate(i["offline"]["best_samples_per_s"].get<double>()),
+                       i["offline"]["best_batch_size"].get<int64_t>());
+  bool few = i.contains("single_stream") && i["single_stream"].value("too_few_queries", false);
+  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}\n", ms("p50_ms"), ms("p99_ms"),
+             few ? " (too few queries: percentiles unreliable)" : "", best);
+}
+
 class ConsoleObserver final : public MatrixObserver {
  public:
   void on_notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
@@ -47,6 +68,7 @@ class ConsoleObserver final : public MatrixObserver {
     else
       fmt::print("[{}/{}] {} {} b{}: {}: {}\n", done_, planned_, r.device, r.model, r.batch_size, to_string(r.status),
                  r.failure_reason);
+    print_inference(r);
     std::fflush(stdout);
   }
 
@@ -63,6 +85,7 @@ struct RunFlags {
   std::optional<double> lr, time_budget;
   std::optional<std::string> optimizer, optimizer_impl, data, data_format, out, name;
   bool no_progress = false, no_telemetry = false;
+  bool no_inference = false;
   std::optional<double> telemetry_interval;
   std::optional<std::string> nvml_library;
   int64_t inject_nan = -1;
@@ -106,6 +129,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("--name", f->name, "run folder name (default: UTC timestamp)");
   sub->add_flag("--no-progress", f->no_progress, "no progress bar even on a terminal");
   sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample hardware telemetry");
+  sub->add_flag("--no-inference", f->no_inference, "skip the single-stream and offline inference after each run");
   sub->add_option("--telemetry-interval", f->telemetry_interval, "telemetry sampling period in s (default 0.1 = 10 Hz)");
   sub->add_option("--nvml-library", f->nvml_library, "NVML library to dlopen (default libnvidia-ml.so.1)");
   sub->add_flag("--profile", f->profile, "record an operator-profiling window (default on)");
@@ -143,6 +167,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->name) m.run_name = *f->name;
     if (f->no_progress) m.progress = false;
     if (f->no_telemetry) m.telemetry.enabled = false;
+    if (f->no_inference) m.inference.enabled = false;
     if (f->telemetry_interval) m.telemetry.interval_s = *f->telemetry_interval;
     if (f->nvml_library) m.telemetry.nvml_library = *f->nvml_library;
     if (f->profile) m.profile.enabled = true;

@@ -1,2 +1,3 @@
 target_sources(trainscope_cli PRIVATE cmd_monitor.cpp)
 target_sources(trainscope_cli PRIVATE cmd_history.cpp)
+target_sources(trainscope_cli PRIVATE cmd_infer.cpp)

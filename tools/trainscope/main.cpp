@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   cli::add_devices_command(app, exit_status);
   // Sub-commands of other components register here (one line each):
   cli::add_monitor_command(app, exit_status);
-  // cli::add_infer_command(app, exit_status);
+  cli::add_infer_command(app, exit_status);
   cli::add_history_commands(app, exit_status);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,338 @@
+#include "infer/bench.h"
+
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "infer/executor.h"
+#include "train/compat.h"
+#include "trainscope/error.h"
+#include "trainscope/stats.h"
+
+namespace trainscope {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
+json telemetry_window(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns, int64_t t1_ns,
+                      int64_t samples) {
+  if (!sampler) return {{"absent_reason", "telemetry is off (--no-telemetry, or the sampler could not start)"}};
+  if (tdev.empty()) return {{"absent_reason", "no telemetry device matches this device (NVML did not report it)"}};
+  json s = sampler->summarize(t0_ns, t1_ns, samples);
+  json out = {{"device", tdev}, {"window_s", static_cast<double>(t1_ns - t0_ns) * 1e-9}};
+  if (!s.contains("devices") || !s["devices"].contains(tdev)) {
+    out["absent_reason"] = fmt::format("telemetry has no readings for '{}' in this window", tdev);
+    return out;
+  }
+  const json& d = s["devices"][tdev];
+  for (const char* m : {"power_w", "package_power_w"})
+    if (d.contains("fields") && d["fields"].contains(m) && d["fields"][m].contains("mean"))
+      out[std::string(m) + "_mean"] = d["fields"][m]["mean"];
+  if (d.contains("energy")) {
+    const json& e = d["energy"];
+    for (const char* k : {"energy_j", "joules_per_sample", "energy_method", "short_window"})
+      if (e.contains(k)) out[k] = e[k];
+  } else {
+    out["absent_reason"] = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
+  }
+  return out;
+}
+
+// The rows [first, first + n) of the pool, wrapping around; a view when they are contiguous.
+torch::Tensor pool_rows(InferenceExecutor& ex, const torch::Tensor& pool, int64_t first, int64_t n) {
+  int64_t size = pool.size(0);
+  first %= size;
+  if (first + n <= size) return pool.narrow(0, first, n);
+  auto idx = torch::arange(first, first + n, torch::kLong).remainder(size);
+  return ex.prepare(pool.index_select(0, idx));
+}
+
+json split_json(const std::vector<double>& v) {
+  if (v.empty()) return nullptr;
+  auto s = summarize_latencies(v, 1);
+  return {{"p50_ms", *s.p50_ms}, {"p99_ms", *s.p99_ms}, {"mean_ms", *s.mean_ms}};
+}
+
+struct Env {
+  InferenceExecutor& ex;
+  const torch::Tensor& pool;
+  const InferenceOptions& opt;
+  const TelemetrySampler* sampler;
+  const std::string& tdev;
+};
+
+json single_stream(Env& e) {
+  const auto& opt = e.opt;
+  for (int64_t i = 0; i < opt.warmup_queries; ++i) e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
+  std::vector<double> e2e, h2d, compute, d2h;
+  const double hard_stop_s = 5 * opt.single_stream_budget_s;
+  int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
+  auto t0 = Clock::now();
+  for (int64_t i = 0;; ++i) {
+    double el = since_s(t0);
+    bool budget_spent = el >= opt.single_stream_budget_s;
+    if ((budget_spent && i >= opt.min_queries) || el >= hard_stop_s || i >= 10'000'000) break;
+    auto q = e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
+    e2e.push_back(q.e2e_ms);
+    if (q.h2d_ms) h2d.push_back(*q.h2d_ms);
+    if (q.d2h_ms) d2h.push_back(*q.d2h_ms);
+    if (q.h2d_ms && q.compute_ms) compute.push_back(*q.compute_ms);
+  }
+  double wall = since_s(t0);
+  int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
+  json j = to_json(summarize_latencies(e2e, opt.min_queries));
+  j["warmup_queries"] = opt.warmup_queries;
+  j["budget_s"] = opt.single_stream_budget_s;
+  j["wall_s"] = wall;
+  if (!h2d.empty())
+    j["split"] = {{"h2d_ms", split_json(h2d)}, {"compute_ms", split_json(compute)}, {"d2h_ms", split_json(d2h)},
+                  {"method", "CUDA events on the compute stream around each copy and the forward"}};
+  j["telemetry"] = telemetry_window(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(e2e.size()));
+  return j;
+}
+
+json offline_one(Env& e, int64_t b) {
+  const auto& opt = e.opt;
+  int64_t n = e.pool.size(0);
+  torch::Tensor big;  // a batch larger than the pool: the pool repeated, prepared once
+  if (b > n) big = e.ex.prepare(e.pool.repeat({(b + n - 1) / n, 1, 1, 1}).narrow(0, 0, b).contiguous());
+  auto batch = [&](int64_t k) { return b > n ? big : e.pool.narrow(0, (k * b) % (n - b + 1), b); };
+  for (int64_t k = 0; k < 2; ++k) e.ex.enqueue(batch(k));
+  e.ex.drain();
+  int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
+  auto t0 = Clock::now();
+  int64_t k = 0;
+  while (k < 3 || since_s(t0) < opt.offline_budget_s) e.ex.enqueue(batch(k++));
+  e.ex.drain();
+  double wall = since_s(t0);
+  int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
+  return {{"batch_size", b},
+          {"samples_per_s", static_cast<double>(k * b) / wall},
+          {"batches", k},
+          {"samples", k * b},
+          {"wall_s", wall},
+          {"telemetry", telemetry_window(e.sampler, e.tdev, tel0, tel1, k * b)}};
+}
+
+json offline(Env& e) {
+  json per = json::array();
+  std::optional<double> best;
+  int64_t best_b = 0;
+  for (int64_t b : e.opt.offline_batch_sizes) {
+    try {
+      auto r = offline_one(e, b);
+      double sps = r["samples_per_s"].get<double>();
+      if (!best || sps > *best) best = sps, best_b = b;
+      per.push_back(r);
+    } catch (const c10::Error& err) {
+      if (!compat::is_out_of_memory(err)) throw;
+      e.ex.drain();
+      per.push_back({{"batch_size", b}, {"samples_per_s", nullptr}, {"error_kind", "out_of_memory"},
+                     {"error", fmt::format("out of memory at batch size {}", b)}});
+    }
+  }
+  return {{"per_batch", per},
+          {"budget_s_per_batch", e.opt.offline_budget_s},
+          {"best_samples_per_s", best ? json(*best) : json(nullptr)},
+          {"best_batch_size", best ? json(best_b) : json(nullptr)}};
+}
+
+// One server run at `qps`: a single worker serves queries in arrival order, up to max_batch
+// already-arrived queries at a time. Stops early once the p99 target can no longer be met.
+json server_at(Env& e, double qps, uint64_t seed) {
+  const auto& opt = e.opt;
+  int64_t count = std::max<int64_t>(opt.min_queries, std::llround(qps * opt.server_budget_s));
+  count = std::min<int64_t>(count, 1'000'000);
+  auto arrivals = poisson_arrivals(qps, count, seed);
+  std::vector<double> done(arrivals.size(), -1.0);
+  const double target_s = opt.server_target_p99_ms * 1e-3;
+  // With type-7 interpolation p99 exceeds the target once more than 0.01 n + 2 latencies do.
+  const int64_t late_limit = static_cast<int64_t>(0.01 * static_cast<double>(count)) + 2;
+  int64_t late = 0;
+  bool stopped_early = false;
+  int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
+  auto t0 = Clock::now();
+  size_t i = 0;
+  while (i < arrivals.size()) {
+    double now = since_s(t0);
+    if (now < arrivals[i]) {
+      double wait = arrivals[i] - now;
+      if (wait > 2e-4) std::this_thread::sleep_for(std::chrono::duration<double>(wait - 1e-4));
+      while ((now = since_s(t0)) < arrivals[i]) {
+      }
+    }
+    size_t k = i + 1;
+    while (k < arrivals.size() && static_cast<int64_t>(k - i) < opt.server_max_batch && arrivals[k] <= now) ++k;
+    e.ex.run(pool_rows(e.ex, e.pool, static_cast<int64_t>(i), static_cast<int64_t>(k - i)));
+    double fin = since_s(t0);
+    for (size_t q = i; q < k; ++q) {
+      done[q] = fin;
+      if (fin - arrivals[q] > target_s) ++late;
+    }
+    i = k;
+    if (late > late_limit) {
+      stopped_early = i < arrivals.size();
+      break;
+    }
+  }
+  int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
+  json j = server_summary(qps, arrivals, done, opt.server_target_p99_ms, opt.min_queries);
+  if (late > late_limit) {
+    j["meets_target"] = false;
+    if (stopped_early) {
+      j["stopped_early"] = true;
+      j["stop_reason"] = fmt::format("more than {} of {} queries already exceeded the p99 target: it cannot be met; "
+                                     "percentiles are over the queries served",
+                                     late_limit, count);
+      j.erase("too_few_queries");  // the verdict does not depend on the count
+      j.erase("too_few_reason");
+    }
+  }
+  j["served"] = static_cast<int64_t>(i);
+  j["telemetry"] = telemetry_window(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(i));
+  return j;
+}
+
+json server(Env& e, std::optional<double> mean_service_ms, const std::function<void(const std::string&)>& log) {
+  const auto& opt = e.opt;
+  json out = {{"target_p99_ms", opt.server_target_p99_ms},
+              {"max_batch", opt.server_max_batch},
+              {"budget_s_per_rate", opt.server_budget_s},
+              {"worker", "one worker, first come first served; latency = result on host - arrival (queueing included)"},
+              {"arrivals", fmt::format("Poisson process: exponential inter-arrival times, mt19937_64 seed {}", opt.seed)},
+              {"runs", json::array()}};
+  for (int64_t i = 0; i < opt.warmup_queries; ++i) e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
+  uint64_t seed = opt.seed;
+  auto probe = [&](double qps) {
+    json r = server_at(e, qps, seed++);
+    if (log) log(fmt::format("server {:.1f} qps: p99 {} ms, {}", qps, r["p99_ms"].is_number() ? fmt::format("{:.3f}", r["p99_ms"].get<double>()) : "—",
+                             r["meets_target"].get<bool>() ? "meets target" : "misses target"));
+    out["runs"].push_back(r);
+    return r["meets_target"].get<bool>();
+  };
+  if (opt.server_qps > 0) {
+    out["qps"] = opt.server_qps;
+    out["meets_target"] = probe(opt.server_qps);
+  }
+  if (opt.find_max_qps) {
+    // Bisection over the rate. Upper bracket from the service time: one worker cannot keep up
+    // with more than max_batch / service time queries per second.
+    if (!mean_service_ms) {
+      std::vector<double> v;
+      for (int64_t i = 0; i < 50; ++i) v.push_back(e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1)).e2e_ms);
+      mean_service_ms = mean(v);
+    }
+    double cap = 1e3 / std::max(*mean_service_ms, 1e-3) * static_cast<double>(opt.server_max_batch);
+    double lo = 0.1 * cap, hi = 1.5 * cap;
+    bool lo_ok = probe(lo);
+    for (int t = 0; t < 3 && !lo_ok; ++t) lo_ok = probe(lo /= 4);
+    json search = {{"method", "bisection over the rate; stop when hi/lo < 1.05 or after 8 probes"},
+                   {"initial_upper_qps", hi}};
+    if (!lo_ok) {
+      search["max_qps_meeting_target"] = nullptr;
+      search["absent_reason"] = fmt::format("even {:.2f} qps misses the p99 target of {} ms: the service time alone "
+                                            "is too long; raise --target-p99-ms",
+                                            lo, opt.server_target_p99_ms);
+    } else {
+      while (probe(hi) && hi < 64 * cap) lo = hi, hi *= 2;  // dynamic batching can beat the estimate
+      for (int t = 0; t < 8 && hi / lo > 1.05; ++t) {
+        double mid = std::sqrt(lo * hi);  // geometric midpoint: rates span orders of magnitude
+        (probe(mid) ? lo : hi) = mid;
+      }
+      search["max_qps_meeting_target"] = lo;
+      search["first_failing_qps"] = hi;
+    }
+    out["find_max_qps"] = search;
+    out["max_qps_meeting_target"] = search["max_qps_meeting_target"];
+  }
+  return out;
+}
+
+}  // namespace
+
+InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed) {
+  InferenceOptions o;
+  o.single_stream_budget_s = cfg.single_stream_budget_s;
+  o.min_queries = cfg.min_queries;
+  o.offline_batch_sizes = cfg.offline_batch_sizes;
+  o.offline_budget_s = cfg.offline_budget_s;
+  o.server = cfg.server_qps > 0;
+  o.server_qps = cfg.server_qps;
+  o.server_target_p99_ms = cfg.server_target_p99_ms;
+  o.seed = seed;
+  return o;
+}
+
+json measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
+                       const InferenceOptions& opt, const TelemetrySampler* sampler, const std::string& tdev,
+                       const std::function<void(const std::string&)>& log) {
+  if (!samples.defined() || samples.dim() != 4 || samples.size(0) < 1)
+    throw_error(ErrorKind::kInvalidArgument, "inference needs at least one sample of shape C x H x W");
+  for (int64_t b : opt.offline_batch_sizes)
+    if (b < 1) throw_error(ErrorKind::kInvalidArgument, fmt::format("offline batch size {}: must be >= 1", b));
+  if (opt.server_max_batch < 1) throw_error(ErrorKind::kInvalidArgument, "server max batch must be >= 1");
+  c10::InferenceMode inference_mode;  // no autograd records, no version counters
+  model.set_training(false);
+  auto ex = make_inference_executor(model, device);
+  torch::Tensor pool = ex->prepare(samples.to(torch::kCPU, torch::kFloat));
+  json j = {{"device", device.str()},
+            {"intra_op_threads", at::get_num_threads()},
+            {"inter_op_threads", at::get_num_interop_threads()},
+            {"grad_mode", "inference_mode"},
+            {"eval_mode", true},
+            {"samples_in_pool", pool.size(0)},
+            {"timer", ex->timer()},
+            {"percentile_method", "exact, linear interpolation between closest ranks (Hyndman-Fan type 7)"},
+            {"notes", json::array()}};
+  if (device.is_cpu())
+    j["notes"].push_back("CPU: no host-device copies; latency is the forward call (steady clock)");
+  Env env{*ex, pool, opt, sampler, tdev};
+  std::optional<double> mean_ms;
+  if (opt.single_stream) {
+    j["single_stream"] = single_stream(env);
+    if (j["single_stream"]["mean_ms"].is_number()) mean_ms = j["single_stream"]["mean_ms"].get<double>();
+    if (log) log(fmt::format("single-stream: {} queries, p50 {:.3f} ms, p99 {:.3f} ms",
+                             j["single_stream"]["queries"].get<int64_t>(), j["single_stream"].value("p50_ms", 0.0),
+                             j["single_stream"].value("p99_ms", 0.0)));
+  }
+  if (opt.offline) {
+    j["offline"] = offline(env);
+    if (log && j["offline"]["best_samples_per_s"].is_number())
+      log(fmt::format("offline: best {:.0f} samples/s at batch {}", j["offline"]["best_samples_per_s"].get<double>(),
+                      j["offline"]["best_batch_size"].get<int64_t>()));
+  }
+  if (opt.server || opt.find_max_qps) {
+    if (!(opt.server_target_p99_ms > 0))
+      throw_error(ErrorKind::kInvalidArgument, "the server p99 target must be > 0 ms");
+    if (opt.server && !(opt.server_qps > 0))
+      throw_error(ErrorKind::kInvalidArgument,
+                  "the server scenario needs a rate: pass --qps N (queries per second) or --find-max-qps");
+    j["server"] = server(env, mean_ms, log);
+  }
+  return j;
+}
+
+json inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
+                              const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
+                              const std::string& tdev) {
+  try {
+    auto pool = test_x.narrow(0, 0, std::min<int64_t>(test_x.size(0), kPoolSamples));
+    return measure_inference(model, device, pool, inference_options(cfg, seed), sampler, tdev);
+  } catch (const Error& e) {
+    return {{"error_kind", std::string(to_string(e.kind()))}, {"error", e.what()}};
+  } catch (const c10::Error& e) {
+    return {{"error_kind", compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch"},
+            {"error", e.what_without_backtrace()}};
+  }
+}
+
+}  // namespace trainscope

@@ -1,0 +1,76 @@
+// Pure arithmetic of the inference scenarios (no LibTorch, no clock): percentile summaries,
+// the Poisson arrival process and the server summary.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "trainscope/error.h"
+#include "trainscope/inference.h"
+#include "trainscope/stats.h"
+
+namespace trainscope {
+
+LatencySummary summarize_latencies(const std::vector<double>& latencies_ms, int64_t min_queries) {
+  LatencySummary s;
+  min_queries = std::max<int64_t>(min_queries, 1);
+  s.queries = static_cast<int64_t>(latencies_ms.size());
+  if (s.queries < min_queries) {
+    s.too_few_queries = true;
+    s.too_few_reason = fmt::format("only {} timed queries, fewer than the minimum of {}: percentiles (p99 above all) "
+                                   "are unreliable; raise the time budget (--budget) or lower the minimum",
+                                   s.queries, min_queries);
+  }
+  if (latencies_ms.empty()) return s;
+  std::vector<double> sorted = latencies_ms;
+  std::sort(sorted.begin(), sorted.end());
+  s.p50_ms = percentile_sorted(sorted, 50);
+  s.p90_ms = percentile_sorted(sorted, 90);
+  s.p99_ms = percentile_sorted(sorted, 99);
+  s.max_ms = sorted.back();
+  s.mean_ms = mean(sorted);
+  return s;
+}
+
+nlohmann::json to_json(const LatencySummary& s) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"queries", s.queries},     {"p50_ms", opt(s.p50_ms)}, {"p90_ms", opt(s.p90_ms)},
+                      {"p99_ms", opt(s.p99_ms)},  {"max_ms", opt(s.max_ms)}, {"mean_ms", opt(s.mean_ms)},
+                      {"too_few_queries", s.too_few_queries}};
+  if (s.too_few_queries) j["too_few_reason"] = s.too_few_reason;
+  return j;
+}
+
+std::vector<double> poisson_arrivals(double qps, int64_t count, uint64_t seed) {
+  if (!(qps > 0)) throw_error(ErrorKind::kInvalidArgument, fmt::format("server rate {} qps: must be > 0", qps));
+  if (count < 0) throw_error(ErrorKind::kInvalidArgument, fmt::format("server query count {}: must be >= 0", count));
+  std::mt19937_64 gen(seed);
+  std::exponential_distribution<double> gap(qps);  // mean 1/qps seconds
+  std::vector<double> t(static_cast<size_t>(count));
+  double now = 0;
+  for (auto& v : t) v = now += gap(gen);
+  return t;
+}
+
+nlohmann::json server_summary(double qps, const std::vector<double>& arrival_s, const std::vector<double>& done_s,
+                              double target_p99_ms, int64_t min_queries) {
+  TS_CHECK(arrival_s.size() == done_s.size(), "server_summary: one completion time per arrival");
+  std::vector<double> lat;
+  lat.reserve(arrival_s.size());
+  double last_arrival = 0;
+  for (size_t i = 0; i < arrival_s.size(); ++i) {
+    if (done_s[i] < 0) continue;  // not served (run stopped early)
+    lat.push_back((done_s[i] - arrival_s[i]) * 1e3);
+    last_arrival = std::max(last_arrival, arrival_s[i]);
+  }
+  auto s = summarize_latencies(lat, min_queries);
+  nlohmann::json j = to_json(s);
+  j["qps"] = qps;
+  j["target_p99_ms"] = target_p99_ms;
+  j["achieved_qps"] = last_arrival > 0 ? nlohmann::json(static_cast<double>(lat.size()) / last_arrival) : nlohmann::json(nullptr);
+  j["queries_issued"] = static_cast<int64_t>(arrival_s.size());
+  j["meets_target"] = !s.too_few_queries && s.p99_ms && *s.p99_ms <= target_p99_ms;
+  return j;
+}
+
+}  // namespace trainscope

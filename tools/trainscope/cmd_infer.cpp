@@ -1,0 +1,353 @@
+// `trainscope infer`: inference scenarios (single-stream, offline, server) on a checkpoint from
+// `trainscope run`, a TorchScript file, or fresh weights, on each device asked for.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "infer/bench.h"
+#include "infer/checkpoint.h"
+#include "train/compat.h"
+#include "train/device.h"
+#include "train/trainer.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+#include "trainscope/inference.h"
+#include "trainscope/runner.h"
+#include "trainscope/telemetry.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct InferFlags {
+  std::vector<std::string> checkpoints;
+  std::string run_dir, model, data, data_format, out;
+  bool untrained = false, find_max_qps = false, no_telemetry = false;
+  std::vector<std::string> devices;
+  std::vector<std::string> scenarios = {"single-stream", "offline"};
+  std::vector<int64_t> batch_sizes;
+  std::optional<double> qps, target_p99_ms, budget;
+  std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+};
+
+// One thing to measure: a model with its weights and the inputs it runs on.
+struct Subject {
+  std::string label;            // checkpoint path or model name
+  std::string weights;          // "checkpoint" | "torchscript" | "untrained"
+  std::unique_ptr<Model> model;
+  InferenceInputs inputs;
+  int64_t classes = 0;
+  json info;                    // description, for the output
+};
+
+std::optional<json> read_json_file(const fs::path& p) {
+  std::ifstream f(p);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Intra-op threads the training run used (its results.json), so inference runs like training did.
+std::optional<int64_t> training_threads(const std::string& checkpoint) {
+  auto run_dir = fs::path(checkpoint).parent_path().parent_path();
+  auto j = read_json_file(run_dir / "results.json");
+  if (!j || !j->contains("provenance")) return std::nullopt;
+  auto v = (*j)["provenance"].value("intra_op_threads", int64_t{0});
+  return v > 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+// "cpu" or "gpuN" (NVML index) for a run device, matched by PCI bus id as the matrix does.
+std::string telemetry_key(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
+  if (dev == "cpu") return "cpu";
+  int idx = torch::Device(dev).index();
+  if (idx < 0 || static_cast<size_t>(idx) >= p.gpus.size()) return "";
+  auto norm = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+    auto c = s.find(':');
+    return c == std::string::npos ? s : s.substr(c + 1);
+  };
+  const auto& want = p.gpus[static_cast<size_t>(idx)].pci_bus_id;
+  for (const auto& g : gpus)
+    if (!want.empty() && norm(g.pci_bus_id) == norm(want)) return fmt::format("gpu{}", g.nvml_index);
+  return "";
+}
+
+DataConfig data_override(DataConfig d, const InferFlags& f) {
+  if (!f.data.empty()) d.path = f.data;
+  if (!f.data_format.empty()) d.format = f.data_format;
+  return d;
+}
+
+std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
+  std::vector<Subject> out;
+  std::vector<std::string> ckpts = f.checkpoints;
+  if (!f.run_dir.empty()) {
+    auto more = run_checkpoints(f.run_dir);
+    ckpts.insert(ckpts.end(), more.begin(), more.end());
+  }
+  for (const auto& path : ckpts) {
+    Subject s;
+    auto info = read_checkpoint_description(path);
+    s.label = path;
+    s.weights = "checkpoint";
+    s.model = load_checkpoint_model(info);
+    s.classes = info.num_classes;
+    s.inputs = load_inference_inputs(data_override(info.data, f), info.seed, f.limit.value_or(0), &info.mean, &info.std);
+    check_model_fits_inputs(*s.model, s.inputs.x, info.num_classes, {info.channels, info.height, info.width},
+                            fmt::format("checkpoint '{}' (model {})", path, info.model));
+    s.info = {{"checkpoint", path}, {"model", info.model}, {"trained_on", info.trained_on},
+              {"trained_batch_size", info.batch_size}, {"description", info.description}};
+    out.push_back(std::move(s));
+  }
+  if (!f.model.empty()) {
+    Subject s;
+    DataConfig d = data_override(DataConfig{}, f);
+    s.inputs = load_inference_inputs(d, seed, f.limit.value_or(0));
+    int64_t c = s.inputs.x.size(1), h = s.inputs.x.size(2), w = s.inputs.x.size(3);
+    s.classes = 0;
+    if (is_torchscript_path(f.model)) {
+      s.weights = "torchscript";
+    } else {
+      if (!f.untrained)
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("--model {} without --checkpoint has no trained weights; pass --checkpoint FILE.pt or "
+                                "--run DIR for a trained model, or --untrained to measure fresh weights",
+                                f.model));
+      s.weights = "untrained";
+      fmt::print(stderr, "trainscope: warning: measuring '{}' with FRESH, UNTRAINED weights (seed {}): latency and "
+                         "throughput are representative, its predictions are not\n", f.model, seed);
+    }
+    // Classes: the data set's label range, as training would have used.
+    s.classes = s.inputs.y.numel() > 0 ? s.inputs.y.max().item<int64_t>() + 1 : 10;
+    torch::manual_seed(seed);
+    s.model = make_model(f.model, c, h, w, s.classes);
+    check_model_fits_inputs(*s.model, s.inputs.x, s.weights == "torchscript" ? 0 : s.classes, {},
+                            fmt::format("model '{}'", f.model));
+    if (s.weights == "torchscript") s.classes = 0;
+    s.label = f.model;
+    s.info = {{"model", f.model}};
+    out.push_back(std::move(s));
+  }
+  if (out.empty())
+    throw_error(ErrorKind::kInvalidArgument,
+                "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript) or "
+                "--model NAME --untrained");
+  return out;
+}
+
+std::string num(const json& j, const char* fmtspec = "{:.3f}") {
+  return j.is_number() ? fmt::format(fmt::runtime(fmtspec), j.get<double>()) : "—";
+}
+json at(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return nullptr;
+    cur = &(*cur)[k];
+  }
+  return *cur;
+}
+
+void print_table(const json& runs) {
+  fmt::print("\n{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", "model / checkpoint",
+             "device", "ss_p50ms", "ss_p90ms", "ss_p99ms", "queries", "offline_sps", "@batch", "srv_qps",
+             "srv_p99ms", "met", "max_qps", "J/sample");
+  for (const auto& r : runs) {
+    std::string label = r.value("label", "");
+    if (label.size() > 34) label = "…" + label.substr(label.size() - 33);
+    if (r.contains("error")) {
+      fmt::print("{:<34} {:<7} error ({}): {}\n", label, r.value("device", ""), r.value("error_kind", ""),
+                 r.value("error", ""));
+      continue;
+    }
+    const json& m = r["inference"];
+    json ss = at(m, {"single_stream"});
+    json last_srv = nullptr;
+    if (auto runs_srv = at(m, {"server", "runs"}); runs_srv.is_array() && !runs_srv.empty())
+      last_srv = m["server"].contains("qps") ? runs_srv[0] : runs_srv.back();
+    std::string q = ss.is_object() ? std::to_string(ss.value("queries", int64_t{0})) +
+                                         (ss.value("too_few_queries", false) ? "(!)" : "")
+                                   : "—";
+    fmt::print("{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", label,
+               r.value("device", ""), num(at(ss, {"p50_ms"})), num(at(ss, {"p90_ms"})), num(at(ss, {"p99_ms"})), q,
+               num(at(m, {"offline", "best_samples_per_s"}), "{:.0f}"), num(at(m, {"offline", "best_batch_size"}), "{:.0f}"),
+               num(at(last_srv, {"qps"}), "{:.1f}"), num(at(last_srv, {"p99_ms"})),
+               last_srv.is_object() ? (last_srv.value("meets_target", false) ? "yes" : "no") : "—",
+               num(at(m, {"server", "max_qps_meeting_target"}), "{:.1f}"),
+               num(at(ss, {"telemetry", "joules_per_sample"}), "{:.4g}"));
+    if (auto sp = at(ss, {"split"}); sp.is_object())
+      fmt::print("{:<34} {:<7} single-stream split p50: h2d {} ms, compute {} ms, d2h {} ms (CUDA events)\n", "", "",
+                 num(at(sp, {"h2d_ms", "p50_ms"}), "{:.4f}"), num(at(sp, {"compute_ms", "p50_ms"}), "{:.4f}"),
+                 num(at(sp, {"d2h_ms", "p50_ms"}), "{:.4f}"));
+    if (ss.value("too_few_queries", false)) fmt::print("  (!) {}\n", ss.value("too_few_reason", ""));
+    if (auto reason = at(ss, {"telemetry", "absent_reason"}); reason.is_string())
+      fmt::print("  energy per inference absent on {}: {}\n", r.value("device", ""), reason.get<std::string>());
+  }
+}
+
+void run_infer(const InferFlags& f, int& exit_status) {
+  InferenceOptions opt;
+  opt.single_stream = opt.offline = false;
+  for (const auto& s : f.scenarios) {
+    if (s == "single-stream" || s == "single_stream") opt.single_stream = true;
+    else if (s == "offline") opt.offline = true;
+    else if (s == "server") opt.server = true;
+    else
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("unknown scenario '{}'; use single-stream, offline, server (comma-separated)", s));
+  }
+  if (f.find_max_qps) opt.find_max_qps = true;
+  if (opt.server && !f.qps && !f.find_max_qps)
+    throw_error(ErrorKind::kInvalidArgument, "--scenario server needs --qps N or --find-max-qps");
+  if (f.qps) {
+    if (!(*f.qps > 0)) throw_error(ErrorKind::kInvalidArgument, "--qps must be > 0");
+    opt.server = true;
+    opt.server_qps = *f.qps;
+  } else {
+    opt.server = false;  // find_max_qps alone runs the search only
+  }
+  if (!f.batch_sizes.empty()) opt.offline_batch_sizes = f.batch_sizes;
+  for (int64_t b : opt.offline_batch_sizes)
+    if (b < 1) throw_error(ErrorKind::kInvalidArgument, fmt::format("--batch-sizes: {} must be >= 1", b));
+  if (f.target_p99_ms) opt.server_target_p99_ms = *f.target_p99_ms;
+  if (!(opt.server_target_p99_ms > 0)) throw_error(ErrorKind::kInvalidArgument, "--target-p99-ms must be > 0");
+  if (f.budget) {
+    if (!(*f.budget > 0)) throw_error(ErrorKind::kInvalidArgument, "--budget must be > 0 seconds");
+    opt.single_stream_budget_s = opt.server_budget_s = *f.budget;
+    opt.offline_budget_s = *f.budget / 2;
+  }
+  if (f.min_queries) opt.min_queries = *f.min_queries;
+  if (f.max_batch) opt.server_max_batch = *f.max_batch;
+  if (opt.server_max_batch < 1) throw_error(ErrorKind::kInvalidArgument, "--max-batch must be >= 1");
+  uint64_t seed = f.seed ? static_cast<uint64_t>(*f.seed) : 42;
+  opt.seed = seed;
+
+  std::string notice;
+  auto devices = resolve_devices(f.devices, &notice);
+  if (!notice.empty()) fmt::print(stderr, "trainscope: note: {}\n", notice);
+
+  // Threads: as given, else as the training run used, else all online CPUs (the trainer's default).
+  std::optional<int64_t> threads = f.threads;
+  if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
+  if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
+  int64_t nthreads = threads.value_or(static_cast<int64_t>(std::thread::hardware_concurrency()));
+  at::set_num_threads(static_cast<int>(std::max<int64_t>(nthreads, 1)));
+
+  auto subjects = load_subjects(f, seed);
+  Provenance prov = collect_provenance(command_line(), seed);
+
+  std::unique_ptr<TelemetrySampler> sampler;
+  std::vector<GpuInfo> gpus;
+  if (!f.no_telemetry) {
+    try {
+      sampler = std::make_unique<TelemetrySampler>(TelemetryOptions{}, std::chrono::steady_clock::now());
+      sampler->start();
+      gpus = sampler->gpus();
+    } catch (const Error& e) {
+      fmt::print(stderr, "trainscope: note: telemetry disabled: {}\n", e.what());
+      sampler.reset();
+    }
+  }
+
+  std::string out_path = f.out;
+  if (out_path.empty()) out_path = f.run_dir.empty() ? "inference.json" : (fs::path(f.run_dir) / "inference.json").string();
+
+  json runs = json::array();
+  bool any_failed = false;
+  for (auto& s : subjects) {
+    for (const auto& dev : devices) {
+      json r = s.info;
+      r["label"] = s.label;
+      r["weights"] = s.weights;
+      r["device"] = dev;
+      r["device_name"] = device_display_name(dev, prov.cpu_model);
+      r["dataset"] = s.inputs.dataset;
+      r["normalisation"] = {{"mean", s.inputs.mean}, {"std", s.inputs.std}};
+      fmt::print("{} on {} ({} samples of {})\n", s.label, dev, s.inputs.x.size(0), s.inputs.dataset);
+      try {
+        torch::Device d(dev);
+        s.model->to(d);
+        if (s.classes > 0 && s.weights != "untrained") {
+          auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
+          r["test_accuracy_pct"] = acc;
+          r["test_loss"] = loss;
+        }
+        auto pool = s.inputs.x.narrow(0, 0, std::min<int64_t>(s.inputs.x.size(0), kPoolSamples));
+        r["inference"] = measure_inference(*s.model, d, pool, opt, sampler.get(),
+                                           sampler ? telemetry_key(dev, prov, gpus) : "",
+                                           [](const std::string& line) { fmt::print("  {}\n", line); });
+        s.model->to(torch::kCPU);
+      } catch (const Error& e) {
+        any_failed = true;
+        r["error_kind"] = std::string(to_string(e.kind()));
+        r["error"] = e.what();
+      } catch (const c10::Error& e) {
+        any_failed = true;
+        r["error_kind"] = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
+        r["error"] = e.what_without_backtrace();
+        release_device_cache(torch::Device(dev));
+      }
+      runs.push_back(r);
+      // Written after every measurement: nothing measured is lost if a later one fails.
+      json doc = {{"provenance", to_json(prov)}, {"schema_version", kSchemaVersion}, {"runs", runs}};
+      write_file_atomic(out_path, doc.dump(2) + "\n");
+    }
+  }
+  if (sampler) sampler->stop();
+  print_table(runs);
+  fmt::print("percentiles: exact, linear interpolation between closest ranks (Hyndman-Fan type 7); "
+             "intra-op threads {}\nresults: {}\n",
+             at::get_num_threads(), out_path);
+  if (any_failed) {
+    fmt::print(stderr, "trainscope: some measurements failed; see the table and {}\n", out_path);
+    exit_status = kExitRunFailed;
+  }
+}
+
+}  // namespace
+
+void add_infer_command(CLI::App& app, int& exit_status) {
+  auto f = std::make_shared<InferFlags>();
+  auto* sub = app.add_subcommand("infer", "Inference latency and throughput (single-stream, offline, server) of a "
+                                          "checkpoint, a TorchScript file or fresh weights");
+  sub->add_option("--checkpoint", f->checkpoints, "checkpoint .pt written by trainscope run (its .json beside it)")
+      ->delimiter(',');
+  sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
+  sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11) with --untrained");
+  sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
+  sub->add_option("--data", f->data, "data folder (default: the data the checkpoint was trained on)");
+  sub->add_option("--data-format", f->data_format, "idx, cifar10, folder or synthetic");
+  sub->add_option("--limit", f->limit, "use only the first N test samples");
+  sub->add_option("-d,--devices", f->devices, "cpu, cuda, cuda:N (default: cpu and every GPU)")->delimiter(',');
+  sub->add_option("--scenario", f->scenarios, "single-stream, offline, server (default single-stream,offline)")
+      ->delimiter(',');
+  sub->add_option("-b,--batch-sizes", f->batch_sizes, "offline batch sizes (default 1,64,256)")->delimiter(',');
+  sub->add_option("--qps", f->qps, "server: Poisson arrival rate, queries per second");
+  sub->add_option("--target-p99-ms", f->target_p99_ms, "server: p99 latency target in ms (default 10)");
+  sub->add_flag("--find-max-qps", f->find_max_qps, "server: bisection for the highest rate meeting the p99 target");
+  sub->add_option("--max-batch", f->max_batch, "server: queries the worker may take at once (default 1)");
+  sub->add_option("--budget", f->budget, "seconds per scenario (single-stream, each server rate; half per offline "
+                                         "batch size; default 2)");
+  sub->add_option("--min-queries", f->min_queries, "fewer timed queries flag the percentiles (default 200)");
+  sub->add_option("--threads", f->threads, "intra-op CPU threads (default: as the training run, else all CPUs)");
+  sub->add_option("--seed", f->seed, "seed for fresh weights, synthetic data and arrivals (default 42)");
+  sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
+  sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample power and energy");
+  sub->callback([f, &exit_status] { run_infer(*f, exit_status); });
+}
+
+}  // namespace trainscope::cli
