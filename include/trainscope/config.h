@@ -94,6 +94,7 @@ struct MatrixConfig {
   ProfileConfig profile;
   InferenceConfig inference;
   std::string history_db;                   // "" = <out_dir>/history.sqlite
+  bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.
@@ -105,6 +106,11 @@ void apply_preset(const std::string& name, MatrixConfig& m);
 /// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
 /// file, the key and the fix.
 void load_toml_config(const std::string& path, MatrixConfig& m);
+
+/// The matrix as JSON (written to <run folder>/matrix.json so `--resume` can rebuild it) and
+/// back. Unknown keys in the JSON are ignored; missing keys keep their defaults.
+std::string matrix_config_to_json(const MatrixConfig& m);
+MatrixConfig matrix_config_from_json(const std::string& text, const std::string& source);
 
 /// Validates a matrix before anything runs. Throws Error(kInvalidArgument) naming the bad value.
 void validate(const MatrixConfig& m);

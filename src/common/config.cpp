@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
 #include "trainscope/error.h"
@@ -178,6 +179,98 @@ void validate(const MatrixConfig& m) {
     if (d.synthetic_size < 4 || d.synthetic_size > 256) bad("synthetic image size must be 4..256");
   }
   if (d.limit_train < 0 || d.limit_test < 0) bad("data limits must be >= 0 (0 = all)");
+}
+
+std::string matrix_config_to_json(const MatrixConfig& m) {
+  using nlohmann::json;
+  const auto& d = m.data;
+  const auto& t = m.train;
+  json j = {{"devices", m.devices}, {"models", m.models}, {"batch_sizes", m.batch_sizes}, {"repeats", m.repeats},
+            {"out_dir", m.out_dir}, {"run_name", m.run_name}, {"preset", m.preset},
+            {"data", {{"format", d.format}, {"path", d.path}, {"image_size", d.image_size},
+                      {"image_channels", d.image_channels}, {"test_fraction", d.test_fraction},
+                      {"synthetic_train", d.synthetic_train}, {"synthetic_test", d.synthetic_test},
+                      {"synthetic_channels", d.synthetic_channels}, {"synthetic_size", d.synthetic_size},
+                      {"synthetic_classes", d.synthetic_classes}, {"limit_train", d.limit_train},
+                      {"limit_test", d.limit_test}}},
+            {"train", {{"optimizer", t.optimizer}, {"optimizer_impl", t.optimizer_impl},
+                       {"learning_rate", t.learning_rate}, {"momentum", t.momentum}, {"epochs", t.epochs},
+                       {"warmup_steps", t.warmup_steps}, {"max_steps", t.max_steps},
+                       {"time_budget_s", t.time_budget_s}, {"eval_batch_size", t.eval_batch_size},
+                       {"seed", t.seed}, {"threads", t.threads}, {"nan_check_interval", t.nan_check_interval},
+                       {"inject_nan_at_step", t.inject_nan_at_step}}},
+            {"telemetry", {{"enabled", m.telemetry.enabled}, {"interval_s", m.telemetry.interval_s},
+                           {"nvml_library", m.telemetry.nvml_library}}},
+            {"profile", {{"enabled", m.profile.enabled}}},
+            {"inference", {{"enabled", m.inference.enabled}}},
+            {"history_db", m.history_db}};
+  return j.dump(2) + "\n";
+}
+
+MatrixConfig matrix_config_from_json(const std::string& text, const std::string& source) {
+  using nlohmann::json;
+  MatrixConfig m;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: not valid JSON ({}); it should be the matrix.json that "
+                                                       "`trainscope run` wrote into the run folder",
+                                                       source, e.what()));
+  }
+  try {
+    m.devices = j.value("devices", m.devices);
+    m.models = j.value("models", m.models);
+    m.batch_sizes = j.value("batch_sizes", m.batch_sizes);
+    m.repeats = j.value("repeats", m.repeats);
+    m.out_dir = j.value("out_dir", m.out_dir);
+    m.run_name = j.value("run_name", m.run_name);
+    m.preset = j.value("preset", m.preset);
+    m.history_db = j.value("history_db", m.history_db);
+    if (j.contains("data")) {
+      const auto& d = j["data"];
+      auto& D = m.data;
+      D.format = d.value("format", D.format);
+      D.path = d.value("path", D.path);
+      D.image_size = d.value("image_size", D.image_size);
+      D.image_channels = d.value("image_channels", D.image_channels);
+      D.test_fraction = d.value("test_fraction", D.test_fraction);
+      D.synthetic_train = d.value("synthetic_train", D.synthetic_train);
+      D.synthetic_test = d.value("synthetic_test", D.synthetic_test);
+      D.synthetic_channels = d.value("synthetic_channels", D.synthetic_channels);
+      D.synthetic_size = d.value("synthetic_size", D.synthetic_size);
+      D.synthetic_classes = d.value("synthetic_classes", D.synthetic_classes);
+      D.limit_train = d.value("limit_train", D.limit_train);
+      D.limit_test = d.value("limit_test", D.limit_test);
+    }
+    if (j.contains("train")) {
+      const auto& t = j["train"];
+      auto& T = m.train;
+      T.optimizer = t.value("optimizer", T.optimizer);
+      T.optimizer_impl = t.value("optimizer_impl", T.optimizer_impl);
+      T.learning_rate = t.value("learning_rate", T.learning_rate);
+      T.momentum = t.value("momentum", T.momentum);
+      T.epochs = t.value("epochs", T.epochs);
+      T.warmup_steps = t.value("warmup_steps", T.warmup_steps);
+      T.max_steps = t.value("max_steps", T.max_steps);
+      T.time_budget_s = t.value("time_budget_s", T.time_budget_s);
+      T.eval_batch_size = t.value("eval_batch_size", T.eval_batch_size);
+      T.seed = t.value("seed", T.seed);
+      T.threads = t.value("threads", T.threads);
+      T.nan_check_interval = t.value("nan_check_interval", T.nan_check_interval);
+      T.inject_nan_at_step = t.value("inject_nan_at_step", T.inject_nan_at_step);
+    }
+    if (j.contains("telemetry")) {
+      m.telemetry.enabled = j["telemetry"].value("enabled", m.telemetry.enabled);
+      m.telemetry.interval_s = j["telemetry"].value("interval_s", m.telemetry.interval_s);
+      m.telemetry.nvml_library = j["telemetry"].value("nvml_library", m.telemetry.nvml_library);
+    }
+    if (j.contains("profile")) m.profile.enabled = j["profile"].value("enabled", m.profile.enabled);
+    if (j.contains("inference")) m.inference.enabled = j["inference"].value("enabled", m.inference.enabled);
+  } catch (const json::exception& e) {
+    throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: a field has the wrong type ({})", source, e.what()));
+  }
+  return m;
 }
 
 }  // namespace trainscope

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <ctime>
+#include <map>
 #include <filesystem>
 #include <thread>
 
@@ -176,8 +177,33 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   ensure_writable_dir(res.run_dir + "/checkpoints");
   res.provenance = collect_provenance(cfg.command_line, cfg.train.seed);
   size_t planned = devices.size() * cfg.models.size() * cfg.batch_sizes.size() * static_cast<size_t>(cfg.repeats);
+  // --resume: runs already measured as ok are kept as they are and not repeated.
+  std::map<std::string, RunRecord> done;
+  if (cfg.resume) {
+    const std::string prev = res.run_dir + "/results.json";
+    if (!file_exists(prev))
+      throw_error(ErrorKind::kIo, fmt::format("cannot resume '{}': it has no results.json; give the run folder that "
+                                              "`trainscope run` printed",
+                                              res.run_dir));
+    nlohmann::json j;
+    try {
+      auto bytes = read_file_bytes(prev, uint64_t{1} << 30);
+      j = nlohmann::json::parse(bytes.begin(), bytes.end());
+      for (const auto& rj : j.at("runs")) {
+        auto r = run_record_from_json(rj);
+        if (r.status == RunStatus::kOk) done[r.run_id] = r;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw_error(ErrorKind::kDataFormat, fmt::format("cannot resume: '{}' is not a trainscope results file ({})", prev,
+                                                      e.what()));
+    }
+    if (obs)
+      obs->on_notice(fmt::format("resuming {}: {} of {} runs already measured are kept", res.run_dir, done.size(),
+                                 planned));
+  }
+  write_file_atomic(res.run_dir + "/matrix.json", matrix_config_to_json(cfg));
   if (obs) obs->on_matrix_start(res.run_dir, res.provenance, planned);
-  write_results(res);
+  if (!cfg.resume) write_results(res);
 
   // Telemetry: one sampler for the whole matrix, on the matrix clock; a source that fails
   // to probe is listed as unavailable, and a sampler that cannot start at all never stops
@@ -222,6 +248,11 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           RunSpec spec;
           spec.run_id = fmt::format("{}-{}-b{}-r{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5),
                                     model_slug(model), b, rep);
+          if (auto it = done.find(spec.run_id); it != done.end()) {
+            res.runs.push_back(it->second);
+            if (obs) obs->on_run_skipped(res.runs.back());
+            continue;
+          }
           spec.device = dev;
           spec.model = model;
           spec.batch_size = b;

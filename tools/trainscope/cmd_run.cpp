@@ -4,13 +4,17 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <optional>
 
 #include "commands.h"
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
+#include "trainscope/history.h"
+#include "trainscope/report.h"
 #include "trainscope/profile.h"
+#include "trainscope/fs.h"
 #include "trainscope/runner.h"
 
 namespace trainscope::cli {
@@ -58,6 +62,10 @@ class ConsoleObserver final : public MatrixObserver {
                p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
     fmt::print("run folder: {}\n{} runs planned\n", dir, planned);
   }
+  void on_run_skipped(const RunRecord& r) override {
+    ++done_;
+    fmt::print("[{}/{}] {} {} b{}: already measured, kept (resume)\n", done_, planned_, r.device, r.model, r.batch_size);
+  }
   void on_run_end(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk)
@@ -77,7 +85,7 @@ class ConsoleObserver final : public MatrixObserver {
 };
 
 struct RunFlags {
-  std::string config, preset;
+  std::string config, preset, resume;
   std::vector<std::string> devices, models;
   std::vector<int64_t> batch_sizes;
   std::optional<int64_t> repeats, epochs, seed, threads, warmup, max_steps, limit_train, limit_test, image_size,
@@ -99,6 +107,9 @@ struct RunFlags {
 void add_run_command(CLI::App& app, int& exit_status) {
   auto f = std::make_shared<RunFlags>();
   auto* sub = app.add_subcommand("run", "Train the matrix devices x models x batch sizes x repeats and compare devices");
+  sub->add_option("--resume", f->resume,
+                  "continue the matrix of this run folder (its matrix.json), skipping runs already measured")
+      ->check(CLI::ExistingDirectory);
   sub->add_option("-c,--config", f->config, "TOML configuration file (flags given here override it)")
       ->check(CLI::ExistingFile);
   sub->add_option("--preset", f->preset, "paper: the study's setup (Adam, 20 epochs, batch 64/128, mlp + resnet18); "
@@ -141,6 +152,16 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
   sub->callback([f, &exit_status] {
     MatrixConfig m;
+    if (!f->resume.empty()) {
+      std::filesystem::path dir = std::filesystem::path(f->resume).lexically_normal();
+      if (dir.filename().empty()) dir = dir.parent_path();
+      auto mj = (dir / "matrix.json").string();
+      auto bytes = read_file_bytes(mj, 1 << 20);
+      m = matrix_config_from_json(std::string(bytes.begin(), bytes.end()), mj);
+      m.out_dir = dir.parent_path().empty() ? "." : dir.parent_path().string();
+      m.run_name = dir.filename().string();
+      m.resume = true;
+    }
     if (!f->preset.empty()) apply_preset(f->preset, m);
     if (!f->config.empty()) load_toml_config(f->config, m);
     if (!f->devices.empty()) m.devices = f->devices;
@@ -182,7 +203,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
     std::signal(SIGINT, on_run_signal);
     std::signal(SIGTERM, on_run_signal);
     ConsoleObserver obs;
-    MatrixResult res = run_matrix(m, &obs, &g_stop);
+    // report component: every run goes into the history database as it starts and ends
+    HistoryObserver history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &obs);
+    MatrixResult res = run_matrix(m, &history, &g_stop);
     fmt::print("\n{}\n", format_matrix_table(res.runs));
     for (const auto& r : res.runs)  // profile: top operators of each run
       if (m.profile.top_n > 0 && !r.profile.is_null())
@@ -190,6 +213,13 @@ void add_run_command(CLI::App& app, int& exit_status) {
           fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
                      r.run_id, res.run_dir, r.run_id, r.run_id, t);
     fmt::print("results: {}/results.json, {}/results.csv\n", res.run_dir, res.run_dir);
+    try {  // report component: RQ answers and advice on the console, report.md + report.html last
+      ReportInput rin{res.provenance, res.runs, res.run_dir};
+      auto rep = write_report(rin, res.run_dir);
+      fmt::print("\n{}\nreport: {}\n{}\n", render_console(rin, analyze(rin)), rep.markdown_path, rep.html_path);
+    } catch (const Error& e) {
+      fmt::print(stderr, "trainscope: report not written: {}\n", e.what());
+    }
     if (res.interrupted) {
       fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
       exit_status = kExitInterrupted;
