@@ -28,6 +28,11 @@ for stage in "$@"; do
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"
       cp /tmp/runs/default/results.json "$OUT/default-results.json";;
+    smoke)
+      $TS run --data $DATA -d cuda:0 -m cnn -b 128 --max-steps 120 --out /tmp/runs --name smoke --no-progress 2>&1 | tail -40 | tee "$OUT/smoke.log"
+      python3 bench/gpu/check_trace.py /tmp/runs/smoke 2>&1 | tee -a "$OUT/smoke.log"
+      $TS infer --run /tmp/runs/smoke --devices cuda:0 --budget 1 2>&1 | tail -30 | tee -a "$OUT/smoke.log"
+      cp /tmp/runs/smoke/results.json "$OUT/smoke-results.json";;
     paper)
       $TS run --data $DATA --preset paper --max-steps 300 --out /tmp/runs --name paper --no-progress 2>&1 | tee "$OUT/paper.log"
       cp /tmp/runs/paper/results.json "$OUT/paper-results.json";;
