@@ -61,7 +61,7 @@ struct ProfileConfig {
   int64_t wait = 0, warmup = 2, active = 5, repeat = 1;
   bool record_shapes = false;
   bool profile_memory = true;
-  bool with_flops = true;
+  bool with_flops = false;     // needs every operator's inputs copied: +overhead (bench/RESULTS.md)
   int64_t trace_max_bytes = 64ll << 20;  // trace.json.gz size cap (uncompressed bytes)
   int64_t top_n = 15;          // operators shown on the console
 };

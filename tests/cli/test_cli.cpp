@@ -50,7 +50,9 @@ int wait_status(pid_t pid) {
 }
 
 int run(std::vector<std::string> args, std::string* output = nullptr) {
-  std::string out = ::testing::TempDir() + "cli_out.txt";
+  // ctest runs these tests in parallel: one output file per call.
+  static int counter = 0;
+  std::string out = ::testing::TempDir() + "cli_out_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".txt";
   auto p = spawn(std::move(args), out);
   int rc = wait_status(p.pid);
   if (output) {

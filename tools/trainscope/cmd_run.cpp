@@ -97,7 +97,7 @@ struct RunFlags {
   std::optional<double> telemetry_interval;
   std::optional<std::string> nvml_library;
   int64_t inject_nan = -1;
-  bool profile = false, no_profile = false, profile_shapes = false;  // profile component
+  bool profile = false, no_profile = false, profile_shapes = false, profile_flops = false, profile_no_memory = false;
   std::optional<int64_t> profile_steps, profile_skip, profile_top;
 };
 
@@ -148,6 +148,8 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("--profile-steps", f->profile_steps, "profiled (active) steps per run (default 5)");
   sub->add_option("--profile-skip", f->profile_skip, "steps before the profiler's warm-up (default 10)");
   sub->add_flag("--profile-shapes", f->profile_shapes, "record operator input shapes");
+  sub->add_flag("--profile-flops", f->profile_flops, "FLOPs per operator in the op table (records input shapes)");
+  sub->add_flag("--profile-no-memory", f->profile_no_memory, "no allocator events in the profiling window");
   sub->add_option("--profile-top", f->profile_top, "operators shown per run on the console (default 15, 0: none)");
   sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
   sub->callback([f, &exit_status] {
@@ -196,6 +198,8 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->profile_steps) m.profile.active = *f->profile_steps;
     if (f->profile_skip) m.profile.skip_first = *f->profile_skip;
     if (f->profile_shapes) m.profile.record_shapes = true;
+    if (f->profile_flops) m.profile.with_flops = true;
+    if (f->profile_no_memory) m.profile.profile_memory = false;
     if (f->profile_top) m.profile.top_n = *f->profile_top;
     m.train.inject_nan_at_step = f->inject_nan;
     m.command_line = command_line();
