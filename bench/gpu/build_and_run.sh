@@ -34,8 +34,20 @@ for stage in "$@"; do
       $TS infer --run /tmp/runs/smoke --devices cuda:0 --budget 1 2>&1 | tail -30 | tee -a "$OUT/smoke.log"
       cp /tmp/runs/smoke/results.json "$OUT/smoke-results.json";;
     paper)
-      $TS run --data $DATA --preset paper --max-steps 300 --out /tmp/runs --name paper --no-progress 2>&1 | tee "$OUT/paper.log"
-      cp /tmp/runs/paper/results.json "$OUT/paper-results.json";;
+      # the study's matrix, each run stopped after 15 s of training (the 20-epoch time is estimated)
+      timeout 300 $TS run --data $DATA --preset paper --time-budget 15 --limit-test 2000 --out /tmp/runs --name paper \
+        --no-progress > "$OUT/paper.log" 2>&1; tail -60 "$OUT/paper.log"
+      cp /tmp/runs/paper/results.json "$OUT/paper-results.json"
+      cp /tmp/runs/paper/report.html "$OUT/paper-report.html" 2>/dev/null;;
+    bench)
+      { timeout 120 bash bench/telemetry_overhead.sh $TS cuda:0 $DATA 3
+        timeout 60 $B/profile_overhead --device cuda:0 --model cnn --batch 128 --steps 300 --data $DATA
+        timeout 60 $B/profile_overhead --device cuda:0 --model cnn --batch 128 --steps 300 --data $DATA --no-memory
+        timeout 150 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cuda:0 --threads 16 \
+          --steps 400 --models mlp,cnn,resnet18 --batch-sizes 64,128 --data $DATA
+        timeout 90 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cpu --threads 16 \
+          --steps 200 --models mlp,cnn --batch-sizes 128 --data $DATA
+      } 2>&1 | tee "$OUT/bench.log";;
     *) echo "unknown stage $stage";;
   esac
 done
