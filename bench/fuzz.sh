@@ -39,7 +39,7 @@ for t in "${TARGETS[@]}"; do
     ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?
   set -e
-  done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1 || true)
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
   execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
   echo "${done_line:-no DONE line (rc=$rc), see $log}"
   if [[ $rc -ne 0 ]]; then

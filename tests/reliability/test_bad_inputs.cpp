@@ -175,6 +175,8 @@ struct Row {
   std::optional<ErrorKind> kind;
   /// Further text the message or reason must contain ("" = none).
   std::string also;
+  /// Non-empty: a fuzzer finding whose fix has not landed yet; the row is skipped with this note.
+  std::string pending = {};
 };
 
 std::vector<Row> rows() {
@@ -537,6 +539,22 @@ std::vector<Row> rows() {
            !telemetry::parse_kb_field("VmRSS: 12 MB\n", "VmRSS") && !telemetry::parse_kb_field("", "MemTotal");
   });
 
+  // --- fuzzer findings (tests/fuzz/crashes/, bench/RESULTS.md "Fuzzing") ---
+  // fuzz_decode_image: a PNG whose first IDAT chunk is empty makes stb_image (Debian libstb)
+  // call memcpy(NULL, src, 0), which UBSan reports (nonnull-attribute).
+  t.push_back({"fuzz_png_zero_length_idat", [](D) { return std::string("zero-idat.png"); },
+               [](D, S in) {
+                 auto b = read_file_bytes(std::string(TS_FIXTURES_DIR) + "/../fuzz/crashes/decode_image_png_zero_length_idat");
+                 decode_image(std::span<const uint8_t>(b).subspan(1), in, 8, 3);
+                 return std::string();
+               },
+               K(ErrorKind::kDataFormat), "", "stb_image memcpy(NULL, .., 0): needs a guard in image_folder.cpp"});
+  // fuzz_toml_config: U+FEEF (bytes EF BB AF) inside a bare key reaches TOML_UNREACHABLE in toml++'s
+  // unicode tables (Debian's toml++): undefined behaviour, not a parse error.
+  t.push_back({"fuzz_toml_bom_inside_key", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "\nrep\xEF\xBB\xAFwre = 2T\n"); }, K(ErrorKind::kInvalidConfig), "",
+               "toml++ TOML_UNREACHABLE on U+FEEF: needs a pre-check in config.cpp (lead)"});
+
   // Checkpoint descriptions: read_checkpoint_description (src/infer/checkpoint.h) needs LibTorch,
   // so the malformed-description row lives with the inference tests, not in this torch-free table.
   return t;
@@ -549,6 +567,7 @@ class BadInput : public ::testing::TestWithParam<Row> {};
 
 TEST_P(BadInput, FailsWithTheExpectedKindAndNamesTheInput) {
   const Row& row = GetParam();
+  if (!row.pending.empty()) GTEST_SKIP() << "pending fix: " << row.pending;
   fs::path dir = fs::temp_directory_path() / ("ts_bad_inputs_" + std::to_string(::getpid())) / row.name;
   fs::remove_all(dir);
   fs::create_directories(dir);
