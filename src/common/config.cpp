@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <set>
+#include <string_view>
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
@@ -52,6 +54,50 @@ std::vector<T> get_list(const toml::node& node, const std::string& file, const s
   return out;
 }
 
+// TOML 1.0 allows non-ASCII characters only inside strings and comments. Debian's toml++ 3.3
+// reaches undefined behaviour on some non-ASCII code points in bare keys (found by fuzzing,
+// tests/fuzz), so they are rejected here first, with the line number.
+void reject_non_ascii_outside_strings(std::string_view text, const std::string& name) {
+  enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
+  int line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    auto starts = [&](std::string_view s) { return text.substr(i, s.size()) == s; };
+    if (c == '\n') ++line;
+    switch (st) {
+      case kCode:
+        if (static_cast<unsigned char>(c) >= 0x80)
+          throw_error(ErrorKind::kInvalidConfig,
+                      fmt::format("{}:{}: non-ASCII character outside a string or comment; in TOML only strings "
+                                  "and comments may hold them (quote the key: \"...\")",
+                                  name, line));
+        if (c == '#') st = kComment;
+        else if (starts(R"(""")")) st = kMlBasic, i += 2;
+        else if (starts("'''")) st = kMlLiteral, i += 2;
+        else if (c == '"') st = kBasic;
+        else if (c == '\'') st = kLiteral;
+        break;
+      case kComment:
+        if (c == '\n') st = kCode;
+        break;
+      case kBasic:
+        if (c == '\\') ++i;
+        else if (c == '"' || c == '\n') st = kCode;
+        break;
+      case kLiteral:
+        if (c == '\'' || c == '\n') st = kCode;
+        break;
+      case kMlBasic:
+        if (c == '\\') ++i;
+        else if (starts(R"(""")")) st = kCode, i += 2;
+        break;
+      case kMlLiteral:
+        if (starts("'''")) st = kCode, i += 2;
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 void load_toml_config(const std::string& path, MatrixConfig& m) {
@@ -59,9 +105,12 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
   if (!file_exists(path))
     throw_error(ErrorKind::kIo, fmt::format("cannot open configuration file '{}': no such file (or not a regular "
                                             "file); check the --config path", path));
+  auto bytes = read_file_bytes(path, uint64_t{16} << 20);
+  std::string text(bytes.begin(), bytes.end());
+  reject_non_ascii_outside_strings(text, path);
   toml::table tbl;
   try {
-    tbl = toml::parse_file(path);
+    tbl = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& src = e.source();
     throw_error(ErrorKind::kInvalidConfig,
@@ -158,7 +207,8 @@ void validate(const MatrixConfig& m) {
   if (t.epochs < 1 || t.epochs > 100000) bad(fmt::format("epochs {} is out of range; use 1..100000", t.epochs));
   if (t.warmup_steps < 0) bad(fmt::format("warm-up steps {} must be >= 0", t.warmup_steps));
   if (t.max_steps < 0) bad(fmt::format("max steps {} must be >= 0 (0 = no limit)", t.max_steps));
-  if (t.time_budget_s < 0) bad(fmt::format("time budget {} s must be >= 0 (0 = no limit)", t.time_budget_s));
+  if (!(t.momentum >= 0 && t.momentum < 1)) bad(fmt::format("momentum {} must be in [0, 1)", t.momentum));
+  if (!(t.time_budget_s >= 0)) bad(fmt::format("time budget {} s must be >= 0 (0 = no limit)", t.time_budget_s));
   if (t.eval_batch_size < 1) bad(fmt::format("evaluation batch size {} must be >= 1", t.eval_batch_size));
   if (t.threads < 0 || t.threads > 4096) bad(fmt::format("threads {} is out of range; use 0 (all CPUs) .. 4096", t.threads));
   if (t.nan_check_interval < 1) bad("nan_check_interval must be >= 1");
@@ -204,7 +254,7 @@ std::string matrix_config_to_json(const MatrixConfig& m) {
             {"profile", {{"enabled", m.profile.enabled}}},
             {"inference", {{"enabled", m.inference.enabled}}},
             {"history_db", m.history_db}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 MatrixConfig matrix_config_from_json(const std::string& text, const std::string& source) {

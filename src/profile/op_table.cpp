@@ -367,14 +367,14 @@ std::string csv_field(const nlohmann::json& v) {
     return q + "\"";
   }
   if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
 
 std::string op_table_csv(const nlohmann::json& rows, const nlohmann::json& provenance) {
   std::string s;
   for (auto it = provenance.begin(); it != provenance.end(); ++it)
-    s += fmt::format("# {}: {}\n", it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    s += fmt::format("# {}: {}\n", it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   static const char* kCols[] = {"name", "calls", "cpu_total_us", "cpu_self_us", "cpu_self_pct", "device_total_us",
                                 "device_self_us", "device_self_pct", "mem_alloc_bytes", "mem_freed_bytes",
                                 "mem_net_bytes", "flops", "tflops_per_s", "input_shapes"};

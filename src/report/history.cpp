@@ -188,7 +188,7 @@ int64_t HistoryDb::begin_matrix(const std::string& run_dir, const Provenance& p)
       .bind(3, p.host)
       .bind(4, p.git_commit)
       .bind(5, p.command_line)
-      .bind(6, to_json(p).dump());
+      .bind(6, to_json(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   ins.step();
   auto id = matrix_id_for_dir(run_dir);
   TS_CHECK(id.has_value(), "matrix row missing right after insert");
@@ -220,7 +220,7 @@ int64_t HistoryDb::run_started(int64_t matrix_id, const RunRecord& r) {
       .bind(7, host_name())
       .bind(8, static_cast<int64_t>(::getpid()))
       .bind(9, now_utc())
-      .bind(10, to_json(open).dump());
+      .bind(10, to_json(open).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   s.step();
   Stmt q(db_, "SELECT id FROM runs WHERE matrix_id=? AND run_id=?", path_);
   q.bind(1, matrix_id).bind(2, r.run_id);
@@ -238,7 +238,7 @@ void HistoryDb::run_finished(int64_t matrix_id, const RunRecord& r) {
       .bind(2, now_utc())
       .bind(3, r.steady_samples_per_s)
       .bind(4, r.test_accuracy_pct)
-      .bind(5, to_json(r).dump())
+      .bind(5, to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
       .bind(6, matrix_id)
       .bind(7, r.run_id);
   s.step();

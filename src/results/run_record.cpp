@@ -265,7 +265,7 @@ std::string results_json(const Provenance& p, const std::vector<RunRecord>& runs
   json arr = json::array();
   for (const auto& r : runs) arr.push_back(to_json(r));
   json doc = {{"provenance", to_json(p)}, {"schema_version", kSchemaVersion}, {"runs", arr}};
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string results_csv(const Provenance& p, const std::vector<RunRecord>& runs) {

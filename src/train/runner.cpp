@@ -297,7 +297,7 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
             if (rec.status == RunStatus::kOk) {
               rec.checkpoint_path = ckpt_rel;
               write_file_atomic(res.run_dir + "/checkpoints/" + spec.run_id + ".json",
-                                checkpoint_description(spec, cfg.data, workload).dump(2) + "\n");
+                                checkpoint_description(spec, cfg.data, workload).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
             }
           } catch (const Error& e) {
             rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;

@@ -9,12 +9,10 @@
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 
-#define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO
 #define STBI_FAILURE_USERMSG
 #define STBI_MAX_DIMENSIONS 16384
 #include <stb_image.h>
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb_image_resize.h>
 
 namespace trainscope {

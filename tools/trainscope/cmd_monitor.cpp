@@ -123,7 +123,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
     } else {
       nlohmann::json j = {{"t_ns", snap.t_ns}};
       for (const auto& r : snap.readings) j["devices"][r.device][r.metric] = r.value;
-      fmt::print("{}\n", j.dump());
+      fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       std::fflush(stdout);
     }
     first = false;
