@@ -232,9 +232,11 @@ json server(Env& e, std::optional<double> mean_service_ms, const std::function<v
       mean_service_ms = mean(v);
     }
     double cap = 1e3 / std::max(*mean_service_ms, 1e-3) * static_cast<double>(opt.server_max_batch);
-    double lo = 0.1 * cap, hi = 1.5 * cap;
+    // Start near the capacity: a low rate needs min_queries / rate seconds to measure.
+    double lo = 0.5 * cap, hi = 1.5 * cap;
     bool lo_ok = probe(lo);
-    for (int t = 0; t < 3 && !lo_ok; ++t) lo_ok = probe(lo /= 4);
+    bool hi_known_failing = !lo_ok;
+    for (int t = 0; t < 4 && !lo_ok; ++t) hi = lo, lo_ok = probe(lo /= 2);
     json search = {{"method", "bisection over the rate; stop when hi/lo < 1.05 or after 8 probes"},
                    {"initial_upper_qps", hi}};
     if (!lo_ok) {
@@ -243,7 +245,7 @@ json server(Env& e, std::optional<double> mean_service_ms, const std::function<v
                                             "is too long; raise --target-p99-ms",
                                             lo, opt.server_target_p99_ms);
     } else {
-      while (probe(hi) && hi < 64 * cap) lo = hi, hi *= 2;  // dynamic batching can beat the estimate
+      while (!hi_known_failing && probe(hi) && hi < 64 * cap) lo = hi, hi *= 2;  // batching can beat the estimate
       for (int t = 0; t < 8 && hi / lo > 1.05; ++t) {
         double mid = std::sqrt(lo * hi);  // geometric midpoint: rates span orders of magnitude
         (probe(mid) ? lo : hi) = mid;
