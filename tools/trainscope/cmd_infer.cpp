@@ -304,7 +304,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
       runs.push_back(r);
       // Written after every measurement: nothing measured is lost if a later one fails.
       json doc = {{"provenance", to_json(prov)}, {"schema_version", kSchemaVersion}, {"runs", runs}};
-      write_file_atomic(out_path, doc.dump(2) + "\n");
+      write_file_atomic(out_path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }
   }
   if (sampler) sampler->stop();
