@@ -1,6 +1,7 @@
 #include "trainscope/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <set>
@@ -135,6 +136,7 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
       }
     }
     else if (key == "progress") m.progress = get_as<bool>(node, path, key);
+    else if (key == "history_db") m.history_db = get_as<std::string>(node, path, key);
     else if (key == "data") {
       auto* t = node.as_table();
       if (!t) throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: 'data' must be a table ([data])", path));
@@ -183,7 +185,7 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
     } else {
       throw_error(ErrorKind::kInvalidConfig,
                   fmt::format("{}: unknown key '{}'; known top-level keys: devices, models, batch_sizes, repeats, "
-                              "out_dir, run_name, preset, progress, [data], [train]",
+                              "out_dir, run_name, preset, progress, history_db, [data], [train]",
                               path, key));
     }
   }
@@ -196,6 +198,25 @@ void validate(const MatrixConfig& m) {
   for (auto b : m.batch_sizes)
     if (b <= 0 || b > (1 << 20))
       bad(fmt::format("batch size {} is out of range; use a value from 1 to 1048576, e.g. --batch-sizes 64,128", b));
+  auto no_duplicates = [&](const auto& v, const char* what) {
+    for (size_t i = 0; i < v.size(); ++i)
+      for (size_t j = i + 1; j < v.size(); ++j)
+        if (v[i] == v[j])
+          bad(fmt::format("{} '{}' is listed twice; each cell of the matrix must be unique (use --repeats to "
+                          "measure a cell several times)",
+                          what, fmt::format("{}", v[i])));
+  };
+  no_duplicates(m.models, "model");
+  no_duplicates(m.batch_sizes, "batch size");
+  no_duplicates(m.devices, "device");
+  if (m.telemetry.enabled && !(m.telemetry.interval_s >= 0.001 && m.telemetry.interval_s <= 1.0))
+    bad(fmt::format("telemetry interval {} s is out of range; use 0.001 .. 1 s (1000 .. 1 Hz), e.g. "
+                    "--telemetry-interval 0.1",
+                    m.telemetry.interval_s));
+  const auto& pc = m.profile;
+  if (pc.enabled && (pc.skip_first < 0 || pc.wait < 0 || pc.warmup < 0 || pc.active < 1 || pc.repeat < 0 ||
+                     pc.top_n < 0 || pc.trace_max_bytes < 1024))
+    bad("profiling schedule out of range: --profile-skip must be >= 0, --profile-steps >= 1, --profile-top >= 0");
   if (m.repeats < 1 || m.repeats > 1000) bad(fmt::format("repeats {} is out of range; use 1..1000", m.repeats));
   const auto& t = m.train;
   if (t.optimizer_impl != "auto" && t.optimizer_impl != "fused" && t.optimizer_impl != "loop")

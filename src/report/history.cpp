@@ -379,7 +379,16 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
   if (!file_exists(db_path))
     throw_error(ErrorKind::kIo, fmt::format("{}: no history database; pass --db PATH or a run folder", db_path));
   HistoryDb db(db_path);
-  return matrix ? db.load_matrix(std::stoll(ref.substr(1))) : db.load_run(std::stoll(ref));
+  int64_t id = 0;
+  try {
+    id = std::stoll(matrix ? ref.substr(1) : ref);
+  } catch (const std::exception&) {
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("'{}' is not a valid id: ids are m<N> (a matrix) or <N> (a run) as listed by "
+                            "`trainscope history --db {}`",
+                            ref, db_path));
+  }
+  return matrix ? db.load_matrix(id) : db.load_run(id);
 }
 
 // ---------------------------------------------------------------- compare

@@ -59,7 +59,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
                          : "—";
     std::string acc = r->test_accuracy_pct ? fmt::format("{:.1f} %", *r->test_accuracy_pct) : "—";
     std::string sp = "—";
-    if (r->device == "cpu") sp = r->status == RunStatus::kOk ? "1.00×" : "—";
+    if (r->device == "cpu") sp = (r->status == RunStatus::kOk && r->steady_samples_per_s) ? "1.00×" : "—";
     else if (auto c = med(r->model, r->batch_size, "cpu"); c && r->steady_samples_per_s && *c > 0)
       sp = fmt::format("{:.2f}×", *r->steady_samples_per_s / *c);
     std::string st = to_string(r->status);
@@ -72,14 +72,18 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     out += fmt::format("{:<14} {:>5} {:<8} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
                        r->device, r->repeat, sps, ep, tn, acc, sp, st);
   }
-  bool any_est = false, any_part = false;
+  bool any_est = false, any_part = false, any_no_rate = false;
   for (const auto& r : runs) {
     any_est |= r.time_for_requested_epochs_is_estimate;
-    any_part |= r.stopped_early;
+    any_part |= r.stopped_early && !r.mean_epoch_time_s && r.steady_samples_per_s && r.steps_per_epoch > 0;
+    any_no_rate |= r.status == RunStatus::kOk && !r.steady_samples_per_s;
   }
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
   if (any_est) out += "(est.): estimated from the measured steady-state rate; the run stopped early.\n";
   if (any_part) out += "*: epoch time estimated from the steady-state rate (the epoch did not finish).\n";
+  if (any_no_rate)
+    out += "—: not measured; a run with no more steps than --warmup-steps has no steady-state rate (see notes in "
+           "results.json).\n";
   return out;
 }
 

@@ -5,6 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <ctime>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <map>
 #include <filesystem>
 #include <thread>
@@ -174,6 +177,23 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   MatrixResult res;
   res.run_dir = (fs::path(cfg.out_dir) / (cfg.run_name.empty() ? timestamp_folder() : cfg.run_name)).string();
   ensure_writable_dir(res.run_dir);
+  // One writer per run folder: a second trainscope on the same --name fails instead of mixing
+  // results. The lock is released when the process ends, however it ends.
+  struct FolderLock {
+    int fd = -1;
+    ~FolderLock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } folder_lock;
+  folder_lock.fd = ::open((res.run_dir + "/.trainscope.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (folder_lock.fd < 0 || ::flock(folder_lock.fd, LOCK_EX | LOCK_NB) != 0)
+    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' is in use by another trainscope process; choose "
+                                            "another --name",
+                                            res.run_dir));
+  if (!cfg.resume && file_exists(res.run_dir + "/results.json"))
+    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
+                                            "choose another --name (nothing was changed)",
+                                            res.run_dir, res.run_dir));
   ensure_writable_dir(res.run_dir + "/checkpoints");
   res.provenance = collect_provenance(cfg.command_line, cfg.train.seed);
   size_t planned = devices.size() * cfg.models.size() * cfg.batch_sizes.size() * static_cast<size_t>(cfg.repeats);

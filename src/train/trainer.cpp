@@ -146,6 +146,10 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
 
   const int64_t n = tr.count, B = spec.batch_size;
   const int64_t steps_per_epoch = (n + B - 1) / B;
+  if (B > n)
+    r.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
+                                  "all {} samples",
+                                  B, n, n));
   r.steps_per_epoch = steps_per_epoch;
   auto clock = make_phase_clock(dev, steps_per_epoch);
 

@@ -45,6 +45,7 @@ MatrixConfig small_matrix(const std::string& name) {
   m.train.warmup_steps = 2;
   m.out_dir = ::testing::TempDir() + "matrix";
   m.run_name = name;
+  fs::remove_all(m.out_dir + "/" + name);  // a folder with results is refused (no overwrite)
   m.progress = false;
   return m;
 }
@@ -173,4 +174,30 @@ TEST(Matrix, BadInputStopsBeforeTraining) {
     EXPECT_EQ(e.kind(), ErrorKind::kDevice);
     EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos);  // lists the devices found
   }
+}
+
+TEST(Matrix, ExistingResultsAreNotOverwritten) {
+  auto m = small_matrix("keep");
+  m.batch_sizes = {64};
+  run_matrix(m);
+  auto before = nlohmann::json::parse(std::ifstream(m.out_dir + "/keep/results.json"));
+  try {
+    run_matrix(m);
+    FAIL() << "a second run into the same folder must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos);
+  }
+  auto after = nlohmann::json::parse(std::ifstream(m.out_dir + "/keep/results.json"));
+  EXPECT_EQ(before, after);
+}
+
+TEST(Matrix, DuplicateCellsAndBadTelemetryIntervalAreRejectedBeforeAnythingIsWritten) {
+  auto m = small_matrix("dup");
+  m.models = {"mlp", "mlp"};
+  EXPECT_THROW(run_matrix(m), Error);
+  auto t = small_matrix("interval");
+  t.telemetry.interval_s = 0;
+  EXPECT_THROW(run_matrix(t), Error);
+  EXPECT_FALSE(fs::exists(t.out_dir + "/interval"));
 }

@@ -58,7 +58,15 @@ void add_history_commands(CLI::App& app, int& exit_status) {
     auto b = resolve_runs(cf->b, cf->db);
     auto res = compare_runs(a.runs, b.runs, cf->metric, cf->threshold_pct);
     fmt::print("{}", render_compare(res, cf->a, cf->b));
+    size_t measured = 0;
+    for (const auto& row : res.rows) measured += row.delta_pct.has_value();
     if (res.regressed) exit_status = kExitRegression;
+    else if (measured == 0) {
+      // A CI gate must not pass when nothing was compared.
+      fmt::print(stderr, "trainscope: error: no cell (device, model, batch size) has '{}' measured on both sides; "
+                         "nothing was compared\n", cf->metric);
+      exit_status = kExitUsage;
+    }
   });
 
   // ---- report
