@@ -101,6 +101,15 @@ void reject_non_ascii_outside_strings(std::string_view text, const std::string& 
 
 }  // namespace
 
+void apply_preset_in_file(const std::string& name, MatrixConfig& m, const std::string& path) {
+  try {
+    apply_preset(name, m);
+  } catch (const Error& e) {  // name the file: the user fixes it there, not on the command line
+    if (e.kind() != ErrorKind::kInvalidArgument) throw;
+    throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: key 'preset': {}", path, e.what()));
+  }
+}
+
 void load_toml_config(const std::string& path, MatrixConfig& m) {
   // toml++ reports a missing file as a syntax error; say what it is (a kIo problem).
   if (!file_exists(path))
@@ -118,6 +127,9 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
                 fmt::format("{}:{}:{}: TOML syntax error: {}", path, src.begin.line, src.begin.column,
                             e.description()));
   }
+  // A preset is applied first wherever it stands (toml++ iterates keys in sorted order, not in
+  // file order), so every other key of the file overrides it.
+  if (auto* p = tbl.get("preset")) apply_preset_in_file(get_as<std::string>(*p, path, "preset"), m, path);
   // Top-level keys and [data], [train] tables. Anything else is a typo we report.
   for (auto&& [k, node] : tbl) {
     std::string key(k.str());
@@ -128,12 +140,7 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
     else if (key == "out_dir") m.out_dir = get_as<std::string>(node, path, key);
     else if (key == "run_name") m.run_name = get_as<std::string>(node, path, key);
     else if (key == "preset") {
-      try {
-        apply_preset(get_as<std::string>(node, path, key), m);
-      } catch (const Error& e) {  // name the file: the user fixes it there, not on the command line
-        if (e.kind() != ErrorKind::kInvalidArgument) throw;
-        throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: key 'preset': {}", path, e.what()));
-      }
+      // applied above, before the other keys
     }
     else if (key == "progress") m.progress = get_as<bool>(node, path, key);
     else if (key == "history_db") m.history_db = get_as<std::string>(node, path, key);

@@ -271,6 +271,9 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
         r.status = RunStatus::kInterrupted;
         r.stopped_early = true;
         r.stop_reason = "interrupted";
+        r.error_kind = "interrupted";
+        r.failure_reason = fmt::format("interrupted (SIGINT/SIGTERM) after step {} of epoch {}; what it measured is kept",
+                                       global_step, epoch);
         stop = true;
       }
       if (stop) break;

@@ -112,3 +112,13 @@ TEST(Config, PaperPresetMatchesStudy) {
   EXPECT_EQ(m.models.size(), 2u);
   EXPECT_EQ(kind_of([&] { apply_preset("fast", m); }), ErrorKind::kInvalidArgument);
 }
+
+TEST(Config, PresetInFileIsOverriddenByTheFilesOtherKeys) {
+  MatrixConfig m;
+  // "preset" sorts after "models": it must still not override them.
+  auto p = write_tmp("preset_order.toml", "models = [\"mlp\"]\nbatch_sizes = [64]\npreset = \"paper\"\n");
+  load_toml_config(p, m);
+  EXPECT_EQ(m.models, std::vector<std::string>{"mlp"});
+  EXPECT_EQ(m.batch_sizes, std::vector<int64_t>{64});
+  EXPECT_EQ(m.train.epochs, 20);  // from the preset
+}
