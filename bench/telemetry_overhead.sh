@@ -7,7 +7,7 @@ TS=${1:-./build/trainscope}; DEV=${2:-cpu}; DATA=${3:-/usr/share/datasets/fashio
 OUTD=$(mktemp -d)
 run() {  # $1 = name, rest = extra flags
   local name=$1; shift
-  "$TS" run --devices "$DEV" --models cnn --batch-sizes 128 --max-steps 400 --data "$DATA" --no-profile \
+  "$TS" run --devices "$DEV" --models cnn --batch-sizes 128 --max-steps "${STEPS:-400}" --data "$DATA" --no-profile \
      --no-inference --no-progress --out "$OUTD" --name "$name" "$@" >/dev/null 2>&1
   python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0]['steady_samples_per_s'])"
 }

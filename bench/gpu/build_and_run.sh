@@ -48,6 +48,10 @@ for stage in "$@"; do
         timeout 90 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cpu --threads 16 \
           --steps 200 --models mlp,cnn --batch-sizes 128 --data $DATA
       } 2>&1 | tee "$OUT/bench.log";;
+    tele)
+      { STEPS=1500 timeout 240 bash bench/telemetry_overhead.sh $TS cuda:0 $DATA 7
+        timeout 60 $B/profile_overhead --device cuda:0 --model resnet18 --batch 128 --steps 200 --data $DATA
+      } 2>&1 | tee "$OUT/tele.log";;
     *) echo "unknown stage $stage";;
   esac
 done
