@@ -74,7 +74,7 @@ size_t finished_runs(const std::string& results) {
 
 std::vector<std::string> small_matrix(const std::string& out, const std::string& name) {
   return {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "8,16,32,64", "--data-format", "synthetic",
-          "--epochs", "2", "--warmup-steps", "2", "--limit-train", "1024", "--no-inference", "--no-profile",
+          "--epochs", "20", "--warmup-steps", "2", "--limit-train", "1024", "--no-inference", "--no-profile",
           "--no-progress", "--out", out, "--name", name};
 }
 
@@ -117,8 +117,7 @@ TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
   while (finished_runs(results) < 1 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_GE(finished_runs(results), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the next run
-  kill(p.pid, SIGINT);
+  kill(p.pid, SIGINT);  // the next run (hundreds of steps) is in progress or about to start
   EXPECT_EQ(wait_status(p.pid), 130);
   auto j = json::parse(std::ifstream(results));
   auto runs = j["runs"];
