@@ -1,5 +1,6 @@
 // Prometheus text exposition format 0.0.4
 // (https://prometheus.io/docs/instrumenting/exposition_formats/) and a loopback HTTP server.
+#include <chrono>
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -178,9 +179,13 @@ struct MetricsServer::Impl {
     // Read the request head (bounded; a scrape is a few hundred bytes).
     std::string req;
     char buf[2048];
+    // One overall deadline per request: connections are served one at a time, so a slow or
+    // idle client may delay other scrapes by at most this much.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while (req.find("\r\n\r\n") == std::string::npos && req.size() < 16384) {
       pollfd p{c, POLLIN, 0};
-      if (::poll(&p, 1, 2000) <= 0) break;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
       ssize_t n = ::recv(c, buf, sizeof buf, 0);
       if (n <= 0) break;
       req.append(buf, static_cast<size_t>(n));
@@ -242,7 +247,7 @@ MetricsServer::MetricsServer(const std::string& host, uint16_t port, std::functi
   if (impl_->fd < 0) throw_error(ErrorKind::kIo, fmt::format("metrics server: socket() failed: {}", std::strerror(errno)));
   int one = 1;
   ::setsockopt(impl_->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(impl_->fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(impl_->fd, 16) != 0) {
+  if (::bind(impl_->fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(impl_->fd, 128) != 0) {
     int err = errno;
     ::close(impl_->fd);
     throw_error(ErrorKind::kIo, fmt::format("metrics server: cannot listen on {}:{}: {} (port in use? pick another with --listen)",
