@@ -1,5 +1,8 @@
 // `trainscope infer`: inference scenarios (single-stream, offline, server) on a checkpoint from
 // `trainscope run`, a TorchScript file, or fresh weights, on each device asked for.
+#include <csignal>
+#include <atomic>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -268,8 +271,23 @@ void run_infer(const InferFlags& f, int& exit_status) {
 
   json runs = json::array();
   bool any_failed = false;
+  // Ctrl-C / SIGTERM: finish the measurement in progress (each is bounded by its time budget),
+  // keep it, print the table and exit 130; a second Ctrl-C exits at once.
+  static std::atomic<bool> stop{false};
+  stop = false;
+  auto on_signal = +[](int) {
+    if (stop.exchange(true)) _exit(kExitInterrupted);
+    static const char kMsg[] = "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again "
+                               "to exit at once)\n";
+    ssize_t ignored = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+    (void)ignored;
+  };
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   for (auto& s : subjects) {
+    if (stop) break;
     for (const auto& dev : devices) {
+      if (stop) break;
       json r = s.info;
       r["label"] = s.label;
       r["weights"] = s.weights;
@@ -316,6 +334,12 @@ void run_infer(const InferFlags& f, int& exit_status) {
     fmt::print(stderr, "trainscope: some measurements failed; see the table and {}\n", out_path);
     exit_status = kExitRunFailed;
   }
+  if (stop) {
+    fmt::print(stderr, "trainscope: interrupted; the {} measurement(s) finished are in {}\n", runs.size(), out_path);
+    exit_status = kExitInterrupted;
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 }  // namespace
