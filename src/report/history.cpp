@@ -229,7 +229,12 @@ int64_t HistoryDb::run_started(int64_t matrix_id, const RunRecord& r) {
 }
 
 void HistoryDb::run_finished(int64_t matrix_id, const RunRecord& r) {
-  run_started(matrix_id, r);  // makes sure the row exists (a run whose start was not seen)
+  {
+    // Make sure the row exists (a run whose start was not seen) without moving its start time.
+    Stmt q(db_, "SELECT id FROM runs WHERE matrix_id=? AND run_id=?", path_);
+    q.bind(1, matrix_id).bind(2, r.run_id);
+    if (!q.step()) run_started(matrix_id, r);
+  }
   Stmt s(db_,
          "UPDATE runs SET status=?, finished_utc=?, steady_samples_per_s=?, test_accuracy_pct=?, record_json=? "
          "WHERE matrix_id=? AND run_id=?",
