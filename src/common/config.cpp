@@ -60,6 +60,14 @@ std::vector<T> get_list(const toml::node& node, const std::string& file, const s
 // tests/fuzz), so they are rejected here first, with the line number.
 void reject_non_ascii_outside_strings(std::string_view text, const std::string& name) {
   enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
+  // toml++ also reaches undefined behaviour on a backslash followed by a non-ASCII character
+  // inside a string (found by fuzzing); TOML allows only ASCII escape letters there anyway.
+  auto bad_escape = [&](int at_line) {
+    throw_error(ErrorKind::kInvalidConfig,
+                fmt::format("{}:{}: invalid escape sequence in a string: a backslash must be followed by one of "
+                            "b t n f r \" \\ u U (write \\\\ for a backslash)",
+                            name, at_line));
+  };
   int line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -82,14 +90,20 @@ void reject_non_ascii_outside_strings(std::string_view text, const std::string& 
         if (c == '\n') st = kCode;
         break;
       case kBasic:
-        if (c == '\\') ++i;
+        if (c == '\\') {
+          if (i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80) bad_escape(line);
+          ++i;
+        }
         else if (c == '"' || c == '\n') st = kCode;
         break;
       case kLiteral:
         if (c == '\'' || c == '\n') st = kCode;
         break;
       case kMlBasic:
-        if (c == '\\') ++i;
+        if (c == '\\') {
+          if (i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80) bad_escape(line);
+          ++i;
+        }
         else if (starts(R"(""")")) st = kCode, i += 2;
         break;
       case kMlLiteral:

@@ -1,5 +1,6 @@
 #include "telemetry/proc_parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -123,7 +124,8 @@ std::optional<double> cpu_util_pct(const CpuJiffies& a, const CpuJiffies& b) {
   if (b.total <= a.total || b.busy < a.busy) return std::nullopt;
   uint64_t dt = b.total - a.total, db = b.busy - a.busy;
   if (db > dt) return std::nullopt;
-  return 100.0 * static_cast<double>(db) / static_cast<double>(dt);
+  // 100 * db / dt can round to 100 + 1 ulp when db == dt (found by fuzzing): clamp.
+  return std::min(100.0, 100.0 * static_cast<double>(db) / static_cast<double>(dt));
 }
 
 }  // namespace trainscope::telemetry

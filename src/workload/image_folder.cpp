@@ -25,6 +25,12 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
   if (bytes.size() > (size_t{1} << 31))
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: image file larger than 2 GiB", name));
   int w = 0, h = 0, n = 0;
+  // Header first: refuse absurd dimensions before stb allocates for them (a 100-byte file can
+  // declare a 16384 x 16384 image; found by fuzzing).
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n) &&
+      static_cast<int64_t>(w) * h > int64_t{8192} * 8192)
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("{}: the image declares {}x{} pixels, more than the 8192x8192 trainscope decodes", name, w, h));
   stbi_uc* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n,
                                       static_cast<int>(channels));
   if (!px)

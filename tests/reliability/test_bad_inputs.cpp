@@ -554,6 +554,20 @@ std::vector<Row> rows() {
   t.push_back({"fuzz_toml_non_ascii_in_bare_key", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "\nrep\xEF\xBB\xAFwre = 2T\n"); }, K(ErrorKind::kInvalidConfig), ""});
 
+  // fuzz_toml_config (second run): a backslash followed by a non-ASCII character inside a
+  // multi-line string also reaches toml++'s TOML_UNREACHABLE; rejected by the pre-check.
+  t.push_back({"fuzz_toml_escape_non_ascii", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "[data]\nformat = \"\"\"\\\xC9\x97 x\"\"\"\n"); },
+               K(ErrorKind::kInvalidConfig), ""});
+  // fuzz_decode_image (second run): a ~100-byte PNG whose chunks make stb_image realloc 2 GiB.
+  t.push_back({"fuzz_png_huge_declared", [](D) { return std::string("huge.png"); },
+               [](D, S in) {
+                 auto b = read_file_bytes(std::string(TS_FIXTURES_DIR) + "/../fuzz/crashes/decode_image_png_huge_declared");
+                 decode_image(std::span<const uint8_t>(b).subspan(1), in, 8, 3);
+                 return std::string();
+               },
+               K(ErrorKind::kDataFormat), ""});
+
   // Checkpoint descriptions: read_checkpoint_description (src/infer/checkpoint.h) needs LibTorch,
   // so the malformed-description row lives with the inference tests, not in this torch-free table.
   return t;
