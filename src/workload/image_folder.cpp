@@ -24,6 +24,27 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
   if (bytes.empty()) throw_error(ErrorKind::kDataFormat, fmt::format("{}: empty image file", name));
   if (bytes.size() > (size_t{1} << 31))
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: image file larger than 2 GiB", name));
+  // PNG: every chunk's declared length must fit in the file. stb_image grows its buffer to a
+  // chunk's declared length before reading it, so a 100-byte file declaring a 1.4 GB chunk made
+  // it allocate 2 GiB (found by fuzzing). PNG spec: 8-byte signature, then chunks of
+  // length(4, big-endian) type(4) data(length) CRC(4).
+  static const uint8_t kPngSig[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  if (bytes.size() >= 8 && std::equal(kPngSig, kPngSig + 8, bytes.begin())) {
+    size_t off = 8;
+    while (off + 8 <= bytes.size()) {
+      uint64_t len = (uint64_t{bytes[off]} << 24) | (uint64_t{bytes[off + 1]} << 16) | (uint64_t{bytes[off + 2]} << 8) |
+                     uint64_t{bytes[off + 3]};
+      if (len > bytes.size() - off - 8)
+        throw_error(ErrorKind::kDataFormat,
+                    fmt::format("{}: at byte offset {}: PNG chunk declares {} bytes but only {} remain (truncated or "
+                                "corrupt PNG)",
+                                name, off, len, bytes.size() - off - 8));
+      bool iend = std::equal(bytes.begin() + static_cast<long>(off) + 4, bytes.begin() + static_cast<long>(off) + 8,
+                             "IEND");
+      off += 8 + len + 4;
+      if (iend) break;
+    }
+  }
   int w = 0, h = 0, n = 0;
   // Header first: refuse absurd dimensions before stb allocates for them (a 100-byte file can
   // declare a 16384 x 16384 image; found by fuzzing).

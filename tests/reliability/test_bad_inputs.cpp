@@ -411,7 +411,7 @@ std::vector<Row> rows() {
                  read_image_folder((d / "imgs").string(), 8, 1, nullptr);
                  return std::string();
                },
-               K(ErrorKind::kDataFormat), "cannot decode image"});
+               K(ErrorKind::kDataFormat), "truncated"});
   t.push_back({"image_empty_bytes", [](D) { return std::string("empty.jpg"); },
                [](D, S in) {
                  decode_image({}, in, 8, 3);
