@@ -69,6 +69,38 @@ void reject_non_ascii_outside_strings(std::string_view text, const std::string& 
                             name, at_line));
   };
   int line = 1;
+  // TOML files are UTF-8 and may not contain control characters other than tab, LF and CR
+  // (TOML 1.0 spec). Checked here because toml++'s own error path for them reaches undefined
+  // behaviour on some inputs (found by fuzzing).
+  {
+    int ln = 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+      auto u = static_cast<unsigned char>(text[i]);
+      if (u == '\n') ++ln;
+      if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7F)
+        throw_error(ErrorKind::kInvalidConfig,
+                    fmt::format("{}:{}: control character 0x{:02X}; TOML files may not contain control characters "
+                                "other than tab and newline",
+                                name, ln, u));
+      if (u >= 0x80) {  // a well-formed UTF-8 sequence (RFC 3629), no overlongs or surrogates
+        int n = u >= 0xF0 && u <= 0xF4 ? 3 : u >= 0xE0 && u <= 0xEF ? 2 : u >= 0xC2 && u <= 0xDF ? 1 : -1;
+        bool ok = n > 0 && i + static_cast<size_t>(n) < text.size();
+        for (int k = 1; ok && k <= n; ++k) ok = (static_cast<unsigned char>(text[i + static_cast<size_t>(k)]) & 0xC0) == 0x80;
+        if (ok && n == 2) {
+          auto b1 = static_cast<unsigned char>(text[i + 1]);
+          ok = !(u == 0xE0 && b1 < 0xA0) && !(u == 0xED && b1 >= 0xA0);
+        }
+        if (ok && n == 3) {
+          auto b1 = static_cast<unsigned char>(text[i + 1]);
+          ok = !(u == 0xF0 && b1 < 0x90) && !(u == 0xF4 && b1 >= 0x90);
+        }
+        if (!ok)
+          throw_error(ErrorKind::kInvalidConfig,
+                      fmt::format("{}:{}: invalid UTF-8 byte 0x{:02X}; save the file as UTF-8", name, ln, u));
+        i += static_cast<size_t>(n);
+      }
+    }
+  }
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     auto starts = [&](std::string_view s) { return text.substr(i, s.size()) == s; };

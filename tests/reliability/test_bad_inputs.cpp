@@ -559,6 +559,12 @@ std::vector<Row> rows() {
   t.push_back({"fuzz_toml_escape_non_ascii", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "[data]\nformat = \"\"\"\\\xC9\x97 x\"\"\"\n"); },
                K(ErrorKind::kInvalidConfig), ""});
+  // fuzz_toml_config (third run): a control character inside a string sends toml++'s error path
+  // into undefined behaviour; control characters and malformed UTF-8 are rejected first.
+  t.push_back({"fuzz_toml_control_char", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "models = \"ml\x12p\"\n"); }, K(ErrorKind::kInvalidConfig), ""});
+  t.push_back({"toml_invalid_utf8", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "# caf\xE9\nmodels = [\"mlp\"]\n"); }, K(ErrorKind::kInvalidConfig), ""});
   // fuzz_decode_image (second run): a ~100-byte PNG whose chunks make stb_image realloc 2 GiB.
   t.push_back({"fuzz_png_huge_declared", [](D) { return std::string("huge.png"); },
                [](D, S in) {
