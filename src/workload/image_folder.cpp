@@ -13,7 +13,6 @@
 #define STBI_FAILURE_USERMSG
 #define STBI_MAX_DIMENSIONS 16384
 #include <stb_image.h>
-#include <stb_image_resize.h>
 
 namespace trainscope {
 
@@ -58,17 +57,28 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
     throw_error(ErrorKind::kDataFormat,
                 fmt::format("{}: cannot decode image ({}); only PNG, JPEG and BMP are supported", name,
                             stbi_failure_reason() ? stbi_failure_reason() : "unknown reason"));
+  // Bilinear resize to size x size, HWC (stb) -> CHW (LibTorch convention). Our own code:
+  // stb_image_resize read out of bounds for some degenerate images (found by fuzzing).
   std::vector<uint8_t> out(static_cast<size_t>(size * size * channels));
-  std::vector<uint8_t> hwc(out.size());
-  int ok = stbir_resize_uint8(px, w, h, 0, hwc.data(), static_cast<int>(size), static_cast<int>(size), 0,
-                              static_cast<int>(channels));
+  const int64_t W = w, H = h, C = channels;
+  for (int64_t y = 0; y < size; ++y) {
+    double fy = std::clamp((static_cast<double>(y) + 0.5) * static_cast<double>(H) / static_cast<double>(size) - 0.5, 0.0,
+                           static_cast<double>(H - 1));
+    int64_t y0 = static_cast<int64_t>(fy), y1 = std::min(y0 + 1, H - 1);
+    double wy = fy - static_cast<double>(y0);
+    for (int64_t x = 0; x < size; ++x) {
+      double fx = std::clamp((static_cast<double>(x) + 0.5) * static_cast<double>(W) / static_cast<double>(size) - 0.5,
+                             0.0, static_cast<double>(W - 1));
+      int64_t x0 = static_cast<int64_t>(fx), x1 = std::min(x0 + 1, W - 1);
+      double wx = fx - static_cast<double>(x0);
+      for (int64_t c = 0; c < C; ++c) {
+        auto at = [&](int64_t yy, int64_t xx) { return static_cast<double>(px[(yy * W + xx) * C + c]); };
+        double v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x1)) + wy * ((1 - wx) * at(y1, x0) + wx * at(y1, x1));
+        out[static_cast<size_t>(c * size * size + y * size + x)] = static_cast<uint8_t>(std::clamp(v + 0.5, 0.0, 255.0));
+      }
+    }
+  }
   stbi_image_free(px);
-  if (!ok) throw_error(ErrorKind::kDataFormat, fmt::format("{}: cannot resize {}x{} image", name, w, h));
-  // HWC (stb) -> CHW (LibTorch convention).
-  for (int64_t y = 0; y < size; ++y)
-    for (int64_t x = 0; x < size; ++x)
-      for (int64_t c = 0; c < channels; ++c)
-        out[static_cast<size_t>(c * size * size + y * size + x)] = hwc[static_cast<size_t>((y * size + x) * channels + c)];
   return out;
 }
 
