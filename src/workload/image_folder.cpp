@@ -57,6 +57,10 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
     throw_error(ErrorKind::kDataFormat,
                 fmt::format("{}: cannot decode image ({}); only PNG, JPEG and BMP are supported", name,
                             stbi_failure_reason() ? stbi_failure_reason() : "unknown reason"));
+  if (w <= 0 || h <= 0) {
+    stbi_image_free(px);
+    throw_error(ErrorKind::kDataFormat, fmt::format("{}: the image has {}x{} pixels", name, w, h));
+  }
   // Bilinear resize to size x size, HWC (stb) -> CHW (LibTorch convention). Our own code:
   // stb_image_resize read out of bounds for some degenerate images (found by fuzzing).
   std::vector<uint8_t> out(static_cast<size_t>(size * size * channels));
