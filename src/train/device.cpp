@@ -96,4 +96,22 @@ std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_
   return std::make_unique<CpuPhaseClock>(capacity);
 }
 
+// The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
+// matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
+std::string telemetry_device(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
+  if (dev == "cpu") return "cpu";
+  int idx = torch::Device(dev).index();
+  if (idx >= 0 && static_cast<size_t>(idx) < p.gpus.size()) {
+    auto want = p.gpus[static_cast<size_t>(idx)].pci_bus_id;
+    auto norm = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+      auto c = s.find(':');  // drop the PCI domain: "0000:19:00.0" and "00000000:19:00.0" match
+      return c == std::string::npos ? s : s.substr(c + 1);
+    };
+    for (const auto& g : gpus)
+      if (!want.empty() && norm(g.pci_bus_id) == norm(want)) return fmt::format("gpu{}", g.nvml_index);
+  }
+  return "";
+}
+
 }  // namespace trainscope

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainscope/provenance.h"
+#include "trainscope/telemetry.h"
 
 namespace trainscope {
 
@@ -22,6 +23,11 @@ std::vector<std::string> visible_devices();
 std::vector<std::string> resolve_devices(const std::vector<std::string>& requested, std::string* notice);
 
 std::string device_display_name(const std::string& device, const std::string& cpu_model);
+
+/// The telemetry device key ("cpu", "gpuN" with N the NVML index) of a training device,
+/// matched through the PCI bus id since CUDA and NVML may number GPUs differently; "" when
+/// NVML reports no GPU with that bus id.
+std::string telemetry_device(const std::string& device, const Provenance& p, const std::vector<GpuInfo>& gpus);
 
 /// Adds LibTorch / CUDA / GPU fields to a host provenance.
 void add_torch_provenance(Provenance& p);

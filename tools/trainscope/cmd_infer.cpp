@@ -75,21 +75,6 @@ std::optional<int64_t> training_threads(const std::string& checkpoint) {
 }
 
 // "cpu" or "gpuN" (NVML index) for a run device, matched by PCI bus id as the matrix does.
-std::string telemetry_key(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
-  if (dev == "cpu") return "cpu";
-  int idx = torch::Device(dev).index();
-  if (idx < 0 || static_cast<size_t>(idx) >= p.gpus.size()) return "";
-  auto norm = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), ::toupper);
-    auto c = s.find(':');
-    return c == std::string::npos ? s : s.substr(c + 1);
-  };
-  const auto& want = p.gpus[static_cast<size_t>(idx)].pci_bus_id;
-  for (const auto& g : gpus)
-    if (!want.empty() && norm(g.pci_bus_id) == norm(want)) return fmt::format("gpu{}", g.nvml_index);
-  return "";
-}
-
 DataConfig data_override(DataConfig d, const InferFlags& f) {
   if (!f.data.empty()) d.path = f.data;
   if (!f.data_format.empty()) d.format = f.data_format;
@@ -306,7 +291,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
         }
         auto pool = s.inputs.x.narrow(0, 0, std::min<int64_t>(s.inputs.x.size(0), kPoolSamples));
         r["inference"] = measure_inference(*s.model, d, pool, opt, sampler.get(),
-                                           sampler ? telemetry_key(dev, prov, gpus) : "",
+                                           sampler ? telemetry_device(dev, prov, gpus) : "",
                                            [](const std::string& line) { fmt::print("  {}\n", line); });
         s.model->to(torch::kCPU);
       } catch (const Error& e) {
