@@ -7,7 +7,7 @@
 #include <set>
 #include <string_view>
 #include <nlohmann/json.hpp>
-#include <toml++/toml.h>
+#include "toml_patched.h"
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"

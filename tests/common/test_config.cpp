@@ -122,3 +122,13 @@ TEST(Config, PresetInFileIsOverriddenByTheFilesOtherKeys) {
   EXPECT_EQ(m.batch_sizes, std::vector<int64_t>{64});
   EXPECT_EQ(m.train.epochs, 20);  // from the preset
 }
+
+// A valid TOML file that Debian's toml++ 3.3 parsed with undefined behaviour (toml++ issue #190;
+// see src/common/toml_patched.h): a line-ending backslash in a multi-line string followed by a
+// non-ASCII letter from U+00A1..U+0499 or U+FB26..U+FEFE. It must load, with the right value.
+TEST(Config, NonAsciiAfterLineEndingBackslashLoads) {
+  MatrixConfig m;
+  auto p = write_tmp("line_end_backslash.toml", "[data]\npath = \"\"\"/data/\\\n    \xC3\xA9t\xC3\xA9/\xEF\xBB\xB7\"\"\"\n");
+  ASSERT_NO_THROW(load_toml_config(p, m));
+  EXPECT_EQ(m.data.path, "/data/\xC3\xA9t\xC3\xA9/\xEF\xBB\xB7");
+}

@@ -563,6 +563,11 @@ std::vector<Row> rows() {
   // into undefined behaviour; control characters and malformed UTF-8 are rejected first.
   t.push_back({"fuzz_toml_control_char", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "models = \"ml\x12p\"\n"); }, K(ErrorKind::kInvalidConfig), ""});
+  // fuzz_toml_config (fourth run): a non-ASCII letter after a malformed value, which toml++ scans
+  // as a possible value terminator: TOML_UNREACHABLE in toml++ 3.3 (issue #190/#295), fixed by
+  // src/common/toml_patched.h. Now an ordinary syntax error.
+  t.push_back({"fuzz_toml_u_fef7_after_bad_value", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "badch_ =5555m'\xEF\xBB\xB7" "c.l"); }, K(ErrorKind::kInvalidConfig), ""});
   t.push_back({"toml_invalid_utf8", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "# caf\xE9\nmodels = [\"mlp\"]\n"); }, K(ErrorKind::kInvalidConfig), ""});
   // fuzz_decode_image (second run): a ~100-byte PNG whose chunks make stb_image realloc 2 GiB.
