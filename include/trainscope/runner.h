@@ -17,12 +17,12 @@ namespace trainscope {
 class MatrixObserver {
  public:
   virtual ~MatrixObserver() = default;
-  virtual void on_matrix_start(const std::string& run_dir, const Provenance& p, size_t planned_runs) {}
-  virtual void on_run_start(const RunRecord& r) {}
-  virtual void on_run_end(const RunRecord& r) {}
+  virtual void on_matrix_start(const std::string& /*run_dir*/, const Provenance& /*p*/, size_t /*planned_runs*/) {}
+  virtual void on_run_start(const RunRecord& /*r*/) {}
+  virtual void on_run_end(const RunRecord& /*r*/) {}
   /// --resume: a run already measured as ok in the run folder, kept and not repeated.
-  virtual void on_run_skipped(const RunRecord& r) {}
-  virtual void on_notice(const std::string& message) {}
+  virtual void on_run_skipped(const RunRecord& /*r*/) {}
+  virtual void on_notice(const std::string& /*message*/) {}
 };
 
 struct MatrixResult {

@@ -55,7 +55,9 @@ class RaplSource final : public TelemetrySource {
       if (kind.empty()) continue;  // core/uncore/psys: inside the package or overlapping
       Domain d{z, kind, base + "/energy_uj", 0, std::nullopt, 0, 0};
       auto range = read_(base + "/max_energy_range_uj");
-      auto range_v = range.text ? parse_u64(*range.text) : std::nullopt;
+      uint64_t range_uj = 0;  // 0 = unreadable (a plain value: GCC 12 misreports the optional as uninitialised)
+      if (range.text)
+        if (auto v = parse_u64(*range.text)) range_uj = *v;
       auto energy = read_(d.energy_path);
       if (!energy.text) {
         std::string why = z + "/energy_uj: " + errno_text(energy.error);
@@ -65,11 +67,11 @@ class RaplSource final : public TelemetrySource {
         problems.push_back(why);
         continue;
       }
-      if (!range_v || *range_v == 0) {
+      if (range_uj == 0) {
         problems.push_back(z + "/max_energy_range_uj unreadable or zero: wrap-around could not be handled");
         continue;
       }
-      d.max_range_uj = *range_v;
+      d.max_range_uj = range_uj;
       domains_.push_back(std::move(d));
     }
     problems_ = problems;
