@@ -76,9 +76,8 @@ class HistoryObserver final : public MatrixObserver {
   void on_run_start(const RunRecord& r) override;
   void on_run_end(const RunRecord& r) override;
   void on_notice(const std::string& message) override;
-  // Forwarded only (a resumed run keeps its earlier row). Declared without `override` so this
-  // builds whether or not MatrixObserver has the hook.
-  void on_run_skipped(const RunRecord& r);
+  // Forwarded only (a resumed run keeps its earlier row).
+  void on_run_skipped(const RunRecord& r) override;
   bool ok() const { return db_ != nullptr; }
 
  private:
