@@ -36,12 +36,118 @@ void apply_preset(const std::string& name, MatrixConfig& m) {
 
 namespace {
 
+// Every configuration key, once: the TOML loader, matrix.json (--resume) and the unknown-key
+// messages all come from this list. `v(section, key, member)`; section "" is the top level.
+// Keys in kNotInFile are written to matrix.json but are not user settings in a TOML file.
+template <typename M, typename V>
+void for_each_field(M& m, V&& v) {
+  v("", "devices", m.devices);
+  v("", "models", m.models);
+  v("", "batch_sizes", m.batch_sizes);
+  v("", "repeats", m.repeats);
+  v("", "out_dir", m.out_dir);
+  v("", "run_name", m.run_name);
+  v("", "preset", m.preset);
+  v("", "progress", m.progress);
+  v("", "history_db", m.history_db);
+  auto& d = m.data;
+  v("data", "format", d.format);
+  v("data", "path", d.path);
+  v("data", "image_size", d.image_size);
+  v("data", "image_channels", d.image_channels);
+  v("data", "test_fraction", d.test_fraction);
+  v("data", "synthetic_train", d.synthetic_train);
+  v("data", "synthetic_test", d.synthetic_test);
+  v("data", "synthetic_channels", d.synthetic_channels);
+  v("data", "synthetic_size", d.synthetic_size);
+  v("data", "synthetic_classes", d.synthetic_classes);
+  v("data", "limit_train", d.limit_train);
+  v("data", "limit_test", d.limit_test);
+  auto& t = m.train;
+  v("train", "optimizer", t.optimizer);
+  v("train", "optimizer_impl", t.optimizer_impl);
+  v("train", "learning_rate", t.learning_rate);
+  v("train", "momentum", t.momentum);
+  v("train", "epochs", t.epochs);
+  v("train", "warmup_steps", t.warmup_steps);
+  v("train", "max_steps", t.max_steps);
+  v("train", "time_budget_s", t.time_budget_s);
+  v("train", "eval_batch_size", t.eval_batch_size);
+  v("train", "seed", t.seed);
+  v("train", "threads", t.threads);
+  v("train", "nan_check_interval", t.nan_check_interval);
+  v("train", "inject_nan_at_step", t.inject_nan_at_step);
+  auto& te = m.telemetry;
+  v("telemetry", "enabled", te.enabled);
+  v("telemetry", "interval_s", te.interval_s);
+  v("telemetry", "nvml_library", te.nvml_library);
+  v("telemetry", "proc_root", te.proc_root);
+  v("telemetry", "sys_root", te.sys_root);
+  auto& p = m.profile;
+  v("profile", "enabled", p.enabled);
+  v("profile", "skip_first", p.skip_first);
+  v("profile", "wait", p.wait);
+  v("profile", "warmup", p.warmup);
+  v("profile", "active", p.active);
+  v("profile", "repeat", p.repeat);
+  v("profile", "record_shapes", p.record_shapes);
+  v("profile", "profile_memory", p.profile_memory);
+  v("profile", "with_flops", p.with_flops);
+  v("profile", "trace_max_bytes", p.trace_max_bytes);
+  v("profile", "top_n", p.top_n);
+  auto& i = m.inference;
+  v("inference", "enabled", i.enabled);
+  v("inference", "single_stream_budget_s", i.single_stream_budget_s);
+  v("inference", "min_queries", i.min_queries);
+  v("inference", "offline_batch_sizes", i.offline_batch_sizes);
+  v("inference", "offline_budget_s", i.offline_budget_s);
+  v("inference", "server_qps", i.server_qps);
+  v("inference", "server_target_p99_ms", i.server_target_p99_ms);
+}
+
+// Testing hooks: kept in matrix.json so a resumed matrix behaves the same, not TOML keys.
+bool not_in_file(std::string_view section, std::string_view key) {
+  return section == "train" && key == "inject_nan_at_step";
+}
+
+std::string full_key(std::string_view section, std::string_view key) {
+  return section.empty() ? std::string(key) : fmt::format("{}.{}", section, key);
+}
+
+template <typename T>
+constexpr const char* toml_type_name() {
+  if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_same_v<T, double>) return "a number";
+  else if constexpr (std::is_integral_v<T>) return "an integer";
+  else return "a value";
+}
+
+const char* toml_node_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date or time";
+  }
+}
+
 template <typename T>
 T get_as(const toml::node& node, const std::string& file, const std::string& key) {
-  if (auto v = node.value<T>()) return *v;
+  if constexpr (std::is_same_v<T, uint64_t>) {  // seeds: toml++ integers are int64
+    auto v = node.value_exact<int64_t>();
+    if (v && *v >= 0) return static_cast<uint64_t>(*v);
+  } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+    if (auto v = node.value_exact<T>()) return *v;
+  } else {
+    if (auto v = node.value<T>()) return *v;  // double: an integer is accepted too (lr = 1)
+  }
   throw_error(ErrorKind::kInvalidConfig,
-              fmt::format("{}: key '{}' has the wrong type ({}); see README 'Configuration file'", file, key,
-                          node.type() == toml::node_type::string ? "string" : "not the expected type"));
+              fmt::format("{}: key '{}' must be {}{}, not {}; see README 'Configuration file'", file, key,
+                          toml_type_name<T>(), std::is_same_v<T, uint64_t> ? " >= 0" : "", toml_node_name(node)));
 }
 
 template <typename T>
@@ -53,6 +159,47 @@ std::vector<T> get_list(const toml::node& node, const std::string& file, const s
     out.push_back(get_as<T>(node, file, key));
   }
   return out;
+}
+
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+// Sets the member named section.key from a TOML node; false when no such key exists.
+bool set_from_toml(MatrixConfig& m, std::string_view section, std::string_view key, const toml::node& node,
+                   const std::string& file) {
+  if (not_in_file(section, key)) return false;
+  bool found = false;
+  for_each_field(m, [&](std::string_view s, std::string_view k, auto& member) {
+    if (found || s != section || k != key) return;
+    found = true;
+    using T = std::decay_t<decltype(member)>;
+    if constexpr (is_vector<T>::value) member = get_list<typename T::value_type>(node, file, full_key(s, k));
+    else member = get_as<T>(node, file, full_key(s, k));
+  });
+  return found;
+}
+
+std::string known_keys(std::string_view section) {
+  MatrixConfig m;
+  std::vector<std::string> keys;
+  std::vector<std::string> tables;
+  for_each_field(m, [&](std::string_view s, std::string_view k, auto&) {
+    if (not_in_file(s, k)) return;
+    if (s == section) keys.emplace_back(k);
+    else if (section.empty() && (tables.empty() || tables.back() != fmt::format("[{}]", s)))
+      tables.push_back(fmt::format("[{}]", s));
+  });
+  for (auto& t : tables) keys.push_back(t);
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
+
+bool is_section(std::string_view name) {
+  MatrixConfig m;
+  bool yes = false;
+  for_each_field(m, [&](std::string_view s, std::string_view, auto&) { yes = yes || (!s.empty() && s == name); });
+  return yes;
 }
 
 // TOML 1.0 allows non-ASCII characters only inside strings and comments. Debian's toml++ 3.3
@@ -176,70 +323,25 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
   // A preset is applied first wherever it stands (toml++ iterates keys in sorted order, not in
   // file order), so every other key of the file overrides it.
   if (auto* p = tbl.get("preset")) apply_preset_in_file(get_as<std::string>(*p, path, "preset"), m, path);
-  // Top-level keys and [data], [train] tables. Anything else is a typo we report.
+  // Top-level keys and the [data], [train], [telemetry], [profile], [inference] tables, all from
+  // for_each_field. Anything else is a typo we report, with the keys that exist.
   for (auto&& [k, node] : tbl) {
     std::string key(k.str());
-    if (key == "devices") m.devices = get_list<std::string>(node, path, key);
-    else if (key == "models") m.models = get_list<std::string>(node, path, key);
-    else if (key == "batch_sizes") m.batch_sizes = get_list<int64_t>(node, path, key);
-    else if (key == "repeats") m.repeats = get_as<int64_t>(node, path, key);
-    else if (key == "out_dir") m.out_dir = get_as<std::string>(node, path, key);
-    else if (key == "run_name") m.run_name = get_as<std::string>(node, path, key);
-    else if (key == "preset") {
-      // applied above, before the other keys
-    }
-    else if (key == "progress") m.progress = get_as<bool>(node, path, key);
-    else if (key == "history_db") m.history_db = get_as<std::string>(node, path, key);
-    else if (key == "data") {
+    if (key == "preset") continue;  // applied above, before the other keys
+    if (is_section(key)) {
       auto* t = node.as_table();
-      if (!t) throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: 'data' must be a table ([data])", path));
-      for (auto&& [dk, dn] : *t) {
-        std::string d(dk.str());
-        auto& D = m.data;
-        if (d == "format") D.format = get_as<std::string>(dn, path, "data." + d);
-        else if (d == "path") D.path = get_as<std::string>(dn, path, "data." + d);
-        else if (d == "image_size") D.image_size = get_as<int64_t>(dn, path, "data." + d);
-        else if (d == "image_channels") D.image_channels = get_as<int64_t>(dn, path, "data." + d);
-        else if (d == "test_fraction") D.test_fraction = get_as<double>(dn, path, "data." + d);
-        else if (d == "synthetic_train") D.synthetic_train = get_as<int64_t>(dn, path, "data." + d);
-        else if (d == "synthetic_test") D.synthetic_test = get_as<int64_t>(dn, path, "data." + d);
-        else if (d == "limit_train") D.limit_train = get_as<int64_t>(dn, path, "data." + d);
-        else if (d == "limit_test") D.limit_test = get_as<int64_t>(dn, path, "data." + d);
-        else
-          throw_error(ErrorKind::kInvalidConfig,
-                      fmt::format("{}: unknown key 'data.{}'; known: format, path, image_size, image_channels, "
-                                  "test_fraction, synthetic_train, synthetic_test, limit_train, limit_test",
-                                  path, d));
+      if (!t)
+        throw_error(ErrorKind::kInvalidConfig,
+                    fmt::format("{}: '{}' must be a table: write [{}] on its own line, then its keys", path, key, key));
+      for (auto&& [sk, sn] : *t) {
+        std::string sub(sk.str());
+        if (!set_from_toml(m, key, sub, sn, path))
+          throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: unknown key '{}.{}'; known in [{}]: {}", path, key,
+                                                             sub, key, known_keys(key)));
       }
-    } else if (key == "train") {
-      auto* t = node.as_table();
-      if (!t) throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: 'train' must be a table ([train])", path));
-      for (auto&& [tk, tn] : *t) {
-        std::string d(tk.str());
-        auto& T = m.train;
-        std::string full = "train." + d;
-        if (d == "optimizer") T.optimizer = get_as<std::string>(tn, path, full);
-        else if (d == "learning_rate") T.learning_rate = get_as<double>(tn, path, full);
-        else if (d == "momentum") T.momentum = get_as<double>(tn, path, full);
-        else if (d == "optimizer_impl") T.optimizer_impl = get_as<std::string>(tn, path, full);
-        else if (d == "epochs") T.epochs = get_as<int64_t>(tn, path, full);
-        else if (d == "warmup_steps") T.warmup_steps = get_as<int64_t>(tn, path, full);
-        else if (d == "max_steps") T.max_steps = get_as<int64_t>(tn, path, full);
-        else if (d == "time_budget_s") T.time_budget_s = get_as<double>(tn, path, full);
-        else if (d == "eval_batch_size") T.eval_batch_size = get_as<int64_t>(tn, path, full);
-        else if (d == "seed") T.seed = static_cast<uint64_t>(get_as<int64_t>(tn, path, full));
-        else if (d == "threads") T.threads = get_as<int64_t>(tn, path, full);
-        else
-          throw_error(ErrorKind::kInvalidConfig,
-                      fmt::format("{}: unknown key 'train.{}'; known: optimizer, learning_rate, momentum, epochs, "
-                                  "warmup_steps, max_steps, time_budget_s, eval_batch_size, seed, threads, optimizer_impl",
-                                  path, d));
-      }
-    } else {
+    } else if (!set_from_toml(m, "", key, node, path)) {
       throw_error(ErrorKind::kInvalidConfig,
-                  fmt::format("{}: unknown key '{}'; known top-level keys: devices, models, batch_sizes, repeats, "
-                              "out_dir, run_name, preset, progress, history_db, [data], [train]",
-                              path, key));
+                  fmt::format("{}: unknown key '{}'; known top-level keys: {}", path, key, known_keys("")));
     }
   }
 }
@@ -303,31 +405,29 @@ void validate(const MatrixConfig& m) {
     if (d.synthetic_size < 4 || d.synthetic_size > 256) bad("synthetic image size must be 4..256");
   }
   if (d.limit_train < 0 || d.limit_test < 0) bad("data limits must be >= 0 (0 = all)");
+  const auto& in = m.inference;
+  if (in.enabled) {  // checked before training, not when inference starts after it
+    if (!(in.single_stream_budget_s > 0 && in.single_stream_budget_s <= 3600))
+      bad(fmt::format("inference single_stream_budget_s {} must be in (0, 3600] s", in.single_stream_budget_s));
+    if (in.min_queries < 1 || in.min_queries > 10'000'000)
+      bad(fmt::format("inference min_queries {} must be 1..10000000", in.min_queries));
+    if (!(in.offline_budget_s > 0 && in.offline_budget_s <= 3600))
+      bad(fmt::format("inference offline_budget_s {} must be in (0, 3600] s", in.offline_budget_s));
+    for (auto b : in.offline_batch_sizes)
+      if (b < 1 || b > (1 << 20))
+        bad(fmt::format("inference offline batch size {} is out of range; use 1..1048576, e.g. [1, 64, 256]", b));
+    if (!(in.server_qps >= 0)) bad(fmt::format("inference server_qps {} must be >= 0 (0 = no server scenario)", in.server_qps));
+    if (!(in.server_target_p99_ms > 0))
+      bad(fmt::format("inference server_target_p99_ms {} must be > 0 ms", in.server_target_p99_ms));
+  }
 }
 
 std::string matrix_config_to_json(const MatrixConfig& m) {
-  using nlohmann::json;
-  const auto& d = m.data;
-  const auto& t = m.train;
-  json j = {{"devices", m.devices}, {"models", m.models}, {"batch_sizes", m.batch_sizes}, {"repeats", m.repeats},
-            {"out_dir", m.out_dir}, {"run_name", m.run_name}, {"preset", m.preset},
-            {"data", {{"format", d.format}, {"path", d.path}, {"image_size", d.image_size},
-                      {"image_channels", d.image_channels}, {"test_fraction", d.test_fraction},
-                      {"synthetic_train", d.synthetic_train}, {"synthetic_test", d.synthetic_test},
-                      {"synthetic_channels", d.synthetic_channels}, {"synthetic_size", d.synthetic_size},
-                      {"synthetic_classes", d.synthetic_classes}, {"limit_train", d.limit_train},
-                      {"limit_test", d.limit_test}}},
-            {"train", {{"optimizer", t.optimizer}, {"optimizer_impl", t.optimizer_impl},
-                       {"learning_rate", t.learning_rate}, {"momentum", t.momentum}, {"epochs", t.epochs},
-                       {"warmup_steps", t.warmup_steps}, {"max_steps", t.max_steps},
-                       {"time_budget_s", t.time_budget_s}, {"eval_batch_size", t.eval_batch_size},
-                       {"seed", t.seed}, {"threads", t.threads}, {"nan_check_interval", t.nan_check_interval},
-                       {"inject_nan_at_step", t.inject_nan_at_step}}},
-            {"telemetry", {{"enabled", m.telemetry.enabled}, {"interval_s", m.telemetry.interval_s},
-                           {"nvml_library", m.telemetry.nvml_library}}},
-            {"profile", {{"enabled", m.profile.enabled}}},
-            {"inference", {{"enabled", m.inference.enabled}}},
-            {"history_db", m.history_db}};
+  nlohmann::json j = nlohmann::json::object();
+  for_each_field(m, [&](std::string_view s, std::string_view k, const auto& member) {
+    if (s.empty()) j[std::string(k)] = member;
+    else j[std::string(s)][std::string(k)] = member;
+  });
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -342,58 +442,26 @@ MatrixConfig matrix_config_from_json(const std::string& text, const std::string&
                                                        "`trainscope run` wrote into the run folder",
                                                        source, e.what()));
   }
-  try {
-    m.devices = j.value("devices", m.devices);
-    m.models = j.value("models", m.models);
-    m.batch_sizes = j.value("batch_sizes", m.batch_sizes);
-    m.repeats = j.value("repeats", m.repeats);
-    m.out_dir = j.value("out_dir", m.out_dir);
-    m.run_name = j.value("run_name", m.run_name);
-    m.preset = j.value("preset", m.preset);
-    m.history_db = j.value("history_db", m.history_db);
-    if (j.contains("data")) {
-      const auto& d = j["data"];
-      auto& D = m.data;
-      D.format = d.value("format", D.format);
-      D.path = d.value("path", D.path);
-      D.image_size = d.value("image_size", D.image_size);
-      D.image_channels = d.value("image_channels", D.image_channels);
-      D.test_fraction = d.value("test_fraction", D.test_fraction);
-      D.synthetic_train = d.value("synthetic_train", D.synthetic_train);
-      D.synthetic_test = d.value("synthetic_test", D.synthetic_test);
-      D.synthetic_channels = d.value("synthetic_channels", D.synthetic_channels);
-      D.synthetic_size = d.value("synthetic_size", D.synthetic_size);
-      D.synthetic_classes = d.value("synthetic_classes", D.synthetic_classes);
-      D.limit_train = d.value("limit_train", D.limit_train);
-      D.limit_test = d.value("limit_test", D.limit_test);
+  if (!j.is_object())
+    throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: not a JSON object; it should be the matrix.json that "
+                                                       "`trainscope run` wrote into the run folder",
+                                                       source));
+  for_each_field(m, [&](std::string_view s, std::string_view k, auto& member) {
+    const json* obj = &j;
+    if (!s.empty()) {
+      auto it = j.find(std::string(s));
+      if (it == j.end() || !it->is_object()) return;  // missing: keep the defaults
+      obj = &*it;
     }
-    if (j.contains("train")) {
-      const auto& t = j["train"];
-      auto& T = m.train;
-      T.optimizer = t.value("optimizer", T.optimizer);
-      T.optimizer_impl = t.value("optimizer_impl", T.optimizer_impl);
-      T.learning_rate = t.value("learning_rate", T.learning_rate);
-      T.momentum = t.value("momentum", T.momentum);
-      T.epochs = t.value("epochs", T.epochs);
-      T.warmup_steps = t.value("warmup_steps", T.warmup_steps);
-      T.max_steps = t.value("max_steps", T.max_steps);
-      T.time_budget_s = t.value("time_budget_s", T.time_budget_s);
-      T.eval_batch_size = t.value("eval_batch_size", T.eval_batch_size);
-      T.seed = t.value("seed", T.seed);
-      T.threads = t.value("threads", T.threads);
-      T.nan_check_interval = t.value("nan_check_interval", T.nan_check_interval);
-      T.inject_nan_at_step = t.value("inject_nan_at_step", T.inject_nan_at_step);
+    auto it = obj->find(std::string(k));
+    if (it == obj->end()) return;
+    try {
+      it->get_to(member);
+    } catch (const json::exception& e) {
+      throw_error(ErrorKind::kInvalidConfig,
+                  fmt::format("{}: field '{}' has the wrong type ({})", source, full_key(s, k), e.what()));
     }
-    if (j.contains("telemetry")) {
-      m.telemetry.enabled = j["telemetry"].value("enabled", m.telemetry.enabled);
-      m.telemetry.interval_s = j["telemetry"].value("interval_s", m.telemetry.interval_s);
-      m.telemetry.nvml_library = j["telemetry"].value("nvml_library", m.telemetry.nvml_library);
-    }
-    if (j.contains("profile")) m.profile.enabled = j["profile"].value("enabled", m.profile.enabled);
-    if (j.contains("inference")) m.inference.enabled = j["inference"].value("enabled", m.inference.enabled);
-  } catch (const json::exception& e) {
-    throw_error(ErrorKind::kInvalidConfig, fmt::format("{}: a field has the wrong type ({})", source, e.what()));
-  }
+  });
   return m;
 }
 

@@ -132,3 +132,155 @@ TEST(Config, NonAsciiAfterLineEndingBackslashLoads) {
   ASSERT_NO_THROW(load_toml_config(p, m));
   EXPECT_EQ(m.data.path, "/data/\xC3\xA9t\xC3\xA9/\xEF\xBB\xB7");
 }
+
+namespace {
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+// The sections every run flag maps to are settable from a file too (README "Configuration file").
+TEST(Config, TelemetryProfileAndInferenceTablesLoad) {
+  MatrixConfig m;
+  auto p = write_tmp("sections.toml", R"(
+[telemetry]
+enabled = false
+interval_s = 0.05
+nvml_library = "/opt/nvidia/libnvidia-ml.so.1"
+[profile]
+active = 12
+skip_first = 3
+record_shapes = true
+profile_memory = false
+top_n = 4
+[inference]
+enabled = true
+offline_batch_sizes = [1, 32]
+server_qps = 250.0
+server_target_p99_ms = 5
+)");
+  load_toml_config(p, m);
+  EXPECT_FALSE(m.telemetry.enabled);
+  EXPECT_DOUBLE_EQ(m.telemetry.interval_s, 0.05);
+  EXPECT_EQ(m.telemetry.nvml_library, "/opt/nvidia/libnvidia-ml.so.1");
+  EXPECT_EQ(m.profile.active, 12);
+  EXPECT_EQ(m.profile.skip_first, 3);
+  EXPECT_TRUE(m.profile.record_shapes);
+  EXPECT_FALSE(m.profile.profile_memory);
+  EXPECT_EQ(m.profile.top_n, 4);
+  EXPECT_EQ(m.inference.offline_batch_sizes, (std::vector<int64_t>{1, 32}));
+  EXPECT_DOUBLE_EQ(m.inference.server_qps, 250.0);
+  EXPECT_DOUBLE_EQ(m.inference.server_target_p99_ms, 5.0);  // an integer is accepted for a number
+  EXPECT_NO_THROW(validate(m));
+}
+
+TEST(Config, UnknownKeyInATableListsThatTablesKeys) {
+  MatrixConfig m;
+  auto msg = what_of([&] { load_toml_config(write_tmp("prof_typo.toml", "[profile]\nsteps = 10\n"), m); });
+  EXPECT_NE(msg.find("unknown key 'profile.steps'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("active"), std::string::npos) << msg;   // the key the user meant
+  EXPECT_EQ(msg.find("optimizer"), std::string::npos) << msg;  // not other tables' keys
+  auto top = what_of([&] { load_toml_config(write_tmp("top_typo.toml", "model = [\"mlp\"]\n"), m); });
+  EXPECT_NE(top.find("models"), std::string::npos) << top;
+  EXPECT_NE(top.find("[inference]"), std::string::npos) << top;
+  // A testing hook is not a file key.
+  EXPECT_EQ(kind_of([&] { load_toml_config(write_tmp("hook.toml", "[train]\ninject_nan_at_step = 3\n"), m); }),
+            ErrorKind::kInvalidConfig);
+  // A table given as a value.
+  auto tab = what_of([&] { load_toml_config(write_tmp("tab.toml", "profile = 5\n"), m); });
+  EXPECT_NE(tab.find("'profile' must be a table"), std::string::npos) << tab;
+}
+
+TEST(Config, WrongTypeNamesTheExpectedType) {
+  MatrixConfig m;
+  auto msg = what_of([&] { load_toml_config(write_tmp("float_epochs.toml", "[train]\nepochs = 2.5\n"), m); });
+  EXPECT_NE(msg.find("'train.epochs' must be an integer, not a float"), std::string::npos) << msg;
+  auto seed = what_of([&] { load_toml_config(write_tmp("neg_seed.toml", "[train]\nseed = -1\n"), m); });
+  EXPECT_NE(seed.find("'train.seed' must be an integer >= 0"), std::string::npos) << seed;
+  auto flag = what_of([&] { load_toml_config(write_tmp("str_bool.toml", "[profile]\nenabled = \"yes\"\n"), m); });
+  EXPECT_NE(flag.find("must be true or false, not a string"), std::string::npos) << flag;
+}
+
+// matrix.json keeps every setting, so `run --resume` repeats the matrix exactly as it was asked for.
+TEST(Config, MatrixJsonRoundTripsEverySetting) {
+  MatrixConfig a;
+  a.devices = {"cpu", "cuda:1"};
+  a.models = {"resnet18"};
+  a.batch_sizes = {32};
+  a.repeats = 3;
+  a.run_name = "r1";
+  a.progress = false;
+  a.data.format = "folder";
+  a.data.image_size = 48;
+  a.data.test_fraction = 0.25;
+  a.train.seed = 7;
+  a.train.inject_nan_at_step = 5;
+  a.train.nan_check_interval = 3;
+  a.telemetry.interval_s = 0.02;
+  a.telemetry.sys_root = "/tmp/sys";
+  a.profile.active = 9;
+  a.profile.with_flops = true;
+  a.profile.trace_max_bytes = 4096;
+  a.inference.offline_batch_sizes = {8};
+  a.inference.server_qps = 100;
+  a.inference.min_queries = 50;
+  auto text = matrix_config_to_json(a);
+  MatrixConfig b = matrix_config_from_json(text, "matrix.json");
+  EXPECT_EQ(matrix_config_to_json(b), text);
+  EXPECT_EQ(b.profile.active, 9);
+  EXPECT_TRUE(b.profile.with_flops);
+  EXPECT_EQ(b.inference.offline_batch_sizes, std::vector<int64_t>{8});
+  EXPECT_EQ(b.train.inject_nan_at_step, 5);
+  EXPECT_EQ(b.telemetry.sys_root, "/tmp/sys");
+  EXPECT_FALSE(b.progress);
+  // Missing keys keep their defaults; a wrong type names the field.
+  MatrixConfig d = matrix_config_from_json(R"({"repeats": 2, "profile": {"active": 4}})", "m.json");
+  EXPECT_EQ(d.repeats, 2);
+  EXPECT_EQ(d.profile.active, 4);
+  EXPECT_EQ(d.profile.warmup, MatrixConfig{}.profile.warmup);
+  auto msg = what_of([] { matrix_config_from_json(R"({"train": {"epochs": "many"}})", "m.json"); });
+  EXPECT_NE(msg.find("train.epochs"), std::string::npos) << msg;
+  EXPECT_EQ(kind_of([] { matrix_config_from_json("[1, 2]", "m.json"); }), ErrorKind::kInvalidConfig);
+}
+
+TEST(Config, ValidateRejectsBadInferenceSettingsBeforeTraining) {
+  auto bad = [](auto mutate) {
+    MatrixConfig m;
+    mutate(m);
+    return kind_of([&] { validate(m); });
+  };
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.offline_batch_sizes = {0}; }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = -1; }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.min_queries = 0; }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_target_p99_ms = 0; }), ErrorKind::kInvalidArgument);
+  // Not checked when inference is off.
+  EXPECT_EQ(bad([](MatrixConfig& m) {
+              m.inference.enabled = false;
+              m.inference.offline_batch_sizes = {0};
+            }),
+            ErrorKind::kInternal);
+}
+
+// README's configuration example is a real configuration: every key it shows exists.
+TEST(Config, ReadmeExampleLoads) {
+  std::ifstream in(std::string(TS_FIXTURES_DIR) + "/../../README.md");
+  ASSERT_TRUE(in) << "README.md not found next to tests/";
+  std::string line, block;
+  bool inside = false, done = false;
+  while (!done && std::getline(in, line)) {
+    if (!inside && line == "```toml") inside = true;
+    else if (inside && line == "```") done = true;
+    else if (inside) block += line + "\n";
+  }
+  ASSERT_TRUE(done) << "no ```toml block in README.md";
+  MatrixConfig m;
+  ASSERT_NO_THROW(load_toml_config(write_tmp("readme.toml", block), m)) << block;
+  EXPECT_NO_THROW(validate(m));
+  EXPECT_EQ(m.train.epochs, 20);
+  EXPECT_EQ(m.inference.offline_batch_sizes, (std::vector<int64_t>{1, 64, 256}));
+}
