@@ -197,11 +197,11 @@ std::vector<Row> rows() {
   toml_row("toml_unknown_train_key", "[train]\noptimiser = \"adam\"\n", "train.optimiser", ErrorKind::kInvalidConfig,
            "bad.toml");
   toml_row("toml_unknown_data_key", "[data]\nfromat = \"idx\"\n", "data.fromat", ErrorKind::kInvalidConfig, "bad.toml");
-  toml_row("toml_wrong_type_string_for_int", "repeats = \"two\"\n", "repeats", ErrorKind::kInvalidConfig, "wrong type");
+  toml_row("toml_wrong_type_string_for_int", "repeats = \"two\"\n", "repeats", ErrorKind::kInvalidConfig, "must be an integer, not a string");
   toml_row("toml_wrong_type_in_list", "batch_sizes = [64, \"128\"]\n", "batch_sizes", ErrorKind::kInvalidConfig,
-           "wrong type");
+           "must be an integer, not a string");
   toml_row("toml_wrong_type_float_for_int", "[train]\nepochs = 2.5\n", "train.epochs", ErrorKind::kInvalidConfig,
-           "wrong type");
+           "must be an integer, not a float");
   toml_row("toml_data_not_a_table", "data = 3\n", "data", ErrorKind::kInvalidConfig, "table");
   toml_row("toml_syntax_error_unclosed_array", "models = [\"mlp\", \n", "bad.toml", ErrorKind::kInvalidConfig,
            "syntax error");
