@@ -77,7 +77,7 @@ Mapped map_metric(std::string m) {
   std::string unit;
   for (const auto& u : kUnits)
     if (ends_with(m, u.suffix)) {
-      m.resize(m.size() - std::strlen(u.suffix));
+      m = m.substr(0, m.size() - std::strlen(u.suffix));  // not resize(): GCC 13 -Wrestrict false positive
       unit = u.prom;
       out.scale = u.scale;
       out.type = u.type;

@@ -13,7 +13,7 @@ namespace trainscope {
 std::vector<std::string> visible_devices() {
   std::vector<std::string> d = {"cpu"};
   if (torch::cuda::is_available())
-    for (size_t i = 0; i < torch::cuda::device_count(); ++i) d.push_back(fmt::format("cuda:{}", i));
+    for (size_t i = 0; i < static_cast<size_t>(torch::cuda::device_count()); ++i) d.push_back(fmt::format("cuda:{}", i));
   return d;
 }
 

@@ -26,7 +26,7 @@ void add_torch_provenance(Provenance& p) {
   if (cudaDriverGetVersion(&drv) == cudaSuccess && p.gpu_driver.empty())
     p.gpu_driver = fmt::format("CUDA driver API {}.{}", drv / 1000, (drv % 1000) / 10);
   if (!torch::cuda::is_available()) return;
-  for (size_t i = 0; i < torch::cuda::device_count(); ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(torch::cuda::device_count()); ++i) {
     auto* prop = at::cuda::getDeviceProperties(static_cast<int>(i));
     GpuDescription g;
     g.name = prop->name;
