@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -455,12 +456,31 @@ MatrixConfig matrix_config_from_json(const std::string& text, const std::string&
     }
     auto it = obj->find(std::string(k));
     if (it == obj->end()) return;
-    try {
-      it->get_to(member);
-    } catch (const json::exception& e) {
-      throw_error(ErrorKind::kInvalidConfig,
-                  fmt::format("{}: field '{}' has the wrong type ({})", source, full_key(s, k), e.what()));
+    // Types are checked before converting: nlohmann casts a float to an integer member without a
+    // range check (undefined behaviour for 1e30), so a float where an integer belongs is an error.
+    auto fits = [](const json& v, const auto& like) {
+      using T = std::decay_t<decltype(like)>;
+      if constexpr (std::is_same_v<T, std::string>) return v.is_string();
+      else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
+      else if constexpr (std::is_same_v<T, double>) return v.is_number();
+      else if constexpr (std::is_unsigned_v<T>) return v.is_number_unsigned();
+      else return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+    };
+    bool ok;
+    using T = std::decay_t<decltype(member)>;
+    if constexpr (is_vector<T>::value) {
+      ok = it->is_array();
+      if (ok)
+        for (const auto& el : *it) ok = ok && fits(el, typename T::value_type{});
+    } else {
+      ok = fits(*it, T{});
     }
+    if (!ok)
+      throw_error(ErrorKind::kInvalidConfig,
+                  fmt::format("{}: field '{}' has the wrong type ({}: {}); it should be the matrix.json that "
+                              "`trainscope run` wrote (delete the field to use the default)",
+                              source, full_key(s, k), it->type_name(), it->dump().substr(0, 40)));
+    it->get_to(member);
   });
   return m;
 }

@@ -200,6 +200,11 @@ TEST(Config, WrongTypeNamesTheExpectedType) {
   MatrixConfig m;
   auto msg = what_of([&] { load_toml_config(write_tmp("float_epochs.toml", "[train]\nepochs = 2.5\n"), m); });
   EXPECT_NE(msg.find("'train.epochs' must be an integer, not a float"), std::string::npos) << msg;
+  // fuzz_toml_config: toml++ converted this float to int64 with undefined behaviour.
+  auto huge = what_of([&] {
+    load_toml_config(write_tmp("huge_float.toml", "[data]\nimage_size = 8888888888888888888881.2\n"), m);
+  });
+  EXPECT_NE(huge.find("'data.image_size' must be an integer, not a float"), std::string::npos) << huge;
   auto seed = what_of([&] { load_toml_config(write_tmp("neg_seed.toml", "[train]\nseed = -1\n"), m); });
   EXPECT_NE(seed.find("'train.seed' must be an integer >= 0"), std::string::npos) << seed;
   auto flag = what_of([&] { load_toml_config(write_tmp("str_bool.toml", "[profile]\nenabled = \"yes\"\n"), m); });
@@ -246,6 +251,16 @@ TEST(Config, MatrixJsonRoundTripsEverySetting) {
   auto msg = what_of([] { matrix_config_from_json(R"({"train": {"epochs": "many"}})", "m.json"); });
   EXPECT_NE(msg.find("train.epochs"), std::string::npos) << msg;
   EXPECT_EQ(kind_of([] { matrix_config_from_json("[1, 2]", "m.json"); }), ErrorKind::kInvalidConfig);
+  // Floats and negatives where integers belong are errors, not casts (1e30 does not fit an int64).
+  EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"data": {"image_size": 8.8e21}})", "m.json"); }),
+            ErrorKind::kInvalidConfig);
+  EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"train": {"seed": -1}})", "m.json"); }),
+            ErrorKind::kInvalidConfig);
+  EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"batch_sizes": [64, 1.5]})", "m.json"); }),
+            ErrorKind::kInvalidConfig);
+  EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"repeats": 18446744073709551615})", "m.json"); }),
+            ErrorKind::kInvalidConfig);
+  EXPECT_DOUBLE_EQ(matrix_config_from_json(R"({"train": {"learning_rate": 1}})", "m.json").train.learning_rate, 1.0);
 }
 
 TEST(Config, ValidateRejectsBadInferenceSettingsBeforeTraining) {
