@@ -568,6 +568,11 @@ std::vector<Row> rows() {
   // src/common/toml_patched.h. Now an ordinary syntax error.
   t.push_back({"fuzz_toml_u_fef7_after_bad_value", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "badch_ =5555m'\xEF\xBB\xB7" "c.l"); }, K(ErrorKind::kInvalidConfig), ""});
+  // fuzz_toml_config (fifth run): a float too large for int64 where an integer belongs; toml++'s
+  // value<int64_t>() converted it with undefined behaviour. Integers are now read exactly.
+  t.push_back({"fuzz_toml_huge_float_for_integer", [](D) { return std::string("bad.toml"); },
+               [](D d, S) { return load_toml(d, "[data]\nformat = \"fole\"\nimage_size = 8888888888888888888881.2\n"); },
+               K(ErrorKind::kInvalidConfig), "must be an integer, not a float"});
   t.push_back({"toml_invalid_utf8", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "# caf\xE9\nmodels = [\"mlp\"]\n"); }, K(ErrorKind::kInvalidConfig), ""});
   // fuzz_decode_image (second run): a ~100-byte PNG whose chunks make stb_image realloc 2 GiB.
