@@ -49,7 +49,7 @@ for t in "${TARGETS[@]}"; do
   fi
   cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$done_line")
   ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$done_line")
-  eps=$(sed -nE 's/.* ([0-9]+) exec\/s.*/\1/p' <<<"$done_line")
+  eps=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$done_line")
   summary+=("| $t | ${SECONDS_PER_TARGET} | ${execs:-?} | ${cov:-?} | ${ft:-?} | ${eps:-?} | $([[ $rc -eq 0 ]] && echo none || echo "rc=$rc") |")
 done
 echo
