@@ -104,8 +104,9 @@ void apply_preset(const std::string& name, MatrixConfig& m);
 
 /// Loads a TOML configuration file into `m` (keys documented in README "Configuration file").
 /// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
-/// file, the key and the fix.
-void load_toml_config(const std::string& path, MatrixConfig& m);
+/// file, the key and the fix. The file's `preset` is applied before its other keys; a
+/// non-empty `preset_override` (the --preset flag) is applied in its place.
+void load_toml_config(const std::string& path, MatrixConfig& m, const std::string& preset_override = "");
 
 /// The matrix as JSON (written to <run folder>/matrix.json so `--resume` can rebuild it) and
 /// back. Unknown keys in the JSON are ignored; missing keys keep their defaults.

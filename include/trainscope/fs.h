@@ -21,4 +21,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes
 
 bool file_exists(const std::string& path);
 
+/// `content` as one gzip member (zlib deflate, level 6, RFC 1952 wrapper), for write_file_atomic.
+/// Throws Error(kInternal) if zlib fails.
+std::string gzip_compress(const std::string& content);
+
 }  // namespace trainscope

@@ -32,6 +32,8 @@
 //   {"absent_reason": "..."}.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -54,6 +56,12 @@ struct InferenceOptions {
   int64_t server_max_batch = 1;         // queries the worker may take at once
   bool find_max_qps = false;            // bisection over the rate for the highest passing one
   uint64_t seed = 42;                   // arrival process
+  /// Ctrl-C (may be null): every scenario checks it between queries (and while waiting for an
+  /// arrival, at least every 50 ms) and ends early; the result then says "interrupted": true.
+  const std::atomic<bool>* stop_requested = nullptr;
+  /// Server scenario: one rate ends after max(5 x server_budget_s, kServerMinCapS) seconds even
+  /// when fewer than min_queries were served (then too_few_queries says so).
+  static constexpr double kServerMinCapS = 30;
 };
 
 /// Latency percentiles of one scenario (milliseconds).

@@ -111,6 +111,10 @@ bool not_in_file(std::string_view section, std::string_view key) {
   return section == "train" && key == "inject_nan_at_step";
 }
 
+// Display settings of one invocation, not of the matrix: not written to matrix.json, so a
+// resumed matrix shows a progress bar when the terminal it runs on has one.
+bool not_in_json(std::string_view section, std::string_view key) { return section.empty() && key == "progress"; }
+
 std::string full_key(std::string_view section, std::string_view key) {
   return section.empty() ? std::string(key) : fmt::format("{}.{}", section, key);
 }
@@ -148,7 +152,8 @@ T get_as(const toml::node& node, const std::string& file, const std::string& key
   }
   throw_error(ErrorKind::kInvalidConfig,
               fmt::format("{}: key '{}' must be {}{}, not {}; see README 'Configuration file'", file, key,
-                          toml_type_name<T>(), std::is_same_v<T, uint64_t> ? " >= 0" : "", toml_node_name(node)));
+                          toml_type_name<T>(), std::is_same_v<T, uint64_t> ? " >= 0" : "",
+                          std::is_same_v<T, uint64_t> && node.is_integer() ? "a negative one" : toml_node_name(node)));
 }
 
 template <typename T>
@@ -304,13 +309,14 @@ void apply_preset_in_file(const std::string& name, MatrixConfig& m, const std::s
   }
 }
 
-void load_toml_config(const std::string& path, MatrixConfig& m) {
+void load_toml_config(const std::string& path, MatrixConfig& m, const std::string& preset_override) {
   // toml++ reports a missing file as a syntax error; say what it is (a kIo problem).
   if (!file_exists(path))
     throw_error(ErrorKind::kIo, fmt::format("cannot open configuration file '{}': no such file (or not a regular "
                                             "file); check the --config path", path));
   auto bytes = read_file_bytes(path, uint64_t{16} << 20);
   std::string text(bytes.begin(), bytes.end());
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark (some editors write one)
   reject_non_ascii_outside_strings(text, path);
   toml::table tbl;
   try {
@@ -323,7 +329,8 @@ void load_toml_config(const std::string& path, MatrixConfig& m) {
   }
   // A preset is applied first wherever it stands (toml++ iterates keys in sorted order, not in
   // file order), so every other key of the file overrides it.
-  if (auto* p = tbl.get("preset")) apply_preset_in_file(get_as<std::string>(*p, path, "preset"), m, path);
+  if (!preset_override.empty()) apply_preset(preset_override, m);
+  else if (auto* p = tbl.get("preset")) apply_preset_in_file(get_as<std::string>(*p, path, "preset"), m, path);
   // Top-level keys and the [data], [train], [telemetry], [profile], [inference] tables, all from
   // for_each_field. Anything else is a typo we report, with the keys that exist.
   for (auto&& [k, node] : tbl) {
@@ -370,9 +377,20 @@ void validate(const MatrixConfig& m) {
                     "--telemetry-interval 0.1",
                     m.telemetry.interval_s));
   const auto& pc = m.profile;
-  if (pc.enabled && (pc.skip_first < 0 || pc.wait < 0 || pc.warmup < 0 || pc.active < 1 || pc.repeat < 0 ||
-                     pc.top_n < 0 || pc.trace_max_bytes < 1024))
-    bad("profiling schedule out of range: --profile-skip must be >= 0, --profile-steps >= 1, --profile-top >= 0");
+  if (pc.enabled) {
+    auto at_least = [&](const char* key, const char* flag, int64_t v, int64_t min) {
+      if (v < min)
+        bad(fmt::format("profile.{} {} is out of range: it must be >= {}{}", key, v, min,
+                        *flag ? fmt::format(" ({})", flag) : std::string()));
+    };
+    at_least("skip_first", "--profile-skip", pc.skip_first, 0);
+    at_least("wait", "", pc.wait, 0);
+    at_least("warmup", "", pc.warmup, 0);
+    at_least("active", "--profile-steps", pc.active, 1);
+    at_least("repeat", "", pc.repeat, 0);  // 0: repeat the cycle until the run ends
+    at_least("top_n", "--profile-top", pc.top_n, 0);
+    at_least("trace_max_bytes", "", pc.trace_max_bytes, 1024);
+  }
   if (m.repeats < 1 || m.repeats > 1000) bad(fmt::format("repeats {} is out of range; use 1..1000", m.repeats));
   const auto& t = m.train;
   if (t.optimizer_impl != "auto" && t.optimizer_impl != "fused" && t.optimizer_impl != "loop")
@@ -417,15 +435,27 @@ void validate(const MatrixConfig& m) {
     for (auto b : in.offline_batch_sizes)
       if (b < 1 || b > (1 << 20))
         bad(fmt::format("inference offline batch size {} is out of range; use 1..1048576, e.g. [1, 64, 256]", b));
-    if (!(in.server_qps >= 0)) bad(fmt::format("inference server_qps {} must be >= 0 (0 = no server scenario)", in.server_qps));
-    if (!(in.server_target_p99_ms > 0))
-      bad(fmt::format("inference server_target_p99_ms {} must be > 0 ms", in.server_target_p99_ms));
+    if (in.offline_batch_sizes.empty())
+      bad("inference offline_batch_sizes is empty; give at least one batch size, e.g. [1, 64, 256] (to skip "
+          "inference altogether use --no-inference)");
+    if (!(in.server_qps >= 0 && in.server_qps <= 1e6))
+      bad(fmt::format("inference server_qps {} must be 0 (no server scenario) or a rate up to 1000000 queries/s",
+                      in.server_qps));
+    // A rate so low that min_queries arrivals take longer than 10 minutes is a typo, not a test.
+    if (in.server_qps > 0 && static_cast<double>(in.min_queries) / in.server_qps > 600)
+      bad(fmt::format("inference server_qps {} is too low: {} queries (min_queries) would take {:.0f} s to arrive; "
+                      "use a rate of at least {:.3g} queries/s or lower min_queries",
+                      in.server_qps, in.min_queries, static_cast<double>(in.min_queries) / in.server_qps,
+                      static_cast<double>(in.min_queries) / 600));
+    if (!(in.server_target_p99_ms > 0 && in.server_target_p99_ms <= 3.6e6))
+      bad(fmt::format("inference server_target_p99_ms {} must be in (0, 3600000] ms", in.server_target_p99_ms));
   }
 }
 
 std::string matrix_config_to_json(const MatrixConfig& m) {
   nlohmann::json j = nlohmann::json::object();
   for_each_field(m, [&](std::string_view s, std::string_view k, const auto& member) {
+    if (not_in_json(s, k)) return;
     if (s.empty()) j[std::string(k)] = member;
     else j[std::string(s)][std::string(k)] = member;
   });
@@ -448,10 +478,16 @@ MatrixConfig matrix_config_from_json(const std::string& text, const std::string&
                                                        "`trainscope run` wrote into the run folder",
                                                        source));
   for_each_field(m, [&](std::string_view s, std::string_view k, auto& member) {
+    if (not_in_json(s, k)) return;
     const json* obj = &j;
     if (!s.empty()) {
       auto it = j.find(std::string(s));
-      if (it == j.end() || !it->is_object()) return;  // missing: keep the defaults
+      if (it == j.end()) return;  // missing (an older matrix.json): keep the defaults
+      if (!it->is_object())
+        throw_error(ErrorKind::kInvalidConfig,
+                    fmt::format("{}: '{}' must be an object, not {}; it should be the matrix.json that `trainscope "
+                                "run` wrote (delete the entry to use the defaults)",
+                                source, s, it->type_name()));
       obj = &*it;
     }
     auto it = obj->find(std::string(k));

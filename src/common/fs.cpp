@@ -136,4 +136,23 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes
   return out;
 }
 
+std::string gzip_compress(const std::string& content) {
+  if (content.size() > 0xFFFFFFFFu) throw_error(ErrorKind::kInternal, "gzip_compress: input over 4 GiB");
+  z_stream z{};
+  // windowBits 15 + 16: a gzip header and trailer instead of zlib's (zlib manual, deflateInit2).
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw_error(ErrorKind::kInternal, "zlib deflateInit2 failed");
+  std::string out(deflateBound(&z, static_cast<uLong>(content.size())) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(content.data()));
+  z.avail_in = static_cast<uInt>(content.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  size_t n = z.total_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw_error(ErrorKind::kInternal, fmt::format("zlib deflate failed ({})", rc));
+  out.resize(n);
+  return out;
+}
+
 }  // namespace trainscope

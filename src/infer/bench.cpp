@@ -62,6 +62,8 @@ json split_json(const std::vector<double>& v) {
   return {{"p50_ms", *s.p50_ms}, {"p99_ms", *s.p99_ms}, {"mean_ms", *s.mean_ms}};
 }
 
+bool stop_now(const InferenceOptions& opt) { return opt.stop_requested && opt.stop_requested->load(); }
+
 struct Env {
   InferenceExecutor& ex;
   const torch::Tensor& pool;
@@ -81,6 +83,7 @@ json single_stream(Env& e) {
     double el = since_s(t0);
     bool budget_spent = el >= opt.single_stream_budget_s;
     if ((budget_spent && i >= opt.min_queries) || el >= hard_stop_s || i >= 10'000'000) break;
+    if (stop_now(opt)) break;
     auto q = e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
     e2e.push_back(q.e2e_ms);
     if (q.h2d_ms) h2d.push_back(*q.h2d_ms);
@@ -93,6 +96,7 @@ json single_stream(Env& e) {
   j["warmup_queries"] = opt.warmup_queries;
   j["budget_s"] = opt.single_stream_budget_s;
   j["wall_s"] = wall;
+  if (stop_now(opt)) j["interrupted"] = true;
   if (!h2d.empty())
     j["split"] = {{"h2d_ms", split_json(h2d)}, {"compute_ms", split_json(compute)}, {"d2h_ms", split_json(d2h)},
                   {"method", "CUDA events on the compute stream around each copy and the forward"}};
@@ -111,7 +115,7 @@ json offline_one(Env& e, int64_t b) {
   int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
   auto t0 = Clock::now();
   int64_t k = 0;
-  while (k < 3 || since_s(t0) < opt.offline_budget_s) e.ex.enqueue(batch(k++));
+  while ((k < 3 || since_s(t0) < opt.offline_budget_s) && !(k > 0 && stop_now(opt))) e.ex.enqueue(batch(k++));
   e.ex.drain();
   double wall = since_s(t0);
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
@@ -128,6 +132,7 @@ json offline(Env& e) {
   std::optional<double> best;
   int64_t best_b = 0;
   for (int64_t b : e.opt.offline_batch_sizes) {
+    if (stop_now(e.opt)) break;  // the batch sizes measured so far are kept
     try {
       auto r = offline_one(e, b);
       double sps = r["samples_per_s"].get<double>();
@@ -140,10 +145,12 @@ json offline(Env& e) {
                      {"error", fmt::format("out of memory at batch size {}", b)}});
     }
   }
-  return {{"per_batch", per},
+  json out = {{"per_batch", per},
           {"budget_s_per_batch", e.opt.offline_budget_s},
           {"best_samples_per_s", best ? json(*best) : json(nullptr)},
           {"best_batch_size", best ? json(best_b) : json(nullptr)}};
+  if (stop_now(e.opt)) out["interrupted"] = true;
+  return out;
 }
 
 // One server run at `qps`: a single worker serves queries in arrival order, up to max_batch
@@ -159,16 +166,20 @@ json server_at(Env& e, double qps, uint64_t seed) {
   const int64_t late_limit = static_cast<int64_t>(0.01 * static_cast<double>(count)) + 2;
   int64_t late = 0;
   bool stopped_early = false;
+  const double cap_s = std::max(5 * opt.server_budget_s, InferenceOptions::kServerMinCapS);
+  bool capped = false, interrupted = false;
   int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
   auto t0 = Clock::now();
   size_t i = 0;
   while (i < arrivals.size()) {
     double now = since_s(t0);
-    if (now < arrivals[i]) {
-      double wait = arrivals[i] - now;
-      if (wait > 2e-4) std::this_thread::sleep_for(std::chrono::duration<double>(wait - 1e-4));
-      while ((now = since_s(t0)) < arrivals[i]) {
-      }
+    // Wait for the next arrival in slices of at most 50 ms, so Ctrl-C and the time cap are seen.
+    while (now < arrivals[i] && arrivals[i] - now > 2e-4 && !(interrupted = stop_now(opt)) && !(capped = now >= cap_s)) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(arrivals[i] - now - 1e-4, 0.05)));
+      now = since_s(t0);
+    }
+    if (interrupted || capped || (interrupted = stop_now(opt)) || (capped = now >= cap_s)) break;
+    while ((now = since_s(t0)) < arrivals[i]) {
     }
     size_t k = i + 1;
     while (k < arrivals.size() && static_cast<int64_t>(k - i) < opt.server_max_batch && arrivals[k] <= now) ++k;
@@ -198,6 +209,13 @@ json server_at(Env& e, double qps, uint64_t seed) {
     }
   }
   j["served"] = static_cast<int64_t>(i);
+  if (capped) {
+    j["stopped_early"] = true;
+    j["stop_reason"] = fmt::format("time cap of {:.0f} s reached after {} of {} queries (at {} qps, {} queries take "
+                                   "{:.0f} s); percentiles are over the queries served",
+                                   cap_s, i, count, qps, count, static_cast<double>(count) / qps);
+  }
+  if (interrupted) j["interrupted"] = true;
   j["telemetry"] = telemetry_window(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(i));
   return j;
 }
@@ -213,7 +231,12 @@ json server(Env& e, std::optional<double> mean_service_ms, const std::function<v
   for (int64_t i = 0; i < opt.warmup_queries; ++i) e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
   uint64_t seed = opt.seed;
   auto probe = [&](double qps) {
+    if (stop_now(opt)) {  // Ctrl-C: no further rates; the search reports what it has
+      out["interrupted"] = true;
+      return false;
+    }
     json r = server_at(e, qps, seed++);
+    if (r.value("interrupted", false)) out["interrupted"] = true;
     if (log) log(fmt::format("server {:.1f} qps: p99 {} ms, {}", qps, r["p99_ms"].is_number() ? fmt::format("{:.3f}", r["p99_ms"].get<double>()) : "—",
                              r["meets_target"].get<bool>() ? "meets target" : "misses target"));
     out["runs"].push_back(r);
@@ -222,6 +245,7 @@ json server(Env& e, std::optional<double> mean_service_ms, const std::function<v
   if (opt.server_qps > 0) {
     out["qps"] = opt.server_qps;
     out["meets_target"] = probe(opt.server_qps);
+    if (!out["runs"].empty() && out["runs"].back().value("interrupted", false)) out["meets_target"] = nullptr;
   }
   if (opt.find_max_qps) {
     // Bisection over the rate. Upper bracket from the service time: one worker cannot keep up
@@ -252,6 +276,10 @@ json server(Env& e, std::optional<double> mean_service_ms, const std::function<v
       }
       search["max_qps_meeting_target"] = lo;
       search["first_failing_qps"] = hi;
+    }
+    if (out.value("interrupted", false)) {
+      search["max_qps_meeting_target"] = nullptr;
+      search["absent_reason"] = "interrupted (Ctrl-C) before the search finished";
     }
     out["find_max_qps"] = search;
     out["max_qps_meeting_target"] = search["max_qps_meeting_target"];
@@ -325,10 +353,12 @@ json measure_inference(Model& model, const torch::Device& device, const torch::T
 
 json inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
-                              const std::string& tdev) {
+                              const std::string& tdev, const std::atomic<bool>* stop_requested) {
   try {
     auto pool = test_x.narrow(0, 0, std::min<int64_t>(test_x.size(0), kPoolSamples));
-    return measure_inference(model, device, pool, inference_options(cfg, seed), sampler, tdev);
+    auto opt = inference_options(cfg, seed);
+    opt.stop_requested = stop_requested;
+    return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
     return {{"error_kind", std::string(to_string(e.kind()))}, {"error", e.what()}};
   } catch (const c10::Error& e) {

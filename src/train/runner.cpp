@@ -126,7 +126,7 @@ void write_results(const MatrixResult& res) {
 MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const std::atomic<bool>* stop_requested) {
   MatrixConfig cfg = cfg_in;
   validate(cfg);
-  const auto origin = Clock::now();
+  auto origin = Clock::now();  // the matrix clock's zero (moved back on --resume, below)
   int64_t threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int64_t>(std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(std::max<int64_t>(threads, 1)));
 
@@ -191,10 +191,15 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
     try {
       auto bytes = read_file_bytes(prev, uint64_t{1} << 30);
       j = nlohmann::json::parse(bytes.begin(), bytes.end());
+      int64_t last_ns = 0;
       for (const auto& rj : j.at("runs")) {
         auto r = run_record_from_json(rj);
         if (r.status == RunStatus::kOk) done[r.run_id] = r;
+        last_ns = std::max(last_ns, r.end_ns);
       }
+      // One matrix clock across sessions: this session starts 1 s after the last run recorded,
+      // so its runs and telemetry samples follow the kept ones instead of overlapping them.
+      origin -= std::chrono::nanoseconds(last_ns + 1'000'000'000);
     } catch (const nlohmann::json::exception& e) {
       throw_error(ErrorKind::kDataFormat, fmt::format("cannot resume: '{}' is not a trainscope results file ({})", prev,
                                                       e.what()));
@@ -277,12 +282,6 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
           //      inference: on_trained). Keep each component's code to a few lines + a call
           //      into its own src/<component>/ files.
-          if (cfg.inference.enabled)  // single-stream + offline (+ server) on the trained model
-            hooks.on_trained = [&](Model& m, const torch::Device& d) {
-              rec.inference = inference_after_training(
-                  m, d, workload.test_x.numel() > 0 ? workload.test_x : workload.train_x, cfg.inference,
-                  cfg.train.seed, sampler.get(), sampler ? telemetry_device(dev, res.provenance, telemetry_gpus) : "");
-            };
           // profile: the scheduled operator-profiling window (src/profile/).
           std::unique_ptr<RunProfiler> profiler;
           if (cfg.profile.enabled) {
@@ -293,6 +292,17 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
               p->on_phase_span(s, ph, t0, t1);
             };
           }
+          if (cfg.inference.enabled)  // single-stream + offline (+ server) on the trained model
+            hooks.on_trained = [&](Model& m, const torch::Device& d) {
+              // A run that ends inside the profiling window: close it first, so inference
+              // operators never land in the training operator table or trace.
+              if (profiler) profiler->stop();
+              if (obs) obs->on_notice(fmt::format("{}: training done; measuring inference (Ctrl-C ends it early)", spec.run_id));
+              rec.inference = inference_after_training(
+                  m, d, workload.test_x.numel() > 0 ? workload.test_x : workload.train_x, cfg.inference,
+                  cfg.train.seed, sampler.get(), sampler ? telemetry_device(dev, res.provenance, telemetry_gpus) : "",
+                  stop_requested);
+            };
           // ---- end of component hooks
           try {
             train_run(spec, workload, hooks, &rec);
@@ -359,14 +369,32 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();
           if (rec.status == RunStatus::kFailed) res.any_failed = true;
           if (rec.status == RunStatus::kInterrupted) res.interrupted = true;
+          // Ctrl-C after the last step (during inference): this run is complete and kept, the
+          // matrix stops here.
+          if (stop_requested && stop_requested->load()) res.interrupted = true;
           res.runs.push_back(rec);
           write_results(res);
           if (obs) obs->on_run_end(res.runs.back());
         }
   if (sampler) {
     sampler->stop();
+    const std::string tel = res.run_dir + "/telemetry.csv.gz";
     try {
-      sampler->write_samples_csv_gz(res.run_dir + "/telemetry.csv.gz");
+      if (cfg.resume && file_exists(tel)) {
+        // --resume: keep the earlier sessions' samples and append this session's (same clock).
+        const std::string part = res.run_dir + "/telemetry.session.csv.gz";
+        sampler->write_samples_csv_gz(part);
+        auto old_rows = read_file_bytes(tel);
+        auto new_rows = read_file_bytes(part);
+        std::string merged(old_rows.begin(), old_rows.end());
+        if (!merged.empty() && merged.back() != '\n') merged += '\n';
+        auto body = std::find(new_rows.begin(), new_rows.end(), '\n');  // skip the header line
+        if (body != new_rows.end()) merged.append(body + 1, new_rows.end());
+        write_file_atomic(tel, gzip_compress(merged));
+        std::remove(part.c_str());
+      } else {
+        sampler->write_samples_csv_gz(tel);
+      }
     } catch (const Error& e) {
       if (obs) obs->on_notice(e.what());
     }

@@ -6,10 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include "trainscope/fs.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -162,10 +165,158 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   size_t kept = 0;
   for (size_t pos = 0; (pos = out.find("already measured, kept", pos)) != std::string::npos; ++pos) ++kept;
   EXPECT_EQ(kept, before.size());
+  // One matrix clock across the two sessions: the resumed runs start after the kept ones end.
+  int64_t kept_end = 0;
+  for (size_t i = 0; i < before.size(); ++i) kept_end = std::max(kept_end, before[i]["end_ns"].get<int64_t>());
+  for (size_t i = before.size(); i < after.size(); ++i) EXPECT_GT(after[i]["start_ns"].get<int64_t>(), kept_end);
+  // telemetry.csv.gz: the resumed session appended to it (the killed one never wrote it, so
+  // here it holds this session's samples, one header, all on the shared clock).
+  auto tel = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
+  std::string text(tel.begin(), tel.end());
+  size_t headers = 0;
+  for (size_t pos = 0; (pos = text.find("t_ns,device", pos)) != std::string::npos; ++pos) ++headers;
+  EXPECT_EQ(headers, 1u);
+}
+
+// A resume after SIGINT (which writes telemetry.csv.gz) keeps the first session's samples and
+// appends the second's after them.
+TEST(Cli, ResumeAppendsTelemetry) {
+  std::string dir = ::testing::TempDir() + "cli_resume_tel";
+  fs::remove_all(dir);
+  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "resume_tel_out.txt");
+  const std::string results = dir + "/m/results.json";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (finished_runs(results) < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(p.pid, SIGINT);
+  ASSERT_EQ(wait_status(p.pid), 130);
+  auto rows = [&] {
+    auto b = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
+    std::vector<int64_t> t;
+    std::string s(b.begin(), b.end());
+    size_t pos = s.find('\n') + 1;  // after the header
+    while (pos < s.size()) {
+      t.push_back(std::stoll(s.substr(pos, s.find(',', pos) - pos)));
+      pos = s.find('\n', pos) + 1;
+      if (pos == 0) break;
+    }
+    return t;
+  };
+  auto first = rows();
+  ASSERT_FALSE(first.empty());
+  std::string out;
+  ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
+  auto both = rows();
+  ASSERT_GT(both.size(), first.size());
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), both.begin())) << "the first session's samples are kept";
+  EXPECT_GT(both[first.size()], first.back()) << "the second session's samples follow on the same clock";
 }
 
 TEST(Cli, DevicesListsCpu) {
   std::string out;
   EXPECT_EQ(run({"devices"}, &out), 0);
   EXPECT_EQ(out.rfind("cpu", 0), 0u) << out;
+}
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Waits until `path` contains `needle` (or the process ended, or 5 minutes passed).
+bool wait_for_output(pid_t pid, const std::string& path, const std::string& needle) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (slurp(path).find(needle) != std::string::npos) return true;
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+}  // namespace
+
+// --resume repeats the recorded matrix: a flag that would change it is refused before anything
+// is touched, and the finished folder is left exactly as it was.
+TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
+  std::string dir = ::testing::TempDir() + "cli_resume_flags";
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[6] = "16,32";
+  args[10] = "1";  // --epochs
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  const std::string before = slurp(dir + "/m/results.json"), matrix = slurp(dir + "/m/matrix.json");
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(run({"run", "--resume", dir + "/m", "--models", "cnn", "--lr", "0.5"}, &out), 2);
+  EXPECT_NE(out.find("--models, --lr cannot be combined"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--resume", dir + "/m", "--name", "other"}, &out), 2);
+  EXPECT_FALSE(fs::exists(dir + "/other")) << "a refused resume must not create folders";
+  EXPECT_EQ(slurp(dir + "/m/results.json"), before);
+  EXPECT_EQ(slurp(dir + "/m/matrix.json"), matrix);
+  // The allowed form, from another working directory ("--resume ." style absolute resolution):
+  EXPECT_EQ(run({"run", "--resume", dir + "/m/", "--no-progress"}, &out), 0) << out;
+  EXPECT_NE(out.find("2 of 2 runs already measured are kept"), std::string::npos) << out;
+}
+
+// Ctrl-C while a trained model's inference is being measured: the run is kept (it finished
+// training), the inference result says it was cut short, and the matrix stops with 130 long
+// before the 120 s inference budgets would have ended.
+TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
+  std::string dir = ::testing::TempDir() + "cli_sigint_infer";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/slow_inference.toml") << "[inference]\nsingle_stream_budget_s = 120\noffline_budget_s = 120\n";
+  auto args = small_matrix(dir, "m");
+  args[6] = "16,32";
+  args[10] = "1";
+  args.erase(std::find(args.begin(), args.end(), "--no-inference"));
+  args.insert(args.end(), {"--config", dir + "/slow_inference.toml", "--max-steps", "5"});
+  const std::string log = ::testing::TempDir() + "sigint_infer_out.txt";
+  fs::remove(log);  // an earlier run's log would answer wait_for_output before this process starts
+  auto p = spawn(args, log);
+  ASSERT_TRUE(wait_for_output(p.pid, log, "measuring inference")) << slurp(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // inside the single-stream scenario
+  auto t0 = std::chrono::steady_clock::now();
+  kill(p.pid, SIGINT);
+  int st = -1;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    if (waitpid(p.pid, &st, WNOHANG) == p.pid) break;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(60)) {
+    kill(p.pid, SIGKILL);
+    waitpid(p.pid, &st, 0);
+    FAIL() << "SIGINT during inference was not honoured within 60 s:\n" << slurp(log);
+  }
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130) << slurp(log);
+  auto runs = json::parse(std::ifstream(dir + "/m/results.json"))["runs"];
+  ASSERT_EQ(runs.size(), 1u) << "the matrix must stop after the interrupted inference";
+  EXPECT_EQ(runs[0]["status"], "ok");
+  EXPECT_TRUE(runs[0]["inference"]["single_stream"].value("interrupted", false)) << runs[0]["inference"].dump();
+}
+
+// A run that ends inside the profiling window: the window is closed before inference, so the
+// operator table holds the profiled training steps only (before the fix: tens of thousands of
+// inference addmm calls).
+TEST(Cli, ProfileWindowClosesBeforeInference) {
+  std::string dir = ::testing::TempDir() + "cli_profile_infer";
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[6] = "16";
+  args[10] = "1";
+  args.erase(std::find(args.begin(), args.end(), "--no-inference"));
+  args.erase(std::find(args.begin(), args.end(), "--no-profile"));
+  // skip 10 + warm-up 2: steps 12 and 13 are profiled, then the run ends inside the window
+  args.insert(args.end(), {"--max-steps", "14"});
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  auto r = json::parse(std::ifstream(dir + "/m/results.json"))["runs"][0];
+  ASSERT_TRUE(r["profile"].contains("op_table")) << r["profile"].dump();
+  int64_t addmm = 0;
+  for (const auto& op : r["profile"]["op_table"])
+    if (op["name"] == "aten::addmm") addmm += op["calls"].get<int64_t>();
+  EXPECT_GT(addmm, 0);
+  EXPECT_LE(addmm, 2 * 3 * 2) << "2 profiled steps of a 3-layer mlp (forward, maybe recomputed): " << addmm;
+  EXPECT_TRUE(r["inference"].contains("single_stream"));
 }

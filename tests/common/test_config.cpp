@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "trainscope/config.h"
 #include "trainscope/error.h"
@@ -242,7 +243,8 @@ TEST(Config, MatrixJsonRoundTripsEverySetting) {
   EXPECT_EQ(b.inference.offline_batch_sizes, std::vector<int64_t>{8});
   EXPECT_EQ(b.train.inject_nan_at_step, 5);
   EXPECT_EQ(b.telemetry.sys_root, "/tmp/sys");
-  EXPECT_FALSE(b.progress);
+  EXPECT_TRUE(b.progress);  // a display setting of one invocation: not in matrix.json
+  EXPECT_EQ(text.find("progress"), std::string::npos);
   // Missing keys keep their defaults; a wrong type names the field.
   MatrixConfig d = matrix_config_from_json(R"({"repeats": 2, "profile": {"active": 4}})", "m.json");
   EXPECT_EQ(d.repeats, 2);
@@ -251,6 +253,7 @@ TEST(Config, MatrixJsonRoundTripsEverySetting) {
   auto msg = what_of([] { matrix_config_from_json(R"({"train": {"epochs": "many"}})", "m.json"); });
   EXPECT_NE(msg.find("train.epochs"), std::string::npos) << msg;
   EXPECT_EQ(kind_of([] { matrix_config_from_json("[1, 2]", "m.json"); }), ErrorKind::kInvalidConfig);
+  EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"profile": []})", "m.json"); }), ErrorKind::kInvalidConfig);
   // Floats and negatives where integers belong are errors, not casts (1e30 does not fit an int64).
   EXPECT_EQ(kind_of([] { matrix_config_from_json(R"({"data": {"image_size": 8.8e21}})", "m.json"); }),
             ErrorKind::kInvalidConfig);
@@ -298,4 +301,39 @@ TEST(Config, ReadmeExampleLoads) {
   EXPECT_NO_THROW(validate(m));
   EXPECT_EQ(m.train.epochs, 20);
   EXPECT_EQ(m.inference.offline_batch_sizes, (std::vector<int64_t>{1, 64, 256}));
+}
+
+TEST(Config, PresetFlagReplacesTheFilesPresetAndTheFilesKeysStillApply) {
+  MatrixConfig m;
+  auto p = write_tmp("preset_quick.toml", "preset = \"quick\"\nmodels = [\"cnn\"]\n");
+  load_toml_config(p, m, "paper");
+  EXPECT_EQ(m.preset, "paper");
+  EXPECT_EQ(m.train.epochs, 20);                            // paper, not quick's 1
+  EXPECT_EQ(m.train.max_steps, 0);                          // quick's 200 never applied
+  EXPECT_EQ(m.models, std::vector<std::string>{"cnn"});     // the file's key over the preset
+}
+
+TEST(Config, ByteOrderMarkIsAccepted) {
+  MatrixConfig m;
+  ASSERT_NO_THROW(load_toml_config(write_tmp("bom.toml", "\xEF\xBB\xBFrepeats = 2\n"), m));
+  EXPECT_EQ(m.repeats, 2);
+}
+
+TEST(Config, InferenceRatesThatCannotBeMeasuredAreRejected) {
+  auto bad = [](auto mutate) {
+    MatrixConfig m;
+    mutate(m);
+    return kind_of([&] { validate(m); });
+  };
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = 1e-6; }), ErrorKind::kInvalidArgument);  // 2e8 s
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = std::numeric_limits<double>::infinity(); }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_target_p99_ms = std::numeric_limits<double>::infinity(); }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.offline_batch_sizes.clear(); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = 50; }), ErrorKind::kInternal);  // fine: 4 s of arrivals
+  MatrixConfig m;
+  m.profile.trace_max_bytes = 10;
+  auto msg = what_of([&] { validate(m); });
+  EXPECT_NE(msg.find("profile.trace_max_bytes 10"), std::string::npos) << msg;
 }

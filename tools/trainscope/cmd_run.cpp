@@ -1,5 +1,6 @@
 // `trainscope run`: the experiment matrix (devices x models x batch sizes x repeats).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "workload/model.h"
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
@@ -152,20 +154,43 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_flag("--profile-no-memory", f->profile_no_memory, "no allocator events in the profiling window");
   sub->add_option("--profile-top", f->profile_top, "operators shown per run on the console (default 15, 0: none)");
   sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
-  sub->callback([f, &exit_status] {
+  sub->callback([f, sub, &exit_status] {
     MatrixConfig m;
     if (!f->resume.empty()) {
-      std::filesystem::path dir = std::filesystem::path(f->resume).lexically_normal();
+      // --resume repeats the matrix recorded in matrix.json, settings included: a flag that
+      // changes the matrix would mix differently measured runs in one results file.
+      std::vector<std::string> given;
+      for (const auto* o : sub->get_options())
+        if (o->count() > 0 && o->get_name() != "--resume" && o->get_name() != "--no-progress" &&
+            o->get_name() != "--help")
+          given.push_back(o->get_name());
+      if (!given.empty())
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("--resume continues the matrix recorded in {}/matrix.json with its own settings; {} "
+                                "cannot be combined with it (only --no-progress can). To measure other settings, "
+                                "start a new run folder without --resume",
+                                f->resume, fmt::join(given, ", ")));
+      namespace fs = std::filesystem;
+      fs::path dir = fs::absolute(f->resume).lexically_normal();  // "--resume ." from inside the folder works too
       if (dir.filename().empty()) dir = dir.parent_path();
       auto mj = (dir / "matrix.json").string();
+      if (!file_exists(mj))
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("cannot resume '{}': it has no matrix.json; give the run folder that `trainscope "
+                                "run` printed (it holds matrix.json and results.json)",
+                                dir.string()));
       auto bytes = read_file_bytes(mj, 1 << 20);
       m = matrix_config_from_json(std::string(bytes.begin(), bytes.end()), mj);
       m.out_dir = dir.parent_path().empty() ? "." : dir.parent_path().string();
       m.run_name = dir.filename().string();
       m.resume = true;
     }
-    if (!f->preset.empty()) apply_preset(f->preset, m);
-    if (!f->config.empty()) load_toml_config(f->config, m);
+    // --preset is the base; with --config it takes the place of the file's own preset, and the
+    // file's other keys, then the other flags, override it.
+    if (!f->preset.empty() && f->config.empty()) apply_preset(f->preset, m);
+    if (!f->config.empty()) load_toml_config(f->config, m, f->preset);
+    if (f->seed && *f->seed < 0)
+      throw_error(ErrorKind::kInvalidArgument, fmt::format("--seed {} is negative; use 0 or a positive integer", *f->seed));
     if (!f->devices.empty()) m.devices = f->devices;
     if (!f->models.empty()) m.models = f->models;
     if (!f->batch_sizes.empty()) m.batch_sizes = f->batch_sizes;
@@ -201,8 +226,22 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->profile_flops) m.profile.with_flops = true;
     if (f->profile_no_memory) m.profile.profile_memory = false;
     if (f->profile_top) m.profile.top_n = *f->profile_top;
-    m.train.inject_nan_at_step = f->inject_nan;
+    if (f->inject_nan >= 0) m.train.inject_nan_at_step = f->inject_nan;
     m.command_line = command_line();
+    if (!m.resume) {
+      // Paths are stored absolute in matrix.json, so --resume from another working directory
+      // reads the same data, models and libraries (never a same-named folder elsewhere).
+      auto absolute = [](std::string& p) {
+        if (!p.empty()) p = std::filesystem::absolute(p).lexically_normal().string();
+      };
+      if (m.data.format != "synthetic") absolute(m.data.path);
+      for (auto& model : m.models)
+        if (is_torchscript_path(model)) absolute(model);
+      absolute(m.history_db);
+      if (m.telemetry.nvml_library.find('/') != std::string::npos) absolute(m.telemetry.nvml_library);
+      absolute(m.telemetry.proc_root);
+      absolute(m.telemetry.sys_root);
+    }
 
     std::signal(SIGINT, on_run_signal);
     std::signal(SIGTERM, on_run_signal);
