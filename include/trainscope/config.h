@@ -75,6 +75,7 @@ struct InferenceConfig {
   double offline_budget_s = 1.0;           // per batch size
   double server_qps = 0;                   // >0: run the server scenario at this Poisson rate
   double server_target_p99_ms = 10;
+  double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
 };
 
 /// The experiment matrix: devices x models x batch sizes x repeats.

@@ -104,11 +104,13 @@ void for_each_field(M& m, V&& v) {
   v("inference", "offline_budget_s", i.offline_budget_s);
   v("inference", "server_qps", i.server_qps);
   v("inference", "server_target_p99_ms", i.server_target_p99_ms);
+  v("inference", "server_budget_s", i.server_budget_s);
+  v("", "command_line", m.command_line);  // provenance of the first session, for --resume
 }
 
 // Testing hooks: kept in matrix.json so a resumed matrix behaves the same, not TOML keys.
 bool not_in_file(std::string_view section, std::string_view key) {
-  return section == "train" && key == "inject_nan_at_step";
+  return (section == "train" && key == "inject_nan_at_step") || (section.empty() && key == "command_line");
 }
 
 // Display settings of one invocation, not of the matrix: not written to matrix.json, so a
@@ -430,6 +432,8 @@ void validate(const MatrixConfig& m) {
       bad(fmt::format("inference single_stream_budget_s {} must be in (0, 3600] s", in.single_stream_budget_s));
     if (in.min_queries < 1 || in.min_queries > 10'000'000)
       bad(fmt::format("inference min_queries {} must be 1..10000000", in.min_queries));
+    if (!(in.server_budget_s > 0 && in.server_budget_s <= 3600))
+      bad(fmt::format("inference server_budget_s {} must be in (0, 3600] s", in.server_budget_s));
     if (!(in.offline_budget_s > 0 && in.offline_budget_s <= 3600))
       bad(fmt::format("inference offline_budget_s {} must be in (0, 3600] s", in.offline_budget_s));
     for (auto b : in.offline_batch_sizes)

@@ -298,6 +298,7 @@ InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed) {
   o.server = cfg.server_qps > 0;
   o.server_qps = cfg.server_qps;
   o.server_target_p99_ms = cfg.server_target_p99_ms;
+  o.server_budget_s = cfg.server_budget_s;
   o.seed = seed;
   return o;
 }

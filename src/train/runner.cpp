@@ -169,9 +169,10 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   } folder_lock;
   folder_lock.fd = ::open((res.run_dir + "/.trainscope.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (folder_lock.fd < 0 || ::flock(folder_lock.fd, LOCK_EX | LOCK_NB) != 0)
-    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' is in use by another trainscope process; choose "
-                                            "another --name",
-                                            res.run_dir));
+    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' is in use by another trainscope process; {}",
+                                            res.run_dir,
+                                            cfg.resume ? "wait for it to finish (or stop it), then resume"
+                                                       : "choose another --name"));
   if (!cfg.resume && file_exists(res.run_dir + "/results.json"))
     throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
                                             "choose another --name (nothing was changed)",

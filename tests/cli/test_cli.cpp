@@ -162,6 +162,10 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
     EXPECT_EQ(after[i]["start_ns"], before[i]["start_ns"]);  // kept, not re-run
   }
   for (const auto& r : after) EXPECT_EQ(r["status"], "ok");
+  // Provenance keeps the command that started the matrix and adds the resume.
+  auto cmd = json::parse(std::ifstream(results))["provenance"]["command_line"].get<std::string>();
+  EXPECT_NE(cmd.find("--batch-sizes 8,16,32,64"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("; resumed: "), std::string::npos) << cmd;
   size_t kept = 0;
   for (size_t pos = 0; (pos = out.find("already measured, kept", pos)) != std::string::npos; ++pos) ++kept;
   EXPECT_EQ(kept, before.size());

@@ -235,6 +235,8 @@ TEST(Config, MatrixJsonRoundTripsEverySetting) {
   a.inference.offline_batch_sizes = {8};
   a.inference.server_qps = 100;
   a.inference.min_queries = 50;
+  a.inference.server_budget_s = 3;
+  a.command_line = "trainscope run --models resnet18";
   auto text = matrix_config_to_json(a);
   MatrixConfig b = matrix_config_from_json(text, "matrix.json");
   EXPECT_EQ(matrix_config_to_json(b), text);
@@ -243,6 +245,8 @@ TEST(Config, MatrixJsonRoundTripsEverySetting) {
   EXPECT_EQ(b.inference.offline_batch_sizes, std::vector<int64_t>{8});
   EXPECT_EQ(b.train.inject_nan_at_step, 5);
   EXPECT_EQ(b.telemetry.sys_root, "/tmp/sys");
+  EXPECT_DOUBLE_EQ(b.inference.server_budget_s, 3);
+  EXPECT_EQ(b.command_line, "trainscope run --models resnet18");
   EXPECT_TRUE(b.progress);  // a display setting of one invocation: not in matrix.json
   EXPECT_EQ(text.find("progress"), std::string::npos);
   // Missing keys keep their defaults; a wrong type names the field.

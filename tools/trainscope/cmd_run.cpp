@@ -227,7 +227,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
     if (f->profile_no_memory) m.profile.profile_memory = false;
     if (f->profile_top) m.profile.top_n = *f->profile_top;
     if (f->inject_nan >= 0) m.train.inject_nan_at_step = f->inject_nan;
-    m.command_line = command_line();
+    // Provenance: a resumed matrix keeps the command that started it and adds this one.
+    m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
+                                                         : command_line();
     if (!m.resume) {
       // Paths are stored absolute in matrix.json, so --resume from another working directory
       // reads the same data, models and libraries (never a same-named folder elsewhere).
