@@ -1,5 +1,6 @@
 #include "trainscope/progress.h"
 
+#include <algorithm>
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -28,9 +29,10 @@ void ProgressBar::update(int64_t done) {
   std::string bar;
   if (total_ > 0) {
     int width = 24;
-    int filled = static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total_));
+    // Clamped: `done` can pass the planned total (an estimate), and a negative fill would throw.
+    int filled = std::clamp(static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total_)), 0, width);
     bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
-    double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
+    double eta = rate > 0 ? std::max(0.0, static_cast<double>(total_ - done) / rate) : 0;
     fmt::print(stderr, "\r\033[K{} {} {}/{} steps  {:.1f} steps/s  ETA {:.0f} s", label_, bar, done, total_, rate, eta);
   } else {
     fmt::print(stderr, "\r\033[K{} {} steps  {:.1f} steps/s", label_, done, rate);

@@ -378,7 +378,10 @@ std::string op_table_csv(const nlohmann::json& rows, const nlohmann::json& prove
   static const char* kCols[] = {"name", "calls", "cpu_total_us", "cpu_self_us", "cpu_self_pct", "device_total_us",
                                 "device_self_us", "device_self_pct", "mem_alloc_bytes", "mem_freed_bytes",
                                 "mem_net_bytes", "flops", "tflops_per_s", "input_shapes"};
-  for (size_t i = 0; i < std::size(kCols); ++i) s += (i ? "," : "") + std::string(kCols[i]);
+  for (size_t i = 0; i < std::size(kCols); ++i) {
+    if (i) s += ',';
+    s += kCols[i];
+  }
   s += "\n";
   for (const auto& r : rows) {
     for (size_t i = 0; i < std::size(kCols); ++i) {
