@@ -31,7 +31,7 @@ void ProgressBar::update(int64_t done) {
     int width = 24;
     // Clamped: `done` can pass the planned total (an estimate), and a negative fill would throw.
     int filled = std::clamp(static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total_)), 0, width);
-    bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+    bar = fmt::format("[{}{}]", std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(width - filled), '.'));
     double eta = rate > 0 ? std::max(0.0, static_cast<double>(total_ - done) / rate) : 0;
     fmt::print(stderr, "\r\033[K{} {} {}/{} steps  {:.1f} steps/s  ETA {:.0f} s", label_, bar, done, total_, rate, eta);
   } else {
