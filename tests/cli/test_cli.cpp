@@ -97,6 +97,12 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("/nonexistent"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--devices", "cuda:9", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("devices found: cpu"), std::string::npos) << out;
+  // A range error in a value from a file names the file.
+  const std::string cfg = ::testing::TempDir() + "epochs0.toml";
+  std::ofstream(cfg) << "[train]\nepochs = 0\n";
+  EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("epochs 0 is out of range"), std::string::npos) << out;
+  EXPECT_NE(out.find(cfg), std::string::npos) << out;
 }
 
 TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {

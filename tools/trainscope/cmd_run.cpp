@@ -230,6 +230,18 @@ void add_run_command(CLI::App& app, int& exit_status) {
     // Provenance: a resumed matrix keeps the command that started it and adds this one.
     m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
                                                          : command_line();
+    // validate() speaks in flags; when a value may come from a file, say which file too.
+    if (m.resume || !f->config.empty()) {
+      try {
+        validate(m);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kInvalidArgument) throw;
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("{} (the value comes from the command line or {}; the TOML key of each flag is in "
+                                "README 'Configuration file')",
+                                e.what(), m.resume ? f->resume + "/matrix.json" : f->config));
+      }
+    }
     if (!m.resume) {
       // Paths are stored absolute in matrix.json, so --resume from another working directory
       // reads the same data, models and libraries (never a same-named folder elsewhere).
