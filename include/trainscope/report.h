@@ -37,7 +37,8 @@ struct Stat {
   double spread() const { return max - min; }
 };
 Stat make_stat(const std::vector<double>& values);
-/// True when a and b are both measured and their difference is within the combined spread.
+/// True when a and b are both measured, at least one has several repeats, and their min..max
+/// ranges overlap (the difference is within the run-to-run spread).
 bool within_noise(const Stat& a, const Stat& b);
 
 /// One (device, model, batch size): all repeats that finished with status ok.

@@ -62,7 +62,10 @@ TEST(ReportStats, MedianSpreadAndNoise) {
   EXPECT_EQ(a.n, 3);
   EXPECT_DOUBLE_EQ(a.median, 11);
   EXPECT_DOUBLE_EQ(a.spread(), 2);
-  EXPECT_TRUE(within_noise(a, make_stat({12.5, 13, 14})));   // 11 vs 13: |2| <= 2 + 1.5
+  EXPECT_TRUE(within_noise(a, make_stat({11.5, 13, 14})));   // 10..12 and 11.5..14 overlap
+  // Disjoint ranges are a difference, even when the medians are closer than the summed spreads.
+  EXPECT_FALSE(within_noise(a, make_stat({12.5, 13, 14})));
+  EXPECT_FALSE(within_noise(make_stat({877, 2055}), make_stat({352, 364})));  // -75 %, was called noise
   EXPECT_FALSE(within_noise(a, make_stat({20, 21, 22})));
   EXPECT_FALSE(within_noise(make_stat({10}), make_stat({10.1})));  // no spread: never noise
   EXPECT_FALSE(make_stat({}).ok());
