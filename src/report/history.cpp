@@ -314,13 +314,9 @@ ReportInput HistoryDb::load_run(int64_t run_row_id) const { return load_where(db
 
 // ---------------------------------------------------------------- observer
 
-HistoryObserver::HistoryObserver(std::string db_path, MatrixObserver* next) : path_(std::move(db_path)), next_(next) {
-  try {
-    db_ = std::make_unique<HistoryDb>(path_);
-  } catch (const Error& e) {
-    fail(e.what());
-  }
-}
+// The database is opened when the matrix starts, not here: a command refused for bad input
+// (exit 2, nothing trained) must not leave a history.sqlite behind.
+HistoryObserver::HistoryObserver(std::string db_path, MatrixObserver* next) : path_(std::move(db_path)), next_(next) {}
 HistoryObserver::~HistoryObserver() = default;
 
 void HistoryObserver::fail(const std::string& what) {
@@ -329,11 +325,12 @@ void HistoryObserver::fail(const std::string& what) {
 }
 
 void HistoryObserver::on_matrix_start(const std::string& run_dir, const Provenance& p, size_t planned) {
-  if (db_) try {
-      matrix_id_ = db_->begin_matrix(run_dir, p);
-    } catch (const Error& e) {
-      fail(e.what());
-    }
+  try {
+    if (!db_) db_ = std::make_unique<HistoryDb>(path_);
+    matrix_id_ = db_->begin_matrix(run_dir, p);
+  } catch (const Error& e) {
+    fail(e.what());
+  }
   if (next_) next_->on_matrix_start(run_dir, p, planned);
 }
 void HistoryObserver::on_run_start(const RunRecord& r) {

@@ -177,6 +177,18 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
     throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
                                             "choose another --name (nothing was changed)",
                                             res.run_dir, res.run_dir));
+  // A process killed inside write_file_atomic (e.g. a second Ctrl-C) leaves NAME.tmp.<pid>;
+  // with the folder lock held nobody else is writing, so such leftovers are removed.
+  for (const auto* sub : {"", "/checkpoints"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(res.run_dir + sub, ec)) {
+      std::string n = e.path().filename().string();
+      auto at = n.rfind(".tmp.");
+      if (at != std::string::npos && at + 5 < n.size() &&
+          n.find_first_not_of("0123456789", at + 5) == std::string::npos)
+        fs::remove(e.path(), ec);
+    }
+  }
   ensure_writable_dir(res.run_dir + "/checkpoints");
   res.provenance = collect_provenance(cfg.command_line, cfg.train.seed);
   size_t planned = devices.size() * cfg.models.size() * cfg.batch_sizes.size() * static_cast<size_t>(cfg.repeats);

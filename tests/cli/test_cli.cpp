@@ -97,6 +97,11 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("/nonexistent"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--devices", "cuda:9", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("devices found: cpu"), std::string::npos) << out;
+  // Refused before training: no history database is left behind either.
+  const std::string fresh = ::testing::TempDir() + "cli_bad_out";
+  fs::remove_all(fresh);
+  EXPECT_EQ(run({"run", "--batch-sizes", "0", "--data-format", "synthetic", "--out", fresh}, &out), 2);
+  EXPECT_FALSE(fs::exists(fresh + "/history.sqlite"));
   // A range error in a value from a file names the file.
   const std::string cfg = ::testing::TempDir() + "epochs0.toml";
   std::ofstream(cfg) << "[train]\nepochs = 0\n";
@@ -160,7 +165,9 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   ASSERT_GE(before.size(), 2u);
   ASSERT_LT(before.size(), 4u);
   std::string out;
+  std::ofstream(dir + "/m/results.csv.tmp.12345") << "half-written";  // as a killed write leaves it
   ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/results.csv.tmp.12345")) << "leftover temporary files are removed";
   auto after = json::parse(std::ifstream(results))["runs"];
   ASSERT_EQ(after.size(), 4u);
   for (size_t i = 0; i < before.size(); ++i) {

@@ -293,8 +293,9 @@ TEST(ReportHistory, ObserverRecordsAndForwards) {
   auto in = load_run_folder(kHealthy);
   {
     HistoryObserver h(dir + "/h.sqlite", &next);
-    ASSERT_TRUE(h.ok());
+    EXPECT_FALSE(std::filesystem::exists(dir + "/h.sqlite")) << "opened only when a matrix starts";
     h.on_matrix_start(dir + "/runA", in.provenance, in.runs.size());
+    ASSERT_TRUE(h.ok());
     for (const auto& r : in.runs) {
       h.on_run_start(r);
       h.on_run_end(r);
@@ -305,6 +306,7 @@ TEST(ReportHistory, ObserverRecordsAndForwards) {
   EXPECT_EQ(db.list().size(), 2u);
   // an unusable path disables history with a notice; the matrix is not stopped
   HistoryObserver bad("/proc/forbidden/h.sqlite", &next);
+  bad.on_matrix_start(dir + "/runB", in.provenance, in.runs.size());
   EXPECT_FALSE(bad.ok());
   EXPECT_NO_THROW(bad.on_run_end(in.runs[0]));
 }

@@ -50,8 +50,11 @@ void print_inference(const RunRecord& r) {
     best = fmt::format("{} samples/s at batch {}", format_rate(i["offline"]["best_samples_per_s"].get<double>()),
                        i["offline"]["best_batch_size"].get<int64_t>());
   bool few = i.contains("single_stream") && i["single_stream"].value("too_few_queries", false);
-  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}\n", ms("p50_ms"), ms("p99_ms"),
-             few ? " (too few queries: percentiles unreliable)" : "", best);
+  auto cut = [&](const char* k) { return i.contains(k) && i[k].is_object() && i[k].value("interrupted", false); };
+  if (best == "—" && cut("offline")) best = "— (interrupted before it was measured)";
+  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}\n", ms("p50_ms"), ms("p99_ms"),
+             few ? " (too few queries: percentiles unreliable)" : "", best,
+             cut("single_stream") || cut("offline") || cut("server") ? " [cut short by Ctrl-C: partial figures]" : "");
 }
 
 class ConsoleObserver final : public MatrixObserver {
