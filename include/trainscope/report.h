@@ -52,6 +52,7 @@ struct Cell {
   Stat epoch_time_s;             // mean epoch time (measured, or steps_per_epoch*batch/samples_per_s)
   Stat time_for_epochs_s;        // time for epochs_requested epochs
   bool time_for_epochs_is_estimate = false;
+  bool epoch_time_is_estimate = false;  // no full epoch ran: steps_per_epoch x batch / samples/s
   Stat test_accuracy_pct;
   Stat gpu_util_pct_mean, gpu_util_pct_max;        // NVML utilisation.gpu (coarse: any kernel running)
   Stat sm_activity_pct_mean, sm_activity_pct_max;  // NVML GPM SM activity (fraction of SMs busy)

@@ -194,7 +194,7 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
         "| `{}` | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | "
         "{} | {} | {} |\n",
         c.model, c.batch_size, c.device, c.runs_ok, c.runs_failed, fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
-        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) : "—",
+        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—",
         c.time_for_epochs_s.ok() ? fmt::format("{} ({} ep.{})", fmt_time(c.time_for_epochs_s.median),
                                                c.epochs_requested, c.time_for_epochs_is_estimate ? ", est." : "")
                                  : "—",
@@ -590,7 +590,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         html_escape(c.model), c.batch_size, html_escape(c.device), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
-        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) : "—", fmt_stat(c.test_accuracy_pct, " %"),
+        c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—", fmt_stat(c.test_accuracy_pct, " %"),
         fmt_stat(c.gpu_util_pct_mean, " %"), fmt_stat(c.sm_activity_pct_mean, " %"), fmt_stat(c.cpu_util_pct_mean, " %"),
         c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
         c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),

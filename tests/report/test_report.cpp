@@ -201,6 +201,22 @@ TEST(ReportRender, MarkdownHtmlAndConsole) {
   EXPECT_TRUE(file_exists(f.markdown_path));
 }
 
+// A run stopped before its first full epoch (--max-steps): the epoch time is derived from
+// samples/s, and both report tables must say it is an estimate.
+TEST(ReportRender, EstimatedEpochTimeIsMarked) {
+  auto in = load_run_folder(kStudy);
+  for (auto& r : in.runs) r.mean_epoch_time_s.reset();
+  auto a = analyze(in);
+  ASSERT_FALSE(a.cells.empty());
+  EXPECT_TRUE(a.cells[0].epoch_time_is_estimate);
+  std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find(" (est.) |"), std::string::npos);
+  std::string html = render_html(in, a, {});
+  EXPECT_NE(html.find(" (est.)</td>"), std::string::npos);
+  auto full = load_run_folder(kStudy);
+  EXPECT_EQ(render_markdown(full, analyze(full)).find(" (est.) |"), std::string::npos);  // measured: no mark
+}
+
 TEST(ReportRender, MissingFolderIsAnIoError) {
   try {
     load_run_folder("/nonexistent/run");
