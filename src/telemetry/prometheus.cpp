@@ -139,6 +139,8 @@ std::string format_prometheus(const TelemetrySnapshot& snap, const std::vector<G
     if (f.help.empty()) {
       const TelemetryField* field = telemetry::find_field(r.metric);
       f.help = field ? field->help : r.metric;
+      // trainscope's *_pct fields become Prometheus *_ratio: say the scale changed.
+      if (mm.scale == 0.01) f.help += "; exported as a ratio (percent / 100, so 1 = 100 %)";
       f.type = mm.type;
     }
     f.samples.push_back(fmt::format("{}{}{}{} {}", name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}",
