@@ -119,6 +119,9 @@ struct CompareResult {
   std::vector<CompareRow> rows;      // cells present on both sides
   std::vector<std::string> only_in_a, only_in_b;
   bool regressed = false;            // any row is a regression
+  /// Differences between the two sides that make the comparison questionable (data set,
+  /// complete vs stopped runs); printed as warnings, they do not change the verdict.
+  std::vector<std::string> warnings;
 };
 /// Pairs cells by (device, model, batch size) and compares the median of `metric` over repeats.
 /// A row regressed when B is worse than A by more than threshold_pct and the difference is not noise.

@@ -2,6 +2,7 @@
 #include "trainscope/history.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <set>
 
 #include "report/report_util.h"
 #include "trainscope/error.h"
@@ -455,6 +457,22 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   };
   collect(a, va);
   collect(b, vb);
+  auto distinct = [](const std::vector<RunRecord>& runs, auto field) {
+    std::set<std::string> s;
+    for (const auto& r : runs)
+      if (r.status == RunStatus::kOk) s.insert(field(r));
+    return s;
+  };
+  auto ds = [](const RunRecord& r) { return r.dataset.empty() ? std::string("?") : r.dataset; };
+  auto da = distinct(a, ds), db = distinct(b, ds);
+  if (!da.empty() && !db.empty() && da != db)
+    res.warnings.push_back(fmt::format("the sides trained on different data sets (A: {}; B: {}): the figures are not "
+                                       "comparable", fmt::join(da, ", "), fmt::join(db, ", ")));
+  auto stop = [](const RunRecord& r) { return r.stop_reason.empty() ? std::string("complete") : r.stop_reason; };
+  auto sa = distinct(a, stop), sb = distinct(b, stop);
+  if (!sa.empty() && !sb.empty() && sa != sb)
+    res.warnings.push_back(fmt::format("the sides' runs ended differently (A: {}; B: {}): steady samples/s compare, "
+                                       "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));
   std::sort(order.begin(), order.end());
   for (const auto& k : order) {
     auto [model, device, batch] = k;
@@ -502,8 +520,9 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                      r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
                      verdict);
   }
-  for (const auto& x : c.only_in_a) s += "only in A: " + x + "\n";
-  for (const auto& x : c.only_in_b) s += "only in B: " + x + "\n";
+  for (const auto& x : c.only_in_a) s += "only in A (no ok run of this cell in B): " + x + "\n";
+  for (const auto& x : c.only_in_b) s += "only in B (no ok run of this cell in A): " + x + "\n";
+  for (const auto& w : c.warnings) s += "warning: " + w + "\n";
   if (c.rows.empty()) s += "no cell (device, model, batch size) is in both A and B\n";
   s += c.regressed ? fmt::format("\nregression: {} got worse by more than {} % beyond the noise\n", c.metric,
                                  fmt_num(c.threshold_pct))

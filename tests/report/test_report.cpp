@@ -329,6 +329,22 @@ TEST(ReportHistory, ObserverRecordsAndForwards) {
 
 // ---------------------------------------------------------------- compare
 
+TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
+  auto a = load_run_folder(kStudy).runs;
+  auto same = compare_runs(a, a);
+  EXPECT_TRUE(same.warnings.empty());
+  auto b = a;
+  for (auto& r : b) r.dataset = "synthetic";
+  auto c = compare_runs(a, b);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("different data sets"), std::string::npos) << c.warnings[0];
+  EXPECT_NE(render_compare(c, "A", "B").find("warning: the sides trained on different data sets"), std::string::npos);
+  for (auto& r : b) r.dataset = a[0].dataset, r.stop_reason = "max_steps";
+  auto d = compare_runs(a, b);
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find("ended differently"), std::string::npos) << d.warnings[0];
+}
+
 TEST(ReportCompare, RegressionBeyondThresholdAndNoise) {
   auto a = load_run_folder(kStudy).runs;
   auto b = a;
