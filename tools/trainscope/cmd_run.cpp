@@ -52,8 +52,17 @@ void print_inference(const RunRecord& r) {
   bool few = i.contains("single_stream") && i["single_stream"].value("too_few_queries", false);
   auto cut = [&](const char* k) { return i.contains(k) && i[k].is_object() && i[k].value("interrupted", false); };
   if (best == "—" && cut("offline")) best = "— (interrupted before it was measured)";
-  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}\n", ms("p50_ms"), ms("p99_ms"),
-             few ? " (too few queries: percentiles unreliable)" : "", best,
+  std::string server;  // [inference] server_qps > 0: the rate's p99 against its target
+  if (i.contains("server") && i["server"].is_object() && i["server"].contains("runs") && !i["server"]["runs"].empty()) {
+    const auto& sr = i["server"]["runs"].back();
+    const auto& mt = i["server"].contains("meets_target") ? i["server"]["meets_target"] : sr["meets_target"];
+    server = fmt::format("; server {} qps: p99 {} ({} the {} ms target)", sr.value("qps", 0.0),
+                         sr["p99_ms"].is_number() ? fmt::format("{:.3f} ms", sr["p99_ms"].get<double>()) : "—",
+                         mt.is_boolean() ? (mt.get<bool>() ? "meets" : "misses") : "not judged against",
+                         i["server"].value("target_p99_ms", 0.0));
+  }
+  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}{}\n", ms("p50_ms"), ms("p99_ms"),
+             few ? " (too few queries: percentiles unreliable)" : "", best, server,
              cut("single_stream") || cut("offline") || cut("server") ? " [cut short by Ctrl-C: partial figures]" : "");
 }
 
