@@ -1,5 +1,6 @@
 // RunProfiler: drives a Recorder on the schedule from the trainer's hooks and turns what it
 // recorded into the run record's profile section, a CSV operator table and a trace.
+#include <cmath>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -290,7 +291,13 @@ std::string format_op_table(const nlohmann::json& p, int64_t top_n) {
   auto num = [](const nlohmann::json& r, const char* k) {
     return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
   };
-  auto mib = [](double b) { return fmt::format("{:.1f}", b / 1048576.0); };
+  // "-0.0" for a tiny negative net would read as a measurement; print 0.0 for |x| < 0.05 MiB.
+  auto mib = [](double b) {
+    double m = b / 1048576.0;
+    return fmt::format("{:.1f}", std::fabs(m) < 0.05 ? 0.0 : m);
+  };
+  bool any_flops = false;
+  for (const auto& r : rows) any_flops = any_flops || (r.contains("flops") && r["flops"].is_number());
   std::string s;
   s += fmt::format("{:<44} {:>6} {:>10} {:>7} {:>10}", "operator", "calls", "self CPU ms", "self %", "CPU tot ms");
   if (dev) s += fmt::format(" {:>10} {:>7} {:>10}", "self dev ms", "dev %", "dev tot ms");
@@ -311,6 +318,7 @@ std::string format_op_table(const nlohmann::json& p, int64_t top_n) {
   }
   if (rows.size() > static_cast<size_t>(std::max<int64_t>(top_n, 0)))
     s += fmt::format("({} more operators in the CSV/JSON)\n", rows.size() - static_cast<size_t>(top_n));
+  if (!any_flops) s += "GFLOP — : not recorded; --profile-flops counts them (it records input shapes: more overhead)\n";
   if (p.contains("warnings"))
     for (const auto& w : p["warnings"]) s += "warning: " + w.get<std::string>() + "\n";
   return s;

@@ -130,7 +130,11 @@ std::string speedup_of(const Analysis& a, const Cell& c) {
   for (const auto& d : a.device_comparisons)
     if (d.gpu_device == c.device && d.model == c.model && d.batch_size == c.batch_size && d.speedup)
       return fmt::format("{}×{}", fmt_num(*d.speedup), d.noise ? " (noise)" : "");
-  return c.device == "cpu" ? "1×" : "—";
+  // The CPU is the baseline (1×) only when some GPU ran the same workload.
+  if (c.device == "cpu")
+    for (const auto& d : a.device_comparisons)
+      if (d.model == c.model && d.batch_size == c.batch_size && d.speedup) return "1× (baseline)";
+  return "—";
 }
 
 std::string provenance_line(const Provenance& p) {
