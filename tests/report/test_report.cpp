@@ -217,6 +217,18 @@ TEST(ReportRender, EstimatedEpochTimeIsMarked) {
   EXPECT_EQ(render_markdown(full, analyze(full)).find(" (est.) |"), std::string::npos);  // measured: no mark
 }
 
+// The CPU row is the speed-up baseline only when a GPU ran the same workload.
+TEST(ReportRender, CpuSpeedupBaselineOnlyWithAGpuToCompare) {
+  auto in = load_run_folder(kStudy);
+  EXPECT_NE(render_markdown(in, analyze(in)).find("| 1× (baseline) |"), std::string::npos);
+  std::vector<RunRecord> cpu_only;
+  for (const auto& r : in.runs)
+    if (r.device == "cpu") cpu_only.push_back(r);
+  ASSERT_FALSE(cpu_only.empty());
+  in.runs = cpu_only;
+  EXPECT_EQ(render_markdown(in, analyze(in)).find("1×"), std::string::npos);
+}
+
 TEST(ReportRender, MissingFolderIsAnIoError) {
   try {
     load_run_folder("/nonexistent/run");
