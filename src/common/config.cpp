@@ -392,6 +392,10 @@ void validate(const MatrixConfig& m) {
     at_least("repeat", "", pc.repeat, 0);  // 0: repeat the cycle until the run ends
     at_least("top_n", "--profile-top", pc.top_n, 0);
     at_least("trace_max_bytes", "", pc.trace_max_bytes, 1024);
+    // Step counts beyond a billion are typos, and their sum would overflow int64.
+    for (auto [key, v] : {std::pair{"skip_first", pc.skip_first}, {"wait", pc.wait}, {"warmup", pc.warmup},
+                          {"active", pc.active}, {"repeat", pc.repeat}})
+      if (v > 1'000'000'000) bad(fmt::format("profile.{} {} is out of range: at most 1000000000 steps", key, v));
   }
   if (m.repeats < 1 || m.repeats > 1000) bad(fmt::format("repeats {} is out of range; use 1..1000", m.repeats));
   const auto& t = m.train;
@@ -445,12 +449,15 @@ void validate(const MatrixConfig& m) {
     if (!(in.server_qps >= 0 && in.server_qps <= 1e6))
       bad(fmt::format("inference server_qps {} must be 0 (no server scenario) or a rate up to 1000000 queries/s",
                       in.server_qps));
-    // A rate so low that min_queries arrivals take longer than 10 minutes is a typo, not a test.
-    if (in.server_qps > 0 && static_cast<double>(in.min_queries) / in.server_qps > 600)
-      bad(fmt::format("inference server_qps {} is too low: {} queries (min_queries) would take {:.0f} s to arrive; "
-                      "use a rate of at least {:.3g} queries/s or lower min_queries",
-                      in.server_qps, in.min_queries, static_cast<double>(in.min_queries) / in.server_qps,
-                      static_cast<double>(in.min_queries) / 600));
+    // min_queries must be able to arrive before the scenario's time cap per rate,
+    // max(5 x server_budget_s, 30 s) (InferenceOptions::kServerMinCapS), or it measures nothing.
+    const double cap_s = std::max(5 * in.server_budget_s, 30.0);
+    if (in.server_qps > 0 && static_cast<double>(in.min_queries) / in.server_qps > cap_s)
+      bad(fmt::format("inference server_qps {} is too low: {} queries (min_queries) would take {:.0f} s to arrive, "
+                      "longer than the {:.0f} s a rate may run; use a rate of at least {:.3g} queries/s, lower "
+                      "min_queries or raise server_budget_s",
+                      in.server_qps, in.min_queries, static_cast<double>(in.min_queries) / in.server_qps, cap_s,
+                      static_cast<double>(in.min_queries) / cap_s));
     if (!(in.server_target_p99_ms > 0 && in.server_target_p99_ms <= 3.6e6))
       bad(fmt::format("inference server_target_p99_ms {} must be in (0, 3600000] ms", in.server_target_p99_ms));
   }

@@ -18,7 +18,7 @@ LatencySummary summarize_latencies(const std::vector<double>& latencies_ms, int6
   if (s.queries < min_queries) {
     s.too_few_queries = true;
     s.too_few_reason = fmt::format("only {} timed queries, fewer than the minimum of {}: percentiles (p99 above all) "
-                                   "are unreliable; raise the time budget (--budget) or lower the minimum",
+                                   "are unreliable; raise the time budget (infer --budget; run: [inference] single_stream_budget_s / server_budget_s) or lower the minimum",
                                    s.queries, min_queries);
   }
   if (latencies_ms.empty()) return s;

@@ -65,7 +65,14 @@ void build_answers(const ReportInput& in, Analysis& a) {
       if (c.cpu_util_pct_mean.ok())
         s += fmt::format("the machine's CPUs were {} busy on average", pct(c.cpu_util_pct_mean.median));
       else
-        s += fmt::format("CPU utilisation not measured ({})", source_reason(in.runs, "proc"));
+        s += fmt::format("CPU utilisation not measured ({})", [&] {
+          auto why = source_reason(in.runs, "proc");
+          // The source worked, but this cell's runs hold no utilisation: too few samples in
+          // their training window (utilisation needs two /proc/stat readings).
+          return why.empty() ? std::string("no two /proc/stat samples inside the training window: the run was "
+                                           "shorter than the sampling interval allows")
+                             : why;
+        }());
       if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
       q1.sentences.push_back(s + ".");
     }

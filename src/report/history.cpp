@@ -469,7 +469,14 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
     res.warnings.push_back(fmt::format("the sides trained on different data sets (A: {}; B: {}): the figures are not "
                                        "comparable", fmt::join(da, ", "), fmt::join(db, ", ")));
   auto stop = [](const RunRecord& r) { return r.stop_reason.empty() ? std::string("complete") : r.stop_reason; };
-  auto sa = distinct(a, stop), sb = distinct(b, stop);
+  // Only cells on both sides matter here: a cell listed as "only in A/B" is not compared.
+  auto both = [&](const std::vector<RunRecord>& runs) {
+    std::vector<RunRecord> out;
+    for (const auto& r : runs)
+      if (va.count(Key{r.model, r.device, r.batch_size}) && vb.count(Key{r.model, r.device, r.batch_size})) out.push_back(r);
+    return out;
+  };
+  auto sa = distinct(both(a), stop), sb = distinct(both(b), stop);
   if (!sa.empty() && !sb.empty() && sa != sb)
     res.warnings.push_back(fmt::format("the sides' runs ended differently (A: {}; B: {}): steady samples/s compare, "
                                        "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));

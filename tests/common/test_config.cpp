@@ -336,6 +336,16 @@ TEST(Config, InferenceRatesThatCannotBeMeasuredAreRejected) {
             ErrorKind::kInvalidArgument);
   EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.offline_batch_sizes.clear(); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = 50; }), ErrorKind::kInternal);  // fine: 4 s of arrivals
+  // 200 queries at 5/s take 40 s, past the 30 s a rate may run: it could never be judged.
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.inference.server_qps = 5; }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(bad([](MatrixConfig& m) {
+              m.inference.server_qps = 5;
+              m.inference.server_budget_s = 10;  // cap 50 s
+            }),
+            ErrorKind::kInternal);
+  // Profile step counts whose schedule sum would overflow.
+  EXPECT_EQ(bad([](MatrixConfig& m) { m.profile.active = std::numeric_limits<int64_t>::max(); }),
+            ErrorKind::kInvalidArgument);
   MatrixConfig m;
   m.profile.trace_max_bytes = 10;
   auto msg = what_of([&] { validate(m); });
