@@ -173,19 +173,17 @@ void build_answers(const ReportInput& in, Analysis& a) {
       s = fmt::format("`{}` at batch {}: steady throughput missing on one side, no speed-up.", d.model, d.batch_size);
     } else if (d.noise) {
       s = fmt::format("On this machine {} and the CPU train `{}` at batch {} equally fast: the difference ({}×) is "
-                      "inside the run-to-run spread (noise): {} vs {} samples/s",
-                      g->device, d.model, d.batch_size, fmt_num(*d.speedup), fmt_stat(g->samples_per_s, ""),
-                      fmt_stat(c->samples_per_s, ""));
+                      "inside the run-to-run spread (noise): {} vs {}",
+                      g->device, d.model, d.batch_size, fmt_num(*d.speedup), fmt_stat(g->samples_per_s, " samples/s"),
+                      fmt_stat(c->samples_per_s, " samples/s"));
     } else if (*d.speedup >= 1) {
-      s = fmt::format("On this machine the GPU ({}) trains `{}` {}× faster than the CPU at batch {} ({} vs {} "
-                      "samples/s)",
-                      label(*g), d.model, fmt_num(*d.speedup), d.batch_size, fmt_stat(g->samples_per_s, ""),
-                      fmt_stat(c->samples_per_s, ""));
+      s = fmt::format("On this machine the GPU ({}) trains `{}` {}× faster than the CPU at batch {} ({} vs {})",
+                      label(*g), d.model, fmt_num(*d.speedup), d.batch_size, fmt_stat(g->samples_per_s, " samples/s"),
+                      fmt_stat(c->samples_per_s, " samples/s"));
     } else {
-      s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU ({}) at batch {} ({} vs {} "
-                      "samples/s)",
-                      d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, fmt_stat(c->samples_per_s, ""),
-                      fmt_stat(g->samples_per_s, ""));
+      s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU ({}) at batch {} ({} vs {})",
+                      d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, fmt_stat(c->samples_per_s, " samples/s"),
+                      fmt_stat(g->samples_per_s, " samples/s"));
     }
     if (d.cpu_time_for_epochs_s && d.gpu_time_for_epochs_s)
       s += fmt::format("; {} epoch{} take {} on the CPU and {} on the GPU{}", c->epochs_requested,
@@ -205,8 +203,8 @@ void build_answers(const ReportInput& in, Analysis& a) {
     for (const auto& c : a.cells)
       if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
         q4.sentences.push_back(fmt::format(
-            "On the CPU `{}` at batch {} trains {} samples/s{}{}.", c.model, c.batch_size,
-            fmt_stat(c.samples_per_s, ""),
+            "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size,
+            fmt_stat(c.samples_per_s, " samples/s"),
             c.time_for_epochs_s.ok() ? fmt::format("; {} epoch(s) take {}{}", c.epochs_requested,
                                                    fmt_time(c.time_for_epochs_s.median),
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")

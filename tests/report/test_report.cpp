@@ -194,6 +194,7 @@ TEST(ReportRender, MarkdownHtmlAndConsole) {
   EXPECT_EQ(html.find("</script", html.find("var DATA")), html.rfind("</script"));
   std::string con = render_console(in, a);
   EXPECT_NE(con.find("RQ4"), std::string::npos);
+  EXPECT_NE(con.find(" samples/s, n=3)"), std::string::npos) << con;  // the spread carries its unit
   EXPECT_NE(con.find("[cpu_faster]"), std::string::npos);
   auto dir = tmpdir("render");
   auto f = write_report(in, dir);
