@@ -312,6 +312,12 @@ void run_infer(const InferFlags& f, int& exit_status) {
   }
   if (sampler) sampler->stop();
   print_table(runs);
+  fmt::print("columns: ss_p50/p90/p99ms = single-stream latency percentiles (ms, one sample per query); queries = "
+             "timed single-stream queries; offline_sps @batch = best offline throughput (samples/s) and its batch "
+             "size; srv_qps, srv_p99ms, met = server scenario rate (queries/s), its p99 latency (ms, queueing "
+             "included) and whether it met the target; max_qps = highest rate meeting the target (--find-max-qps); "
+             "J/sample = device energy per sample where an energy counter exists; — = scenario not run or not "
+             "measured (the JSON says why)\n");
   fmt::print("percentiles: exact, linear interpolation between closest ranks (Hyndman-Fan type 7); "
              "intra-op threads {}\nresults: {}\n",
              at::get_num_threads(), out_path);
