@@ -39,7 +39,8 @@ namespace {
 
 // Every configuration key, once: the TOML loader, matrix.json (--resume) and the unknown-key
 // messages all come from this list. `v(section, key, member)`; section "" is the top level.
-// Keys in kNotInFile are written to matrix.json but are not user settings in a TOML file.
+// Keys for which not_in_file() holds are written to matrix.json but are not TOML settings;
+// not_in_json() keys are TOML settings that matrix.json leaves out.
 template <typename M, typename V>
 void for_each_field(M& m, V&& v) {
   v("", "devices", m.devices);
@@ -108,7 +109,8 @@ void for_each_field(M& m, V&& v) {
   v("", "command_line", m.command_line);  // provenance of the first session, for --resume
 }
 
-// Testing hooks: kept in matrix.json so a resumed matrix behaves the same, not TOML keys.
+// Kept in matrix.json so a resumed matrix behaves the same, but not TOML keys: the testing hook
+// inject_nan_at_step, and the command line of the first session (provenance).
 bool not_in_file(std::string_view section, std::string_view key) {
   return (section == "train" && key == "inject_nan_at_step") || (section.empty() && key == "command_line");
 }
@@ -210,9 +212,10 @@ bool is_section(std::string_view name) {
   return yes;
 }
 
-// TOML 1.0 allows non-ASCII characters only inside strings and comments. Debian's toml++ 3.3
-// reaches undefined behaviour on some non-ASCII code points in bare keys (found by fuzzing,
-// tests/fuzz), so they are rejected here first, with the line number.
+// TOML 1.0 allows non-ASCII characters only inside strings and comments, only ASCII escape
+// letters, and no control characters but tab and newline. These checks were added when toml++
+// reached undefined behaviour on such input (found by fuzzing); the root cause is now fixed in
+// toml_patched.h, and they stay for their messages: each names the line and the fix.
 void reject_non_ascii_outside_strings(std::string_view text, const std::string& name) {
   enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
   // toml++ also reaches undefined behaviour on a backslash followed by a non-ASCII character

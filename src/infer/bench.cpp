@@ -171,14 +171,19 @@ json server_at(Env& e, double qps, uint64_t seed) {
   int64_t tel0 = e.sampler ? e.sampler->now_ns() : 0;
   auto t0 = Clock::now();
   size_t i = 0;
+  auto must_stop = [&](double now) {  // Ctrl-C or the per-rate time cap; records which
+    interrupted = interrupted || stop_now(opt);
+    capped = capped || now >= cap_s;
+    return interrupted || capped;
+  };
   while (i < arrivals.size()) {
     double now = since_s(t0);
     // Wait for the next arrival in slices of at most 50 ms, so Ctrl-C and the time cap are seen.
-    while (now < arrivals[i] && arrivals[i] - now > 2e-4 && !(interrupted = stop_now(opt)) && !(capped = now >= cap_s)) {
+    while (arrivals[i] - now > 2e-4 && !must_stop(now)) {
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(arrivals[i] - now - 1e-4, 0.05)));
       now = since_s(t0);
     }
-    if (interrupted || capped || (interrupted = stop_now(opt)) || (capped = now >= cap_s)) break;
+    if (must_stop(now)) break;
     while ((now = since_s(t0)) < arrivals[i]) {
     }
     size_t k = i + 1;

@@ -75,6 +75,13 @@ size_t finished_runs(const std::string& results) {
   }
 }
 
+// Polls results.json until it lists `n` runs (or 5 minutes passed; the caller asserts).
+void wait_for_runs(const std::string& results, size_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (finished_runs(results) < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 std::vector<std::string> small_matrix(const std::string& out, const std::string& name) {
   return {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "8,16,32,64", "--data-format", "synthetic",
           "--epochs", "20", "--warmup-steps", "2", "--limit-train", "1024", "--no-inference", "--no-profile",
@@ -130,9 +137,7 @@ TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
   fs::remove_all(dir);
   auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "sigint_out.txt");
   const std::string results = dir + "/m/results.json";
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (finished_runs(results) < 1 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_runs(results, 1);
   ASSERT_GE(finished_runs(results), 1u);
   kill(p.pid, SIGINT);  // the next run (hundreds of steps) is in progress or about to start
   EXPECT_EQ(wait_status(p.pid), 130);
@@ -156,9 +161,7 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   fs::remove_all(dir);
   auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "kill_out.txt");
   const std::string results = dir + "/m/results.json";
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (finished_runs(results) < 2 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_runs(results, 2);
   kill(p.pid, SIGKILL);
   wait_status(p.pid);
   auto before = json::parse(std::ifstream(results))["runs"];
@@ -202,9 +205,7 @@ TEST(Cli, ResumeAppendsTelemetry) {
   fs::remove_all(dir);
   auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "resume_tel_out.txt");
   const std::string results = dir + "/m/results.json";
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (finished_runs(results) < 1 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_runs(results, 1);
   kill(p.pid, SIGINT);
   ASSERT_EQ(wait_status(p.pid), 130);
   auto rows = [&] {
