@@ -530,7 +530,7 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
   for (const auto& x : c.only_in_a) s += "only in A (no ok run of this cell in B): " + x + "\n";
   for (const auto& x : c.only_in_b) s += "only in B (no ok run of this cell in A): " + x + "\n";
   for (const auto& w : c.warnings) s += "warning: " + w + "\n";
-  if (c.rows.empty()) s += "no cell (device, model, batch size) is in both A and B\n";
+  if (c.rows.empty()) return s + "no cell (device, model, batch size) is in both A and B: nothing was compared\n";
   s += c.regressed ? fmt::format("\nregression: {} got worse by more than {} % beyond the noise\n", c.metric,
                                  fmt_num(c.threshold_pct))
                    : "\nno regression\n";

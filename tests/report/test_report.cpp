@@ -358,6 +358,15 @@ TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
   EXPECT_NE(d.warnings[0].find("ended differently"), std::string::npos) << d.warnings[0];
 }
 
+TEST(ReportCompare, NoCommonCellSaysNothingWasCompared) {
+  auto a = load_run_folder(kStudy).runs;
+  auto b = a;
+  for (auto& r : b) r.batch_size += 1;  // no cell in common
+  std::string out = render_compare(compare_runs(a, b), "A", "B");
+  EXPECT_NE(out.find("nothing was compared"), std::string::npos) << out;
+  EXPECT_EQ(out.find("no regression"), std::string::npos) << out;  // no verdict without a comparison
+}
+
 TEST(ReportCompare, RegressionBeyondThresholdAndNoise) {
   auto a = load_run_folder(kStudy).runs;
   auto b = a;
