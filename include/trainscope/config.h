@@ -1,5 +1,5 @@
 // Plain configuration structs for trainscope runs. The CLI (or a TOML file) fills them;
-// the library never sees argv (STYLE.md #2).
+// the library never sees argv (docs/design.md#the-library-never-sees-argv).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 //
 // Shapes and units
 // * A sample is (t_ns, device, metric, value). t_ns is steady_clock nanoseconds since the
-//   origin given to the sampler (DESIGN.md "One clock").
+//   origin given to the sampler (docs/design.md#one-clock).
 // * device: "cpu" (whole machine), "cpu<N>" (logical CPU N as numbered in /proc/stat),
 //   "process" (this process), "gpu<N>" (NVML index N; map to CUDA through GpuInfo::pci_bus_id),
 //   "hwmon:<chip>:<label>" and "thermal:<type>" (individual temperature sensors).
@@ -43,7 +43,7 @@ struct TelemetryOptions {
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path; "" disables NVML
   bool enable_nvml = true, enable_proc = true, enable_rapl = true, enable_hwmon = true;
   // Period of the ms-slow fields (NVML energy counter, PCIe throughput, process list, GPM
-  // metrics): BENCHMARKS.md measured 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
+  // metrics): bench/RESULTS.md lists 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
   // against 0.3..6 us for the others. Never faster than interval_s.
   double slow_interval_s = 1.0;
 };

@@ -1,6 +1,6 @@
 // Sub-command registry of the trainscope CLI. Each sub-command lives in its own
 // cmd_<name>.cpp, turns its flags into a plain config struct and calls the library
-// (the library never sees argv; STYLE.md #2).
+// (the library never sees argv; docs/design.md#the-library-never-sees-argv).
 #pragma once
 
 #include <CLI/CLI.hpp>
