@@ -10,7 +10,7 @@
 //   "hwmon:<chip>:<label>" and "thermal:<type>" (individual temperature sensors).
 // * metric names end in their unit: _pct (0..100), _w, _j, _c (degrees Celsius), _bytes,
 //   _mhz, _bytes_per_s, _count, _mask (a bit set, no unit). The full list with ranges is
-//   telemetry_fields() and README "Telemetry".
+//   telemetry_fields() and docs/telemetry.md#fields-and-units.
 // * A value that could not be measured is never stored: "not supported", sentinel values
 //   (0xFFFFFFFF, ~0ULL, NVML_VALUE_NOT_AVAILABLE), non-finite and out-of-range readings are
 //   dropped and counted per field with the reason.

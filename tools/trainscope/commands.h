@@ -7,7 +7,7 @@
 
 namespace trainscope::cli {
 
-/// Exit statuses shared by all sub-commands (documented in README "Exit status").
+/// Exit statuses shared by all sub-commands (documented in README.md#exit-status).
 enum ExitStatus : int {
   kExitOk = 0,
   kExitRunFailed = 3,     // at least one run of a matrix failed; the others were measured
