@@ -1,5 +1,6 @@
 # Third-party libraries. Each one is here for work outside trainscope's own
-# purpose (measuring training and inference); README "Dependencies" says why.
+# purpose (measuring training and inference); why each is there:
+# CONTRIBUTING.md#third-party-libraries-and-why-each-is-there.
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)                 # formatting console tables and messages
 find_package(nlohmann_json 3.9 REQUIRED)   # results.json, run records

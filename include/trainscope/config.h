@@ -1,5 +1,5 @@
 // Plain configuration structs for trainscope runs. The CLI (or a TOML file) fills them;
-// the library never sees argv (STYLE.md #2).
+// the library never sees argv (docs/design.md#the-library-never-sees-argv).
 #pragma once
 
 #include <cstdint>
@@ -103,7 +103,7 @@ struct MatrixConfig {
 /// deep (resnet18) network.
 void apply_preset(const std::string& name, MatrixConfig& m);
 
-/// Loads a TOML configuration file into `m` (keys documented in README "Configuration file").
+/// Loads a TOML configuration file into `m` (keys: docs/configuration-guide.md#configuration-file-toml).
 /// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
 /// file, the key and the fix. The file's `preset` is applied before its other keys; a
 /// non-empty `preset_override` (the --preset flag) is applied in its place.

@@ -1,4 +1,4 @@
-// trainscope error policy (written down once; STYLE.md #7).
+// trainscope error policy (written down once; docs/design.md#one-error-policy).
 //
 // * Bad input (flags, TOML, data files, checkpoints) and unavailable resources throw
 //   trainscope::Error with a kind and a message that names the input, what was wrong and

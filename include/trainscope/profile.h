@@ -10,7 +10,8 @@
 // calls, kernels, memcpy, memset); otherwise (Debian's 1.13, CPU builds) by at::RecordFunction
 // callbacks plus a c10 memory reporter (CPU operators, thread, shapes, FLOPs, host memory).
 //
-// Times: matrix-clock nanoseconds (steady_clock since the matrix started, DESIGN.md "One clock");
+// Times: matrix-clock nanoseconds (steady_clock since the matrix started,
+// docs/design.md#one-clock);
 // trace timestamps are microseconds with a nanosecond fraction. Memory: bytes. FLOPs: see
 // workload/model.h op_flops (2 per multiply-accumulate of convolution, addmm, mm, bmm).
 //
@@ -69,7 +70,7 @@ class RunProfiler {
   /// [rec.start_ns, rec.end_ns] go into the trace. Returns the record's profile section:
   /// {"backend","schedule","window":{"steps":[...]},"op_table":[...],"op_table_totals":{...},
   ///  "step_breakdown":{...},"overhead":{...},"files":{...},"warnings":[...]}.
-  /// `prov` (optional) heads the CSV and the trace (DESIGN.md "provenance").
+  /// `prov` (optional) heads the CSV and the trace (docs/design.md#provenance-first).
   nlohmann::json finish(const std::string& run_dir, const RunRecord& rec, const std::vector<CounterSeries>& counters,
                         const Provenance* prov = nullptr);
 

@@ -1,5 +1,5 @@
 // Progress display: a one-line bar with steps/s and ETA on a terminal (stderr), nothing when
-// stderr is not a terminal (CI logs, pipes). DESIGN.md "Conventions".
+// stderr is not a terminal (CI logs, pipes). docs/design.md#progress-only-on-a-terminal
 #pragma once
 
 #include <chrono>

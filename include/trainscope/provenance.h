@@ -1,4 +1,4 @@
-// Provenance: the block every trainscope output begins with (DESIGN.md "Conventions";
+// Provenance: the block every trainscope output begins with (docs/design.md#provenance-first;
 // the shape follows google/benchmark's JSON "context" block).
 #pragma once
 

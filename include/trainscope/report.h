@@ -104,7 +104,7 @@ struct GpuBalance {
   std::vector<Entry> gpus;
 };
 
-/// Thresholds of the advice rules (README "Advice rules" gives their sources).
+/// Thresholds of the advice rules (docs/report.md#advice-rules gives their sources).
 struct AdviceThresholds {
   double low_gpu_util_pct = 50;     // mean NVML utilisation below this: the GPU waits
   double low_sm_activity_pct = 30;  // mean SM activity below this: kernels too small to fill it

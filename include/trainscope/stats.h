@@ -20,7 +20,8 @@ std::optional<double> median(std::vector<double> values);
 std::optional<double> stddev(const std::vector<double>& values);
 
 /// Length of the union of [start, end) intervals (ns); overlapping intervals count once, so a
-/// busy fraction computed from it is <= 100 % by construction (DESIGN.md "Conventions").
+/// busy fraction computed from it is <= 100 % by construction
+/// (docs/design.md#busy-time-is-a-union).
 long long union_length(std::vector<std::pair<long long, long long>> intervals);
 
 }  // namespace trainscope

@@ -4,13 +4,13 @@
 //
 // Shapes and units
 // * A sample is (t_ns, device, metric, value). t_ns is steady_clock nanoseconds since the
-//   origin given to the sampler (DESIGN.md "One clock").
+//   origin given to the sampler (docs/design.md#one-clock).
 // * device: "cpu" (whole machine), "cpu<N>" (logical CPU N as numbered in /proc/stat),
 //   "process" (this process), "gpu<N>" (NVML index N; map to CUDA through GpuInfo::pci_bus_id),
 //   "hwmon:<chip>:<label>" and "thermal:<type>" (individual temperature sensors).
 // * metric names end in their unit: _pct (0..100), _w, _j, _c (degrees Celsius), _bytes,
 //   _mhz, _bytes_per_s, _count, _mask (a bit set, no unit). The full list with ranges is
-//   telemetry_fields() and README "Telemetry".
+//   telemetry_fields() and docs/telemetry.md#fields-and-units.
 // * A value that could not be measured is never stored: "not supported", sentinel values
 //   (0xFFFFFFFF, ~0ULL, NVML_VALUE_NOT_AVAILABLE), non-finite and out-of-range readings are
 //   dropped and counted per field with the reason.
@@ -43,7 +43,7 @@ struct TelemetryOptions {
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path; "" disables NVML
   bool enable_nvml = true, enable_proc = true, enable_rapl = true, enable_hwmon = true;
   // Period of the ms-slow fields (NVML energy counter, PCIe throughput, process list, GPM
-  // metrics): BENCHMARKS.md measured 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
+  // metrics): bench/RESULTS.md lists 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
   // against 0.3..6 us for the others. Never faster than interval_s.
   double slow_interval_s = 1.0;
 };

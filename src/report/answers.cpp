@@ -1,5 +1,5 @@
-// Plain-sentence answers to the study's research questions (DESIGN.md table RQ1..RQ5) from the
-// analysis. A number that is absent is said to be absent, with its reason.
+// Plain-sentence answers to the study's research questions (docs/report.md#research-questions)
+// from the analysis. A number that is absent is said to be absent, with its reason.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// The part of the NVML C API that trainscope uses, declared here because NVML is loaded with
-// dlopen and nvml.h is never included (STYLE.md #1, #4). Types, layouts and values are those
-// documented in NVIDIA's NVML API reference (docs.nvidia.com/deploy/nvml-api, nvml.h of CUDA
+// The part of the NVML C API that trainscope uses, declared here because NVML is loaded with dlopen
+// and nvml.h is never included (docs/design.md#nvml-through-dlopen). Types, layouts and values are
+// those documented in NVIDIA's NVML API reference (docs.nvidia.com/deploy/nvml-api, nvml.h of CUDA
 // 12.x / driver 5xx); each group names its section. Only this file and the fake NVML in
 // tests/fake_nvml use these declarations.
 #pragma once

@@ -1,7 +1,7 @@
-// NVML loaded with dlopen through a table of entry points (STYLE.md #4). Each entry lists
-// the versioned symbol names newest first; the first one the library exports wins. An entry
-// that resolves to nothing stays null, which callers treat as "not supported" for the fields
-// it serves only.
+// NVML loaded with dlopen through a table of entry points (docs/design.md#nvml-through-dlopen).
+// Each entry lists the versioned symbol names newest first; the first one the library exports wins.
+// An entry that resolves to nothing stays null, which callers treat as "not supported" for the
+// fields it serves only.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
-// NVIDIA GPUs through NVML (dlopen). Cheap fields (us per call, BENCHMARKS.md) are polled every
-// sample; the ms-slow ones (total energy 3.8 ms, PCIe 20.8 ms, process list, GPM) every
-// slow_interval. A call answering NOT_SUPPORTED (or an entry point the library lacks) marks that
-// field unsupported for that GPU: counted once as dropped, never polled again. GPU_IS_LOST
+// NVIDIA GPUs through NVML (dlopen). Cheap fields (us per call, bench/RESULTS.md "Peer figures")
+// are polled every sample; the ms-slow ones (total energy 3.8 ms, PCIe 20.8 ms, process list, GPM)
+// every slow_interval. A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
+// that field unsupported for that GPU: counted once as dropped, never polled again. GPU_IS_LOST
 // retires the GPU; the others go on.
 #include <unistd.h>
 

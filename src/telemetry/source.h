@@ -1,5 +1,6 @@
-// Internal interface of the telemetry sources (STYLE.md #3): one implementation per kind of
-// hardware, each probed once; the sampler keeps those that probe successfully.
+// Internal interface of the telemetry sources (docs/design.md#one-interface-per-hardware-source):
+// one implementation per kind of hardware, each probed once; the sampler keeps those that probe
+// successfully.
 #pragma once
 
 #include <cerrno>

@@ -1,5 +1,6 @@
 // Device helpers: which devices exist, and the CUDA-only pieces (events, memory statistics)
-// behind an interface so the same trainer builds without CUDA (STYLE.md #6).
+// behind an interface so the same trainer builds without CUDA
+// (docs/design.md#optional-dependencies).
 #pragma once
 
 #include <torch/torch.h>

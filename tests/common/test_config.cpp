@@ -145,7 +145,7 @@ std::string what_of(const std::function<void()>& f) {
 }
 }  // namespace
 
-// The sections every run flag maps to are settable from a file too (README "Configuration file").
+// The sections every run flag maps to are settable from a file too (docs/configuration-guide.md).
 TEST(Config, TelemetryProfileAndInferenceTablesLoad) {
   MatrixConfig m;
   auto p = write_tmp("sections.toml", R"(
@@ -288,10 +288,11 @@ TEST(Config, ValidateRejectsBadInferenceSettingsBeforeTraining) {
             ErrorKind::kInternal);
 }
 
-// README's configuration example is a real configuration: every key it shows exists.
+// The configuration guide's example (moved there from README.md) is a real configuration: every
+// key it shows exists.
 TEST(Config, ReadmeExampleLoads) {
-  std::ifstream in(std::string(TS_FIXTURES_DIR) + "/../../README.md");
-  ASSERT_TRUE(in) << "README.md not found next to tests/";
+  std::ifstream in(std::string(TS_FIXTURES_DIR) + "/../../docs/configuration-guide.md");
+  ASSERT_TRUE(in) << "docs/configuration-guide.md not found next to tests/";
   std::string line, block;
   bool inside = false, done = false;
   while (!done && std::getline(in, line)) {
@@ -299,7 +300,7 @@ TEST(Config, ReadmeExampleLoads) {
     else if (inside && line == "```") done = true;
     else if (inside) block += line + "\n";
   }
-  ASSERT_TRUE(done) << "no ```toml block in README.md";
+  ASSERT_TRUE(done) << "no ```toml block in docs/configuration-guide.md";
   MatrixConfig m;
   ASSERT_NO_THROW(load_toml_config(write_tmp("readme.toml", block), m)) << block;
   EXPECT_NO_THROW(validate(m));

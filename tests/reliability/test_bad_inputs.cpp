@@ -8,7 +8,7 @@
 //
 // Anything else (a different kind, another exception type, silent acceptance) fails the row.
 // "Nothing crashed or leaked" is checked by running this binary under ASan+UBSan (LeakSanitizer
-// at exit), see README "Reliability"; the table is torch-free so it builds in that configuration.
+// at exit), see CONTRIBUTING.md#sanitizer-builds; the table is torch-free so it builds there.
 // Every crash the fuzzers (tests/fuzz) find is added here as a row.
 #include <gtest/gtest.h>
 #include <unistd.h>

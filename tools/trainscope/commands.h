@@ -1,13 +1,13 @@
 // Sub-command registry of the trainscope CLI. Each sub-command lives in its own
 // cmd_<name>.cpp, turns its flags into a plain config struct and calls the library
-// (the library never sees argv; STYLE.md #2).
+// (the library never sees argv; docs/design.md#the-library-never-sees-argv).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace trainscope::cli {
 
-/// Exit statuses shared by all sub-commands (documented in README "Exit status").
+/// Exit statuses shared by all sub-commands (documented in README.md#exit-status).
 enum ExitStatus : int {
   kExitOk = 0,
   kExitRunFailed = 3,     // at least one run of a matrix failed; the others were measured
