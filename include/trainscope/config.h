@@ -1,5 +1,7 @@
 // Plain configuration structs for trainscope runs. The CLI (or a TOML file) fills them;
-// the library never sees argv (STYLE.md #2).
+// the library never sees argv. The defaults below are the settings' defaults; each member's TOML
+// key, flag, unit and valid range are in the settings table (trainscope/settings.h,
+// docs/configuration.md).
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,7 @@ struct TrainConfig {
 /// Hardware telemetry during runs (trainscope/telemetry.h).
 struct TelemetryConfig {
   bool enabled = true;
-  double interval_s = 0.1;                        // 10 Hz default; 0.001 .. 1
+  double interval_s = 0.1;                        // sampling period, s (10 Hz)
   std::string nvml_library = "libnvidia-ml.so.1"; // dlopen name or path
   std::string proc_root = "/proc", sys_root = "/sys";
 };
@@ -103,7 +105,7 @@ struct MatrixConfig {
 /// deep (resnet18) network.
 void apply_preset(const std::string& name, MatrixConfig& m);
 
-/// Loads a TOML configuration file into `m` (keys documented in README "Configuration file").
+/// Loads a TOML configuration file into `m` (keys: docs/configuration.md, `trainscope settings`).
 /// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
 /// file, the key and the fix. The file's `preset` is applied before its other keys; a
 /// non-empty `preset_override` (the --preset flag) is applied in its place.
@@ -114,7 +116,10 @@ void load_toml_config(const std::string& path, MatrixConfig& m, const std::strin
 std::string matrix_config_to_json(const MatrixConfig& m);
 MatrixConfig matrix_config_from_json(const std::string& text, const std::string& source);
 
-/// Validates a matrix before anything runs. Throws Error(kInvalidArgument) naming the bad value.
+/// Validates a matrix before anything runs: every setting against its range in the settings
+/// table (trainscope/settings.h), then the checks that involve several (non-empty and unique
+/// lists, a server rate that can deliver min_queries). Throws Error(kInvalidArgument) naming the
+/// flag and TOML key, the value and the valid range.
 void validate(const MatrixConfig& m);
 
 }  // namespace trainscope

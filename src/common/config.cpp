@@ -79,8 +79,8 @@ T get_as(const toml::node& node, const std::string& file, const std::string& key
     if (auto v = node.value<T>()) return *v;  // double: an integer is accepted too (lr = 1)
   }
   throw_error(ErrorKind::kInvalidConfig,
-              fmt::format("{}: key '{}' must be {}{}, not {}; see README 'Configuration file'", file, key,
-                          toml_type_name<T>(), std::is_same_v<T, uint64_t> ? " >= 0" : "",
+              fmt::format("{}: key '{}' must be {}{}, not {}; see docs/configuration.md (or trainscope settings)", file,
+                          key, toml_type_name<T>(), std::is_same_v<T, uint64_t> ? " >= 0" : "",
                           std::is_same_v<T, uint64_t> && node.is_integer() ? "a negative one" : toml_node_name(node)));
 }
 

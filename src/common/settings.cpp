@@ -132,7 +132,8 @@ void add_train(std::vector<Setting>& t) {
 
 void add_telemetry(std::vector<Setting>& t) {
   t.push_back({.key = "telemetry.enabled", .off_flag = "--no-telemetry",
-               .help = "hardware telemetry sampling (trainscope/telemetry.h)", .field = TS_FIELD(telemetry.enabled)});
+               .help = "hardware telemetry sampling (utilisation, memory, power, energy, temperature)",
+               .field = TS_FIELD(telemetry.enabled)});
   t.push_back({.key = "telemetry.interval_s", .flag = "--telemetry-interval", .noun = "telemetry interval",
                .help = "telemetry sampling period", .unit = "s", .range = {.min = 0.001, .max = 1},
                .note = "1 .. 1000 Hz", .field = TS_FIELD(telemetry.interval_s), .applies = when_telemetry,
@@ -355,7 +356,8 @@ void Setting::check(const MatrixConfig& m) const {
     if (!range.choices.empty() &&
         std::find(range.choices.begin(), range.choices.end(), number_text(v)) == range.choices.end())
       throw_error(ErrorKind::kInvalidArgument,
-                  fmt::format("{} {} is out of range; use {} ({})", label_of(*this), number_text(v), or_list(range.choices), w));
+                  fmt::format("{} {} is out of range; use {} ({})", label_of(*this), number_text(v),
+                              or_list(range.choices), w));
     if (!range.contains(v)) out_of_range(*this, number_text(v), w);
   }
 }

@@ -62,7 +62,7 @@ void read_shared_settings(InferFlags& f) {
   if (given("inference.single_stream_budget_s")) f.budget = m.inference.single_stream_budget_s;
   if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
   if (given("train.threads")) f.threads = m.train.threads;
-  if (given("train.seed")) f.seed = static_cast<int64_t>(m.train.seed);
+  f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
   f.telemetry.nvml_library = m.telemetry.nvml_library;
@@ -212,7 +212,8 @@ void print_table(const json& runs) {
   }
 }
 
-void run_infer(const InferFlags& f, int& exit_status) {
+// The scenarios and their settings the flags ask for.
+InferenceOptions inference_options(const InferFlags& f) {
   InferenceOptions opt;
   opt.single_stream = opt.offline = false;
   for (const auto& s : f.scenarios) {
@@ -243,8 +244,27 @@ void run_infer(const InferFlags& f, int& exit_status) {
   if (f.min_queries) opt.min_queries = *f.min_queries;
   if (f.max_batch) opt.server_max_batch = *f.max_batch;
   if (opt.server_max_batch < 1) throw_error(ErrorKind::kInvalidArgument, "--max-batch must be >= 1");
-  uint64_t seed = f.seed ? static_cast<uint64_t>(*f.seed) : 42;
-  opt.seed = seed;
+  opt.seed = static_cast<uint64_t>(f.seed.value_or(0));  // read_shared_settings sets it: --seed or train.seed's default
+  return opt;
+}
+
+// The running telemetry sampler (null with --no-telemetry, or with a note when it cannot start).
+std::unique_ptr<TelemetrySampler> start_telemetry(const InferFlags& f, std::vector<GpuInfo>& gpus) {
+  if (f.no_telemetry) return nullptr;
+  try {
+    auto sampler = std::make_unique<TelemetrySampler>(f.telemetry, std::chrono::steady_clock::now());
+    sampler->start();
+    gpus = sampler->gpus();
+    return sampler;
+  } catch (const Error& e) {
+    fmt::print(stderr, "trainscope: note: telemetry disabled: {}\n", e.what());
+    return nullptr;
+  }
+}
+
+void run_infer(const InferFlags& f, int& exit_status) {
+  InferenceOptions opt = inference_options(f);
+  const uint64_t seed = opt.seed;
 
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
@@ -261,18 +281,8 @@ void run_infer(const InferFlags& f, int& exit_status) {
   auto subjects = load_subjects(f, seed);
   Provenance prov = collect_provenance(command_line(), seed);
 
-  std::unique_ptr<TelemetrySampler> sampler;
   std::vector<GpuInfo> gpus;
-  if (!f.no_telemetry) {
-    try {
-      sampler = std::make_unique<TelemetrySampler>(f.telemetry, std::chrono::steady_clock::now());
-      sampler->start();
-      gpus = sampler->gpus();
-    } catch (const Error& e) {
-      fmt::print(stderr, "trainscope: note: telemetry disabled: {}\n", e.what());
-      sampler.reset();
-    }
-  }
+  std::unique_ptr<TelemetrySampler> sampler = start_telemetry(f, gpus);
 
   std::string out_path = f.out;
   if (out_path.empty()) out_path = f.run_dir.empty() ? "inference.json" : (fs::path(f.run_dir) / "inference.json").string();
