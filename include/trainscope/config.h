@@ -1,13 +1,14 @@
 // Plain configuration structs for trainscope runs. The CLI (or a TOML file) fills them;
-// the library never sees argv. The defaults below are the settings' defaults; each member's TOML
-// key, flag, unit and valid range are in the settings table (trainscope/settings.h,
-// docs/configuration.md).
+// the library never sees argv (docs/design.md#the-library-never-sees-argv).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+// The defaults below are the settings' defaults; each member's TOML key, flag, unit and valid
+// range are in the settings table (trainscope/settings.h, docs/configuration.md).
 
 namespace trainscope {
 
@@ -105,7 +106,7 @@ struct MatrixConfig {
 /// deep (resnet18) network.
 void apply_preset(const std::string& name, MatrixConfig& m);
 
-/// Loads a TOML configuration file into `m` (keys: docs/configuration.md, `trainscope settings`).
+/// Loads a TOML configuration file into `m` (keys: docs/configuration-guide.md#configuration-file-toml).
 /// Unknown keys, wrong types and out-of-range values throw Error(kInvalidConfig) naming the
 /// file, the key and the fix. The file's `preset` is applied before its other keys; a
 /// non-empty `preset_override` (the --preset flag) is applied in its place.
