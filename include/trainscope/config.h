@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+// The defaults below are the settings' defaults; each member's TOML key, flag, unit and valid
+// range are in the settings table (trainscope/settings.h, docs/configuration.md).
+
 namespace trainscope {
 
 /// Where the training and test data come from.
@@ -48,7 +51,7 @@ struct TrainConfig {
 /// Hardware telemetry during runs (trainscope/telemetry.h).
 struct TelemetryConfig {
   bool enabled = true;
-  double interval_s = 0.1;                        // 10 Hz default; 0.001 .. 1
+  double interval_s = 0.1;                        // sampling period, s (10 Hz)
   std::string nvml_library = "libnvidia-ml.so.1"; // dlopen name or path
   std::string proc_root = "/proc", sys_root = "/sys";
 };
@@ -114,7 +117,10 @@ void load_toml_config(const std::string& path, MatrixConfig& m, const std::strin
 std::string matrix_config_to_json(const MatrixConfig& m);
 MatrixConfig matrix_config_from_json(const std::string& text, const std::string& source);
 
-/// Validates a matrix before anything runs. Throws Error(kInvalidArgument) naming the bad value.
+/// Validates a matrix before anything runs: every setting against its range in the settings
+/// table (trainscope/settings.h), then the checks that involve several (non-empty and unique
+/// lists, a server rate that can deliver min_queries). Throws Error(kInvalidArgument) naming the
+/// flag and TOML key, the value and the valid range.
 void validate(const MatrixConfig& m);
 
 }  // namespace trainscope

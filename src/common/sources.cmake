@@ -1,6 +1,7 @@
 target_sources(trainscope_core PRIVATE
   common/error.cpp
   common/config.cpp
+  common/settings.cpp
   common/provenance.cpp
   common/fs.cpp
   common/progress.cpp

@@ -15,6 +15,7 @@
 
 #include "telemetry/source.h"
 #include "trainscope/error.h"
+#include "trainscope/settings.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -255,10 +256,9 @@ struct TelemetrySampler::Impl {
 
 TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::steady_clock::time_point origin)
     : impl_(std::make_unique<Impl>()) {
-  if (!(opt.interval_s >= 0.001 - 1e-12 && opt.interval_s <= 1.0 + 1e-12))
-    throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("telemetry interval {} s is out of range: use 0.001 .. 1 s (1 .. 1000 Hz; default 0.1 s = 10 Hz)",
-                            opt.interval_s));
+  // The range of telemetry.interval_s in the settings table, the one `run` and `infer` check.
+  const Setting& interval = setting("telemetry.interval_s");
+  check_setting_value(interval, opt.interval_s, interval.long_flag());
   if (!(opt.slow_interval_s > 0 && opt.slow_interval_s <= 3600))
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("telemetry slow_interval_s {} is out of range: use (0, 3600] s", opt.slow_interval_s));

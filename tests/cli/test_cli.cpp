@@ -117,6 +117,56 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find(cfg), std::string::npos) << out;
 }
 
+// --name is one folder under --out: a path is refused (exit 2) before anything is created.
+TEST(Cli, RunNameMustBeOneSafeFolderName) {
+  const std::string base = ::testing::TempDir() + "cli_name";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const std::string out = base + "/out";
+  for (const std::string& name : std::vector<std::string>{"../escaped", base + "/abs/path", ".", "a/b", ".."}) {
+    std::string log;
+    EXPECT_EQ(run({"run", "--data-format", "synthetic", "--devices", "cpu", "--models", "mlp", "--out", out, "--name",
+                   name},
+                  &log),
+              2)
+        << name << ": " << log;
+    EXPECT_NE(log.find("run folder name '" + name + "' is not one safe folder name"), std::string::npos) << log;
+    EXPECT_NE(log.find("--name"), std::string::npos) << log;
+  }
+  // Nothing was written: no --out folder, no escaped folder beside it, no history database.
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(base + "/escaped"));
+  EXPECT_FALSE(fs::exists(base + "/abs"));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(base)) left.push_back(e.path().filename().string());
+  EXPECT_TRUE(left.empty()) << "created: " << left.front();
+}
+
+// `infer` checks a flag it shares with `run` against the same range, before loading anything.
+TEST(Cli, InferChecksSharedFlagsWithTheRunRanges) {
+  std::string out;
+  EXPECT_EQ(run({"infer", "--model", "mlp", "--untrained", "--data-format", "synthetic", "--budget", "0"}, &out), 2);
+  EXPECT_NE(out.find("0 is out of range; use (0, 3600] s (--budget; TOML key inference.single_stream_budget_s)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run({"infer", "--model", "mlp", "--untrained", "--data-format", "synthetic", "--telemetry-interval", "5"},
+                &out),
+            2);
+  EXPECT_NE(out.find("telemetry interval 5 is out of range; use [0.001, 1] s"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--data-format", "synthetic", "--telemetry-interval", "5", "--out", ::testing::TempDir()}, &out),
+            2);
+  EXPECT_NE(out.find("telemetry interval 5 is out of range; use [0.001, 1] s"), std::string::npos) << out;
+}
+
+// `trainscope settings --markdown` prints the table docs/configuration.md holds.
+TEST(Cli, SettingsPrintsTheTable) {
+  std::string out;
+  EXPECT_EQ(run({"settings", "--markdown"}, &out), 0) << out;
+  EXPECT_NE(out.find("| `train.epochs` | `-e,--epochs` | `1` | 1..100000 |"), std::string::npos) << out;
+  EXPECT_EQ(run({"settings"}, &out), 0) << out;
+  EXPECT_NE(out.find("train.learning_rate"), std::string::npos) << out;
+}
+
 TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
   std::string dir = ::testing::TempDir() + "cli_fail";
   fs::remove_all(dir);

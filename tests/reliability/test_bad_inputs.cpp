@@ -228,6 +228,22 @@ std::vector<Row> rows() {
   toml_row("toml_folder_test_fraction_one", "[data]\nformat = \"folder\"\ntest_fraction = 1.0\n", "test fraction 1",
            ErrorKind::kInvalidArgument, "(0, 1)");
   toml_row("toml_empty_models_list", "models = []\n", "model", ErrorKind::kInvalidArgument, "--models");
+  // Range errors come from the settings table: they name the value, the flag, the TOML key and the range.
+  toml_row("toml_profile_active_zero", "[profile]\nactive = 0\n", "profile.active 0", ErrorKind::kInvalidArgument,
+           "use 1..1000000000 steps (--profile-steps; TOML key profile.active)");
+  toml_row("toml_eval_batch_size_zero", "[train]\neval_batch_size = 0\n", "evaluation batch size 0",
+           ErrorKind::kInvalidArgument, "use 1..1048576 samples (--eval-batch-size; TOML key train.eval_batch_size)");
+  toml_row("toml_inference_budget_over_an_hour", "[inference]\noffline_budget_s = 7200\n",
+           "inference.offline_budget_s 7200", ErrorKind::kInvalidArgument, "use (0, 3600] s");
+  // run_name (--name) is one folder under out_dir: never a path that leaves it (issue 12).
+  toml_row("toml_run_name_parent", "run_name = \"../escaped\"\n", "'../escaped'", ErrorKind::kInvalidArgument,
+           "is not one safe folder name");
+  toml_row("toml_run_name_absolute", "run_name = \"/abs/path\"\n", "'/abs/path'", ErrorKind::kInvalidArgument,
+           "is not one safe folder name");
+  toml_row("toml_run_name_dot", "run_name = \".\"\n", "'.'", ErrorKind::kInvalidArgument, "is not one safe folder name");
+  toml_row("toml_run_name_two_parts", "run_name = \"a/b\"\n", "'a/b'", ErrorKind::kInvalidArgument,
+           "is not one safe folder name");
+  toml_row("toml_run_name_leading_dash", "run_name = \"-rf\"\n", "'-rf'", ErrorKind::kInvalidArgument, "--name");
   t.push_back({"toml_missing_file", [](D d) { return (d / "nowhere.toml").string(); },
                [](D, S in) {
                  MatrixConfig m;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "settings_cli.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
 #include "train/compat.h"
@@ -41,7 +42,31 @@ struct InferFlags {
   std::vector<int64_t> batch_sizes;
   std::optional<double> qps, target_p99_ms, budget;
   std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+  TelemetryOptions telemetry;
+  SettingOptions settings;  // the options shared with `run`: same keys, same ranges
 };
+
+// The shared options (settings_cli.h), range-checked as `run` checks them, into the flags above.
+void read_shared_settings(InferFlags& f) {
+  f.settings.check_given();
+  MatrixConfig m;
+  f.settings.apply(m);
+  auto given = [&](const char* key) { return f.settings.given(key); };
+  if (given("data.path")) f.data = m.data.path;
+  if (given("data.format")) f.data_format = m.data.format;
+  if (given("data.limit_test")) f.limit = m.data.limit_test;
+  if (given("devices")) f.devices = m.devices;
+  if (given("inference.offline_batch_sizes")) f.batch_sizes = m.inference.offline_batch_sizes;
+  if (given("inference.server_qps")) f.qps = m.inference.server_qps;
+  if (given("inference.server_target_p99_ms")) f.target_p99_ms = m.inference.server_target_p99_ms;
+  if (given("inference.single_stream_budget_s")) f.budget = m.inference.single_stream_budget_s;
+  if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
+  if (given("train.threads")) f.threads = m.train.threads;
+  f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
+  f.no_telemetry = !m.telemetry.enabled;
+  f.telemetry.interval_s = m.telemetry.interval_s;
+  f.telemetry.nvml_library = m.telemetry.nvml_library;
+}
 
 // One thing to measure: a model with its weights and the inputs it runs on.
 struct Subject {
@@ -187,7 +212,8 @@ void print_table(const json& runs) {
   }
 }
 
-void run_infer(const InferFlags& f, int& exit_status) {
+// The scenarios and their settings the flags ask for.
+InferenceOptions inference_options(const InferFlags& f) {
   InferenceOptions opt;
   opt.single_stream = opt.offline = false;
   for (const auto& s : f.scenarios) {
@@ -202,27 +228,43 @@ void run_infer(const InferFlags& f, int& exit_status) {
   if (opt.server && !f.qps && !f.find_max_qps)
     throw_error(ErrorKind::kInvalidArgument, "--scenario server needs --qps N or --find-max-qps");
   if (f.qps) {
-    if (!(*f.qps > 0)) throw_error(ErrorKind::kInvalidArgument, "--qps must be > 0");
+    if (!(*f.qps > 0))
+      throw_error(ErrorKind::kInvalidArgument, "--qps 0 runs no server scenario; give a rate > 0 queries/s, up to 1000000");
     opt.server = true;
     opt.server_qps = *f.qps;
   } else {
     opt.server = false;  // find_max_qps alone runs the search only
   }
   if (!f.batch_sizes.empty()) opt.offline_batch_sizes = f.batch_sizes;
-  for (int64_t b : opt.offline_batch_sizes)
-    if (b < 1) throw_error(ErrorKind::kInvalidArgument, fmt::format("--batch-sizes: {} must be >= 1", b));
   if (f.target_p99_ms) opt.server_target_p99_ms = *f.target_p99_ms;
-  if (!(opt.server_target_p99_ms > 0)) throw_error(ErrorKind::kInvalidArgument, "--target-p99-ms must be > 0");
   if (f.budget) {
-    if (!(*f.budget > 0)) throw_error(ErrorKind::kInvalidArgument, "--budget must be > 0 seconds");
     opt.single_stream_budget_s = opt.server_budget_s = *f.budget;
     opt.offline_budget_s = *f.budget / 2;
   }
   if (f.min_queries) opt.min_queries = *f.min_queries;
   if (f.max_batch) opt.server_max_batch = *f.max_batch;
   if (opt.server_max_batch < 1) throw_error(ErrorKind::kInvalidArgument, "--max-batch must be >= 1");
-  uint64_t seed = f.seed ? static_cast<uint64_t>(*f.seed) : 42;
-  opt.seed = seed;
+  opt.seed = static_cast<uint64_t>(f.seed.value_or(0));  // read_shared_settings sets it: --seed or train.seed's default
+  return opt;
+}
+
+// The running telemetry sampler (null with --no-telemetry, or with a note when it cannot start).
+std::unique_ptr<TelemetrySampler> start_telemetry(const InferFlags& f, std::vector<GpuInfo>& gpus) {
+  if (f.no_telemetry) return nullptr;
+  try {
+    auto sampler = std::make_unique<TelemetrySampler>(f.telemetry, std::chrono::steady_clock::now());
+    sampler->start();
+    gpus = sampler->gpus();
+    return sampler;
+  } catch (const Error& e) {
+    fmt::print(stderr, "trainscope: note: telemetry disabled: {}\n", e.what());
+    return nullptr;
+  }
+}
+
+void run_infer(const InferFlags& f, int& exit_status) {
+  InferenceOptions opt = inference_options(f);
+  const uint64_t seed = opt.seed;
 
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
@@ -232,24 +274,15 @@ void run_infer(const InferFlags& f, int& exit_status) {
   std::optional<int64_t> threads = f.threads;
   if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
   if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
-  int64_t nthreads = threads.value_or(static_cast<int64_t>(std::thread::hardware_concurrency()));
+  int64_t nthreads = threads.value_or(0);  // 0: all online CPUs, as in `run`
+  if (nthreads <= 0) nthreads = static_cast<int64_t>(std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(std::max<int64_t>(nthreads, 1)));
 
   auto subjects = load_subjects(f, seed);
   Provenance prov = collect_provenance(command_line(), seed);
 
-  std::unique_ptr<TelemetrySampler> sampler;
   std::vector<GpuInfo> gpus;
-  if (!f.no_telemetry) {
-    try {
-      sampler = std::make_unique<TelemetrySampler>(TelemetryOptions{}, std::chrono::steady_clock::now());
-      sampler->start();
-      gpus = sampler->gpus();
-    } catch (const Error& e) {
-      fmt::print(stderr, "trainscope: note: telemetry disabled: {}\n", e.what());
-      sampler.reset();
-    }
-  }
+  std::unique_ptr<TelemetrySampler> sampler = start_telemetry(f, gpus);
 
   std::string out_path = f.out;
   if (out_path.empty()) out_path = f.run_dir.empty() ? "inference.json" : (fs::path(f.run_dir) / "inference.json").string();
@@ -344,25 +377,31 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
   sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11) with --untrained");
   sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
-  sub->add_option("--data", f->data, "data folder (default: the data the checkpoint was trained on)");
-  sub->add_option("--data-format", f->data_format, "idx, cifar10, folder or synthetic");
-  sub->add_option("--limit", f->limit, "use only the first N test samples");
-  sub->add_option("-d,--devices", f->devices, "cpu, cuda, cuda:N (default: cpu and every GPU)")->delimiter(',');
+  auto& shared = f->settings;
+  shared.add(sub, "data.path", "--data", "data folder (default: the data the checkpoint was trained on)", false);
+  shared.add(sub, "data.format", "--data-format", "data format (default: the checkpoint's)", false);
+  shared.add(sub, "data.limit_test", "--limit", "use only the first N test samples");
+  shared.add(sub, "devices", "-d,--devices", "devices: cpu, cuda, cuda:N");
   sub->add_option("--scenario", f->scenarios, "single-stream, offline, server (default single-stream,offline)")
       ->delimiter(',');
-  sub->add_option("-b,--batch-sizes", f->batch_sizes, "offline batch sizes (default 1,64,256)")->delimiter(',');
-  sub->add_option("--qps", f->qps, "server: Poisson arrival rate, queries per second");
-  sub->add_option("--target-p99-ms", f->target_p99_ms, "server: p99 latency target in ms (default 10)");
+  shared.add(sub, "inference.offline_batch_sizes", "-b,--batch-sizes", "offline batch sizes");
+  shared.add(sub, "inference.server_qps", "--qps", "server: Poisson arrival rate, queries per second");
+  shared.add(sub, "inference.server_target_p99_ms", "--target-p99-ms", "server: p99 latency target in ms");
   sub->add_flag("--find-max-qps", f->find_max_qps, "server: bisection for the highest rate meeting the p99 target");
   sub->add_option("--max-batch", f->max_batch, "server: queries the worker may take at once (default 1)");
-  sub->add_option("--budget", f->budget, "seconds per scenario (single-stream, each server rate; half per offline "
-                                         "batch size; default 2)");
-  sub->add_option("--min-queries", f->min_queries, "fewer timed queries flag the percentiles (default 200)");
-  sub->add_option("--threads", f->threads, "intra-op CPU threads (default: as the training run, else all CPUs)");
-  sub->add_option("--seed", f->seed, "seed for fresh weights, synthetic data and arrivals (default 42)");
+  shared.add(sub, "inference.single_stream_budget_s", "--budget",
+             "seconds per scenario (single-stream, each server rate; half per offline batch size)");
+  shared.add(sub, "inference.min_queries", "--min-queries", "fewer timed queries flag the percentiles");
+  shared.add(sub, "train.threads", "--threads", "intra-op CPU threads (default: as the training run, else all CPUs)", false);
+  shared.add(sub, "train.seed", "--seed", "seed for fresh weights, synthetic data and arrivals");
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
-  sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample power and energy");
-  sub->callback([f, &exit_status] { run_infer(*f, exit_status); });
+  shared.add(sub, "telemetry.enabled", "", "power and energy sampling");
+  shared.add(sub, "telemetry.interval_s", "--telemetry-interval", "telemetry sampling period");
+  shared.add(sub, "telemetry.nvml_library", "--nvml-library", "NVML library to dlopen (name or path)");
+  sub->callback([f, &exit_status] {
+    read_shared_settings(*f);
+    run_infer(*f, exit_status);
+  });
 }
 
 }  // namespace trainscope::cli

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "settings_cli.h"
 #include "trainscope/error.h"
 #include "trainscope/telemetry.h"
 #include "trainscope/telemetry_prometheus.h"
@@ -22,6 +23,7 @@ struct MonitorConfig {
   std::string format = "table";
   std::string listen;
   TelemetryOptions telemetry;
+  SettingOptions settings;  // the options shared with `run`
 };
 
 std::atomic<bool> g_stop{false};
@@ -143,11 +145,19 @@ void add_monitor_command(CLI::App& app, int& exit_status) {
       ->check(CLI::IsMember({"table", "csv", "jsonl"}))
       ->capture_default_str();
   cmd->add_option("--listen", cfg->listen, "Serve Prometheus /metrics at HOST:PORT (e.g. 127.0.0.1:9400; loopback advised)");
-  cmd->add_option("--nvml-library", cfg->telemetry.nvml_library, "NVML library to dlopen (\"\" disables NVML)")
-      ->capture_default_str();
-  cmd->add_option("--proc-root", cfg->telemetry.proc_root, "procfs root")->capture_default_str();
-  cmd->add_option("--sys-root", cfg->telemetry.sys_root, "sysfs root")->capture_default_str();
-  cmd->callback([cfg, &exit_status] { run_monitor(*cfg, exit_status); });
+  // Shared with `run` (trainscope/settings.h). --interval is not telemetry.interval_s: it is the
+  // period of the printed readings (up to an hour), each one a single poll of the sources.
+  for (const char* key : {"telemetry.nvml_library", "telemetry.proc_root", "telemetry.sys_root"})
+    cfg->settings.add(cmd, key);
+  cmd->callback([cfg, &exit_status] {
+    MatrixConfig m;
+    cfg->settings.check_given();
+    cfg->settings.apply(m);
+    cfg->telemetry.nvml_library = m.telemetry.nvml_library;
+    cfg->telemetry.proc_root = m.telemetry.proc_root;
+    cfg->telemetry.sys_root = m.telemetry.sys_root;
+    run_monitor(*cfg, exit_status);
+  });
 }
 
 }  // namespace trainscope::cli

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "settings_cli.h"
 #include "workload/model.h"
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
@@ -98,23 +99,79 @@ class ConsoleObserver final : public MatrixObserver {
   size_t planned_ = 0, done_ = 0;
 };
 
+// The options of one invocation; every setting's option comes from the settings table.
 struct RunFlags {
-  std::string config, preset, resume;
-  std::vector<std::string> devices, models;
-  std::vector<int64_t> batch_sizes;
-  std::optional<int64_t> repeats, epochs, seed, threads, warmup, max_steps, limit_train, limit_test, image_size,
-      image_channels, eval_batch;
-  std::optional<double> lr, time_budget;
-  std::optional<std::string> optimizer, optimizer_impl, data, data_format, out, name;
-  bool no_progress = false, no_telemetry = false;
-  bool no_inference = false;
-  std::optional<double> telemetry_interval;
-  std::optional<std::string> nvml_library;
-  int64_t inject_nan = -1;
-  bool profile = false, no_profile = false, profile_shapes = false, profile_flops = false, profile_no_memory = false;
-  std::optional<int64_t> profile_steps, profile_skip, profile_top;
+  std::string config, resume;
+  SettingOptions settings;
 };
 
+// The matrix the flags ask for: --resume's matrix.json, or the preset, then the --config file,
+// then the flags; validated, with paths made absolute.
+MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
+  MatrixConfig m;
+  if (!f.resume.empty()) {
+    // --resume repeats the matrix recorded in matrix.json, settings included: a flag that
+    // changes the matrix would mix differently measured runs in one results file.
+    std::vector<std::string> given;
+    for (const auto* o : sub->get_options())
+      if (o->count() > 0 && o->get_name() != "--resume" && o->get_name() != "--no-progress" &&
+          o->get_name() != "--help")
+        given.push_back(o->get_name());
+    if (!given.empty())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("--resume continues the matrix recorded in {}/matrix.json with its own settings; {} "
+                              "cannot be combined with it (only --no-progress can). To measure other settings, "
+                              "start a new run folder without --resume",
+                              f.resume, fmt::join(given, ", ")));
+    namespace fs = std::filesystem;
+    fs::path dir = fs::absolute(f.resume).lexically_normal();  // "--resume ." from inside the folder works too
+    if (dir.filename().empty()) dir = dir.parent_path();
+    auto mj = (dir / "matrix.json").string();
+    if (!file_exists(mj))
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("cannot resume '{}': it has no matrix.json; give the run folder that `trainscope "
+                              "run` printed (it holds matrix.json and results.json)",
+                              dir.string()));
+    auto bytes = read_file_bytes(mj, 1 << 20);
+    m = matrix_config_from_json(std::string(bytes.begin(), bytes.end()), mj);
+    m.out_dir = dir.parent_path().empty() ? "." : dir.parent_path().string();
+    m.run_name = dir.filename().string();
+    m.resume = true;
+  }
+  // --preset is the base; with --config it takes the place of the file's own preset, and the
+  // file's other keys, then the other flags, override it.
+  const std::string preset = f.settings.text("preset");
+  if (!preset.empty() && f.config.empty()) apply_preset(preset, m);
+  if (!f.config.empty()) load_toml_config(f.config, m, preset);
+  f.settings.apply(m, {"preset"});  // the preset was applied first, above
+  // Provenance: a resumed matrix keeps the command that started it and adds this one.
+  m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
+                                                       : command_line();
+  // Validated here, before anything is written (the history database included). validate()
+  // names the flag and the TOML key; when a value may come from a file, say which file too.
+  try {
+    validate(m);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidArgument || (!m.resume && f.config.empty())) throw;
+    throw_error(ErrorKind::kInvalidArgument, fmt::format("{} (the value comes from the command line or {})", e.what(),
+                                                         m.resume ? f.resume + "/matrix.json" : f.config));
+  }
+  if (!m.resume) {
+    // Paths are stored absolute in matrix.json, so --resume from another working directory
+    // reads the same data, models and libraries (never a same-named folder elsewhere).
+    auto absolute = [](std::string& p) {
+      if (!p.empty()) p = std::filesystem::absolute(p).lexically_normal().string();
+    };
+    if (m.data.format != "synthetic") absolute(m.data.path);
+    for (auto& model : m.models)
+      if (is_torchscript_path(model)) absolute(model);
+    absolute(m.history_db);
+    if (m.telemetry.nvml_library.find('/') != std::string::npos) absolute(m.telemetry.nvml_library);
+    absolute(m.telemetry.proc_root);
+    absolute(m.telemetry.sys_root);
+  }
+  return m;
+}
 
 }  // namespace
 
@@ -124,151 +181,12 @@ void add_run_command(CLI::App& app, int& exit_status) {
   sub->add_option("--resume", f->resume,
                   "continue the matrix of this run folder (its matrix.json), skipping runs already measured")
       ->check(CLI::ExistingDirectory);
-  sub->add_option("-c,--config", f->config, "TOML configuration file (flags given here override it)")
+  sub->add_option("-c,--config", f->config, "TOML configuration file (flags given here override it; keys: "
+                                             "`trainscope settings`)")
       ->check(CLI::ExistingFile);
-  sub->add_option("--preset", f->preset, "paper: the study's setup (Adam, 20 epochs, batch 64/128, mlp + resnet18); "
-                                         "quick: 200 steps per run");
-  sub->add_option("-d,--devices", f->devices, "cpu, cuda (all GPUs), cuda:N (default: cpu and every GPU)")->delimiter(',');
-  sub->add_option("-m,--models", f->models, "mlp, cnn, resnet18, vgg11 or a TorchScript file (default: mlp,cnn)")
-      ->delimiter(',');
-  sub->add_option("-b,--batch-sizes", f->batch_sizes, "batch sizes (default: 64,128)")->delimiter(',');
-  sub->add_option("--repeats", f->repeats, "repeats of every cell (median and spread are reported)");
-  sub->add_option("-e,--epochs", f->epochs, "epochs per run (default 1)");
-  sub->add_option("--optimizer", f->optimizer, "adam or sgd (default adam)");
-  sub->add_option("--optimizer-impl", f->optimizer_impl,
-                  "adam implementation: auto (fused kernel on CUDA), fused, loop (torch::optim)");
-  sub->add_option("--lr", f->lr, "learning rate (default 0.001)");
-  sub->add_option("--seed", f->seed, "random seed for weights and shuffling (default 42)");
-  sub->add_option("--threads", f->threads, "intra-op CPU threads (default: all online CPUs)");
-  sub->add_option("--warmup-steps", f->warmup, "steps excluded from steady-state samples/s (default 10)");
-  sub->add_option("--max-steps", f->max_steps, "stop each run after N steps and estimate the full time");
-  sub->add_option("--time-budget", f->time_budget, "stop each run after this many seconds of training");
-  sub->add_option("--eval-batch-size", f->eval_batch, "test-set evaluation batch size (default 1024)");
-  sub->add_option("--data", f->data, "data folder (default /usr/share/datasets/fashion-mnist)");
-  sub->add_option("--data-format", f->data_format, "idx, cifar10, folder or synthetic (default idx)");
-  sub->add_option("--image-size", f->image_size, "folder: resize images to N x N (default 32)");
-  sub->add_option("--image-channels", f->image_channels, "folder: 1 or 3 channels (default 3)");
-  sub->add_option("--limit-train", f->limit_train, "use only the first N training samples");
-  sub->add_option("--limit-test", f->limit_test, "use only the first N test samples");
-  sub->add_option("-o,--out", f->out, "folder for run folders (default trainscope-runs)");
-  sub->add_option("--name", f->name, "run folder name (default: UTC timestamp)");
-  sub->add_flag("--no-progress", f->no_progress, "no progress bar even on a terminal");
-  sub->add_flag("--no-telemetry", f->no_telemetry, "do not sample hardware telemetry");
-  sub->add_flag("--no-inference", f->no_inference, "skip the single-stream and offline inference after each run");
-  sub->add_option("--telemetry-interval", f->telemetry_interval, "telemetry sampling period in s (default 0.1 = 10 Hz)");
-  sub->add_option("--nvml-library", f->nvml_library, "NVML library to dlopen (default libnvidia-ml.so.1)");
-  sub->add_flag("--profile", f->profile, "record an operator-profiling window (default on)");
-  sub->add_flag("--no-profile", f->no_profile, "no operator profiling, trace or op table");
-  sub->add_option("--profile-steps", f->profile_steps, "profiled (active) steps per run (default 5)");
-  sub->add_option("--profile-skip", f->profile_skip, "steps before the profiler's warm-up (default 10)");
-  sub->add_flag("--profile-shapes", f->profile_shapes, "record operator input shapes");
-  sub->add_flag("--profile-flops", f->profile_flops, "FLOPs per operator in the op table (records input shapes)");
-  sub->add_flag("--profile-no-memory", f->profile_no_memory, "no allocator events in the profiling window");
-  sub->add_option("--profile-top", f->profile_top, "operators shown per run on the console (default 15, 0: none)");
-  sub->add_option("--inject-nan-at-step", f->inject_nan, "testing: make the loss NaN at this step")->group("");
+  f->settings.add_all(sub);
   sub->callback([f, sub, &exit_status] {
-    MatrixConfig m;
-    if (!f->resume.empty()) {
-      // --resume repeats the matrix recorded in matrix.json, settings included: a flag that
-      // changes the matrix would mix differently measured runs in one results file.
-      std::vector<std::string> given;
-      for (const auto* o : sub->get_options())
-        if (o->count() > 0 && o->get_name() != "--resume" && o->get_name() != "--no-progress" &&
-            o->get_name() != "--help")
-          given.push_back(o->get_name());
-      if (!given.empty())
-        throw_error(ErrorKind::kInvalidArgument,
-                    fmt::format("--resume continues the matrix recorded in {}/matrix.json with its own settings; {} "
-                                "cannot be combined with it (only --no-progress can). To measure other settings, "
-                                "start a new run folder without --resume",
-                                f->resume, fmt::join(given, ", ")));
-      namespace fs = std::filesystem;
-      fs::path dir = fs::absolute(f->resume).lexically_normal();  // "--resume ." from inside the folder works too
-      if (dir.filename().empty()) dir = dir.parent_path();
-      auto mj = (dir / "matrix.json").string();
-      if (!file_exists(mj))
-        throw_error(ErrorKind::kInvalidArgument,
-                    fmt::format("cannot resume '{}': it has no matrix.json; give the run folder that `trainscope "
-                                "run` printed (it holds matrix.json and results.json)",
-                                dir.string()));
-      auto bytes = read_file_bytes(mj, 1 << 20);
-      m = matrix_config_from_json(std::string(bytes.begin(), bytes.end()), mj);
-      m.out_dir = dir.parent_path().empty() ? "." : dir.parent_path().string();
-      m.run_name = dir.filename().string();
-      m.resume = true;
-    }
-    // --preset is the base; with --config it takes the place of the file's own preset, and the
-    // file's other keys, then the other flags, override it.
-    if (!f->preset.empty() && f->config.empty()) apply_preset(f->preset, m);
-    if (!f->config.empty()) load_toml_config(f->config, m, f->preset);
-    if (f->seed && *f->seed < 0)
-      throw_error(ErrorKind::kInvalidArgument, fmt::format("--seed {} is negative; use 0 or a positive integer", *f->seed));
-    if (!f->devices.empty()) m.devices = f->devices;
-    if (!f->models.empty()) m.models = f->models;
-    if (!f->batch_sizes.empty()) m.batch_sizes = f->batch_sizes;
-    if (f->repeats) m.repeats = *f->repeats;
-    if (f->epochs) m.train.epochs = *f->epochs;
-    if (f->optimizer) m.train.optimizer = *f->optimizer;
-    if (f->lr) m.train.learning_rate = *f->lr;
-    if (f->optimizer_impl) m.train.optimizer_impl = *f->optimizer_impl;
-    if (f->seed) m.train.seed = static_cast<uint64_t>(*f->seed);
-    if (f->threads) m.train.threads = *f->threads;
-    if (f->warmup) m.train.warmup_steps = *f->warmup;
-    if (f->max_steps) m.train.max_steps = *f->max_steps;
-    if (f->time_budget) m.train.time_budget_s = *f->time_budget;
-    if (f->eval_batch) m.train.eval_batch_size = *f->eval_batch;
-    if (f->data) m.data.path = *f->data;
-    if (f->data_format) m.data.format = *f->data_format;
-    if (f->image_size) m.data.image_size = *f->image_size;
-    if (f->image_channels) m.data.image_channels = *f->image_channels;
-    if (f->limit_train) m.data.limit_train = *f->limit_train;
-    if (f->limit_test) m.data.limit_test = *f->limit_test;
-    if (f->out) m.out_dir = *f->out;
-    if (f->name) m.run_name = *f->name;
-    if (f->no_progress) m.progress = false;
-    if (f->no_telemetry) m.telemetry.enabled = false;
-    if (f->no_inference) m.inference.enabled = false;
-    if (f->telemetry_interval) m.telemetry.interval_s = *f->telemetry_interval;
-    if (f->nvml_library) m.telemetry.nvml_library = *f->nvml_library;
-    if (f->profile) m.profile.enabled = true;
-    if (f->no_profile) m.profile.enabled = false;
-    if (f->profile_steps) m.profile.active = *f->profile_steps;
-    if (f->profile_skip) m.profile.skip_first = *f->profile_skip;
-    if (f->profile_shapes) m.profile.record_shapes = true;
-    if (f->profile_flops) m.profile.with_flops = true;
-    if (f->profile_no_memory) m.profile.profile_memory = false;
-    if (f->profile_top) m.profile.top_n = *f->profile_top;
-    if (f->inject_nan >= 0) m.train.inject_nan_at_step = f->inject_nan;
-    // Provenance: a resumed matrix keeps the command that started it and adds this one.
-    m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
-                                                         : command_line();
-    // validate() speaks in flags; when a value may come from a file, say which file too.
-    if (m.resume || !f->config.empty()) {
-      try {
-        validate(m);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::kInvalidArgument) throw;
-        throw_error(ErrorKind::kInvalidArgument,
-                    fmt::format("{} (the value comes from the command line or {}; the TOML key of each flag is in "
-                                "README 'Configuration file')",
-                                e.what(), m.resume ? f->resume + "/matrix.json" : f->config));
-      }
-    }
-    if (!m.resume) {
-      // Paths are stored absolute in matrix.json, so --resume from another working directory
-      // reads the same data, models and libraries (never a same-named folder elsewhere).
-      auto absolute = [](std::string& p) {
-        if (!p.empty()) p = std::filesystem::absolute(p).lexically_normal().string();
-      };
-      if (m.data.format != "synthetic") absolute(m.data.path);
-      for (auto& model : m.models)
-        if (is_torchscript_path(model)) absolute(model);
-      absolute(m.history_db);
-      if (m.telemetry.nvml_library.find('/') != std::string::npos) absolute(m.telemetry.nvml_library);
-      absolute(m.telemetry.proc_root);
-      absolute(m.telemetry.sys_root);
-    }
-
+    MatrixConfig m = matrix_from_flags(*f, sub);
     std::signal(SIGINT, on_run_signal);
     std::signal(SIGTERM, on_run_signal);
     ConsoleObserver obs;

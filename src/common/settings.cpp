@@ -1,0 +1,439 @@
+#include "trainscope/settings.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+namespace {
+
+// The member a row reads and writes: TS_FIELD(train.epochs) is &m.train.epochs.
+#define TS_FIELD(member) [](MatrixConfig& m) -> SettingField { return &m.member; }
+
+bool when_not_resumed(const MatrixConfig& m) { return !m.resume; }
+bool when_folder(const MatrixConfig& m) { return m.data.format == "folder"; }
+bool when_synthetic(const MatrixConfig& m) { return m.data.format == "synthetic"; }
+bool when_telemetry(const MatrixConfig& m) { return m.telemetry.enabled; }
+bool when_profile(const MatrixConfig& m) { return m.profile.enabled; }
+bool when_inference(const MatrixConfig& m) { return m.inference.enabled; }
+
+constexpr double kMaxBatch = 1 << 20;   // 1048576 samples
+constexpr double kMaxSteps = 1e9;       // step counts beyond a billion are typos (and sums would overflow)
+constexpr double kMaxBudgetS = 3600;    // one hour per inference scenario
+
+void add_top_level(std::vector<Setting>& t) {
+  t.push_back({.key = "devices", .flag = "-d,--devices", .help = "devices to compare: cpu, cuda (every GPU), cuda:N",
+               .note = "[] = cpu and every visible GPU", .field = TS_FIELD(devices)});
+  t.push_back({.key = "models", .flag = "-m,--models", .noun = "model",
+               .help = "models: mlp, cnn, resnet18, vgg11 or a TorchScript file (.pt)", .field = TS_FIELD(models)});
+  t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size", .help = "training batch sizes",
+               .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sizes)});
+  t.push_back({.key = "repeats", .flag = "--repeats", .noun = "repeats",
+               .help = "repeats of every cell (median and spread are reported)", .range = {.min = 1, .max = 1000},
+               .field = TS_FIELD(repeats)});
+  t.push_back({.key = "out_dir", .flag = "-o,--out", .help = "folder that holds the run folders",
+               .field = TS_FIELD(out_dir)});
+  t.push_back({.key = "run_name", .flag = "--name", .noun = "run folder name",
+               .help = "name of the run folder under out_dir", .range = {.folder_name = true},
+               .note = "\"\" = UTC timestamp", .field = TS_FIELD(run_name), .applies = when_not_resumed,
+               .applies_text = "the run is not resumed"});
+  t.push_back({.key = "preset", .flag = "--preset", .noun = "preset",
+               .help = "paper: the study's setup (Adam, 20 epochs, batch 64/128, mlp + resnet18); quick: 200 steps "
+                       "per run. Applied first: every other key and flag overrides it",
+               .range = {.choices = {"", "paper", "quick"}}, .field = TS_FIELD(preset)});
+  t.push_back({.key = "progress", .off_flag = "--no-progress",
+               .help = "progress bar on a terminal (never when not a tty)", .field = TS_FIELD(progress),
+               .in_json = false});
+  t.push_back({.key = "history_db", .help = "history database every run is recorded in",
+               .note = "\"\" = <out_dir>/history.sqlite", .field = TS_FIELD(history_db)});
+  t.push_back({.key = "command_line", .help = "command line of the first session (provenance, for --resume)",
+               .field = TS_FIELD(command_line), .in_file = false, .hidden = true});
+}
+
+void add_data(std::vector<Setting>& t) {
+  t.push_back({.key = "data.format", .flag = "--data-format", .noun = "data format",
+               .help = "idx (MNIST family), cifar10 (binary version), folder (one sub-folder per class), synthetic "
+                       "(seeded random)",
+               .range = {.choices = {"idx", "cifar10", "folder", "synthetic"}}, .field = TS_FIELD(data.format)});
+  t.push_back({.key = "data.path", .flag = "--data", .help = "data folder", .field = TS_FIELD(data.path)});
+  t.push_back({.key = "data.image_size", .flag = "--image-size", .noun = "image size",
+               .help = "folder: images are resized to N x N", .unit = "pixels", .range = {.min = 4, .max = 1024},
+               .field = TS_FIELD(data.image_size), .applies = when_folder, .applies_text = "data.format = folder"});
+  t.push_back({.key = "data.image_channels", .flag = "--image-channels", .noun = "image channels",
+               .help = "folder: 1 (grey) or 3 (RGB) channels", .range = {.choices = {"1", "3"}},
+               .field = TS_FIELD(data.image_channels), .applies = when_folder, .applies_text = "data.format = folder"});
+  t.push_back({.key = "data.test_fraction", .noun = "test fraction",
+               .help = "folder without train/ and test/: share held out for testing",
+               .range = {.min = 0, .max = 1, .min_open = true, .max_open = true}, .field = TS_FIELD(data.test_fraction),
+               .applies = when_folder, .applies_text = "data.format = folder"});
+  auto synthetic = [&](const char* key, const char* noun, const char* help, const char* unit, double lo, double hi,
+                       SettingField (*field)(MatrixConfig&)) {
+    t.push_back({.key = key, .noun = noun, .help = help, .unit = unit, .range = {.min = lo, .max = hi},
+                 .field = field, .applies = when_synthetic, .applies_text = "data.format = synthetic"});
+  };
+  synthetic("data.synthetic_train", "synthetic training set size", "synthetic: training samples", "samples", 1, 1e7,
+            TS_FIELD(data.synthetic_train));
+  synthetic("data.synthetic_test", "synthetic test set size", "synthetic: test samples", "samples", 1, 1e7,
+            TS_FIELD(data.synthetic_test));
+  synthetic("data.synthetic_channels", "synthetic channels", "synthetic: image channels", "", 1, 4,
+            TS_FIELD(data.synthetic_channels));
+  synthetic("data.synthetic_size", "synthetic image size", "synthetic: images are N x N", "pixels", 4, 256,
+            TS_FIELD(data.synthetic_size));
+  synthetic("data.synthetic_classes", "synthetic classes", "synthetic: number of classes", "", 2, 1000,
+            TS_FIELD(data.synthetic_classes));
+  t.push_back({.key = "data.limit_train", .flag = "--limit-train", .noun = "training sample limit",
+               .help = "use only the first N training samples", .unit = "samples", .range = {.min = 0},
+               .note = "0 = all", .field = TS_FIELD(data.limit_train)});
+  t.push_back({.key = "data.limit_test", .flag = "--limit-test", .noun = "test sample limit",
+               .help = "use only the first N test samples", .unit = "samples", .range = {.min = 0},
+               .note = "0 = all", .field = TS_FIELD(data.limit_test)});
+}
+
+void add_train(std::vector<Setting>& t) {
+  t.push_back({.key = "train.optimizer", .flag = "--optimizer", .noun = "optimizer", .help = "optimizer",
+               .range = {.choices = {"adam", "sgd"}}, .field = TS_FIELD(train.optimizer)});
+  t.push_back({.key = "train.optimizer_impl", .flag = "--optimizer-impl", .noun = "optimizer implementation",
+               .help = "adam implementation: auto (fused kernel on CUDA), fused, loop (torch::optim)",
+               .range = {.choices = {"auto", "fused", "loop"}}, .field = TS_FIELD(train.optimizer_impl)});
+  t.push_back({.key = "train.learning_rate", .flag = "--lr", .noun = "learning rate", .help = "learning rate",
+               .range = {.min = 0, .max = 10, .min_open = true}, .field = TS_FIELD(train.learning_rate)});
+  t.push_back({.key = "train.momentum", .noun = "momentum", .help = "SGD momentum",
+               .range = {.min = 0, .max = 1, .max_open = true}, .field = TS_FIELD(train.momentum)});
+  t.push_back({.key = "train.epochs", .flag = "-e,--epochs", .noun = "epochs", .help = "epochs per run",
+               .range = {.min = 1, .max = 100000}, .field = TS_FIELD(train.epochs)});
+  t.push_back({.key = "train.warmup_steps", .flag = "--warmup-steps", .noun = "warm-up steps",
+               .help = "steps excluded from steady-state samples/s", .unit = "steps", .range = {.min = 0, .max = kMaxSteps},
+               .field = TS_FIELD(train.warmup_steps)});
+  t.push_back({.key = "train.max_steps", .flag = "--max-steps", .noun = "max steps",
+               .help = "stop each run after N optimizer steps and estimate the full time", .unit = "steps",
+               .range = {.min = 0}, .note = "0 = no limit", .field = TS_FIELD(train.max_steps)});
+  t.push_back({.key = "train.time_budget_s", .flag = "--time-budget", .noun = "time budget",
+               .help = "stop each run after this much training time", .unit = "s", .range = {.min = 0},
+               .note = "0 = no limit", .field = TS_FIELD(train.time_budget_s)});
+  t.push_back({.key = "train.eval_batch_size", .flag = "--eval-batch-size", .noun = "evaluation batch size",
+               .help = "test-set evaluation batch size", .unit = "samples", .range = {.min = 1, .max = kMaxBatch},
+               .field = TS_FIELD(train.eval_batch_size)});
+  t.push_back({.key = "train.seed", .flag = "--seed", .noun = "seed", .help = "random seed for weights and shuffling",
+               .range = {.min = 0}, .field = TS_FIELD(train.seed)});
+  t.push_back({.key = "train.threads", .flag = "--threads", .noun = "threads", .help = "intra-op CPU threads",
+               .range = {.min = 0, .max = 4096}, .note = "0 = all online CPUs", .field = TS_FIELD(train.threads)});
+  t.push_back({.key = "train.nan_check_interval", .noun = "NaN check interval",
+               .help = "steps between NaN/Inf loss checks (one host sync each)", .unit = "steps",
+               .range = {.min = 1, .max = kMaxSteps}, .field = TS_FIELD(train.nan_check_interval)});
+  t.push_back({.key = "train.inject_nan_at_step", .flag = "--inject-nan-at-step", .noun = "NaN injection step",
+               .help = "testing: make the loss NaN at this step", .range = {.min = -1}, .note = "-1 = off",
+               .field = TS_FIELD(train.inject_nan_at_step), .in_file = false, .hidden = true});
+}
+
+void add_telemetry(std::vector<Setting>& t) {
+  t.push_back({.key = "telemetry.enabled", .off_flag = "--no-telemetry",
+               .help = "hardware telemetry sampling (utilisation, memory, power, energy, temperature)",
+               .field = TS_FIELD(telemetry.enabled)});
+  t.push_back({.key = "telemetry.interval_s", .flag = "--telemetry-interval", .noun = "telemetry interval",
+               .help = "telemetry sampling period", .unit = "s", .range = {.min = 0.001, .max = 1},
+               .note = "1 .. 1000 Hz", .field = TS_FIELD(telemetry.interval_s), .applies = when_telemetry,
+               .applies_text = "telemetry.enabled"});
+  t.push_back({.key = "telemetry.nvml_library", .flag = "--nvml-library", .help = "NVML library to dlopen (name or path)",
+               .note = "\"\" disables NVML", .field = TS_FIELD(telemetry.nvml_library)});
+  t.push_back({.key = "telemetry.proc_root", .flag = "--proc-root",
+               .help = "procfs root (containers that mount the host's /proc elsewhere)",
+               .field = TS_FIELD(telemetry.proc_root)});
+  t.push_back({.key = "telemetry.sys_root", .flag = "--sys-root",
+               .help = "sysfs root (containers that mount the host's /sys elsewhere)", .field = TS_FIELD(telemetry.sys_root)});
+}
+
+void add_profile(std::vector<Setting>& t) {
+  t.push_back({.key = "profile.enabled", .flag = "--profile", .off_flag = "--no-profile",
+               .help = "an operator-profiling window per run, its trace and op table", .field = TS_FIELD(profile.enabled)});
+  auto steps = [&](const char* key, const char* flag, const char* help, double lo, const char* note,
+                   SettingField (*field)(MatrixConfig&)) {
+    t.push_back({.key = key, .flag = flag, .help = help, .unit = "steps", .range = {.min = lo, .max = kMaxSteps},
+                 .note = note, .field = field, .applies = when_profile, .applies_text = "profile.enabled"});
+  };
+  steps("profile.skip_first", "--profile-skip", "steps before the profiler's first warm-up", 0, "",
+        TS_FIELD(profile.skip_first));
+  steps("profile.wait", "", "steps waited at the start of each cycle", 0, "", TS_FIELD(profile.wait));
+  steps("profile.warmup", "", "profiler warm-up steps per cycle (not recorded)", 0, "", TS_FIELD(profile.warmup));
+  steps("profile.active", "--profile-steps", "profiled (active) steps per cycle", 1, "", TS_FIELD(profile.active));
+  steps("profile.repeat", "", "profiling cycles", 0, "0 = until the run ends", TS_FIELD(profile.repeat));
+  t.push_back({.key = "profile.record_shapes", .flag = "--profile-shapes", .help = "operator input shapes in the profile",
+               .field = TS_FIELD(profile.record_shapes)});
+  t.push_back({.key = "profile.profile_memory", .off_flag = "--profile-no-memory",
+               .help = "allocator events in the profiling window", .field = TS_FIELD(profile.profile_memory)});
+  t.push_back({.key = "profile.with_flops", .flag = "--profile-flops",
+               .help = "FLOPs per operator in the op table (records input shapes: more overhead)",
+               .field = TS_FIELD(profile.with_flops)});
+  t.push_back({.key = "profile.trace_max_bytes", .help = "trace.json.gz size cap (uncompressed)", .unit = "bytes",
+               .range = {.min = 1024}, .field = TS_FIELD(profile.trace_max_bytes), .applies = when_profile,
+               .applies_text = "profile.enabled"});
+  t.push_back({.key = "profile.top_n", .flag = "--profile-top", .help = "operators shown per run on the console",
+               .range = {.min = 0, .max = 1e6}, .note = "0 = none", .field = TS_FIELD(profile.top_n),
+               .applies = when_profile, .applies_text = "profile.enabled"});
+}
+
+void add_inference(std::vector<Setting>& t) {
+  t.push_back({.key = "inference.enabled", .off_flag = "--no-inference",
+               .help = "inference scenarios (single-stream, offline) after each run", .field = TS_FIELD(inference.enabled)});
+  auto budget = [&](const char* key, const char* help, SettingField (*field)(MatrixConfig&)) {
+    t.push_back({.key = key, .help = help, .unit = "s", .range = {.min = 0, .max = kMaxBudgetS, .min_open = true},
+                 .field = field, .applies = when_inference, .applies_text = "inference.enabled"});
+  };
+  budget("inference.single_stream_budget_s", "time budget of the single-stream scenario (hard stop at 5x)",
+         TS_FIELD(inference.single_stream_budget_s));
+  t.push_back({.key = "inference.min_queries", .help = "fewer timed queries flag the percentiles as too few",
+               .unit = "queries", .range = {.min = 1, .max = 1e7}, .field = TS_FIELD(inference.min_queries),
+               .applies = when_inference, .applies_text = "inference.enabled"});
+  t.push_back({.key = "inference.offline_batch_sizes", .noun = "inference offline batch size",
+               .help = "batch sizes of the offline scenario", .unit = "samples", .range = {.min = 1, .max = kMaxBatch},
+               .field = TS_FIELD(inference.offline_batch_sizes), .applies = when_inference,
+               .applies_text = "inference.enabled"});
+  budget("inference.offline_budget_s", "time budget of the offline scenario, per batch size",
+         TS_FIELD(inference.offline_budget_s));
+  t.push_back({.key = "inference.server_qps", .help = "server scenario: Poisson arrival rate", .unit = "queries/s",
+               .range = {.min = 0, .max = 1e6}, .note = "0 = no server scenario", .field = TS_FIELD(inference.server_qps),
+               .applies = when_inference, .applies_text = "inference.enabled"});
+  t.push_back({.key = "inference.server_target_p99_ms", .help = "server scenario: p99 latency target (queueing included)",
+               .unit = "ms", .range = {.min = 0, .max = 3.6e6, .min_open = true},
+               .field = TS_FIELD(inference.server_target_p99_ms), .applies = when_inference,
+               .applies_text = "inference.enabled"});
+  budget("inference.server_budget_s", "server scenario: time per rate; queries = max(min_queries, qps x budget)",
+         TS_FIELD(inference.server_budget_s));
+}
+
+#undef TS_FIELD
+
+// Whole numbers as integers ("1000000000", not "1e+09"), others as the shortest exact form.
+std::string number_text(double v) {
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string or_list(const std::vector<std::string>& v) {
+  std::vector<std::string> shown;
+  for (const auto& c : v) shown.push_back(c.empty() ? "\"\"" : c);
+  if (shown.size() < 2) return fmt::format("{}", fmt::join(shown, ""));
+  return fmt::format("{} or {}", fmt::join(shown.begin(), shown.end() - 1, ", "), shown.back());
+}
+
+// Every number a setting holds: one, or each element of a list. Strings and booleans: none.
+std::vector<double> numbers_of(const SettingField& f) {
+  std::vector<double> out;
+  std::visit(
+      [&](auto* p) {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          for (auto v : *p) out.push_back(static_cast<double>(v));
+        else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+          out.push_back(static_cast<double>(*p));
+      },
+      f);
+  return out;
+}
+
+bool is_safe_folder_name(const std::string& s) {
+  if (s.empty()) return true;  // "" = a UTC timestamp
+  if (s[0] == '.' || s[0] == '-' || s.size() > 255) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
+
+std::string label_of(const Setting& s) { return s.noun.empty() ? s.key : s.noun; }
+
+[[noreturn]] void out_of_range(const Setting& s, const std::string& value, std::string_view where) {
+  throw_error(ErrorKind::kInvalidArgument,
+              fmt::format("{} {} is out of range; use {} ({})", label_of(s), value, s.valid_text(), where));
+}
+
+void check_choice(const Setting& s, const std::string& v, std::string_view where) {
+  const auto& c = s.range.choices;
+  if (c.empty() || std::find(c.begin(), c.end(), v) != c.end()) return;
+  throw_error(ErrorKind::kInvalidArgument,
+              fmt::format("unknown {} '{}'; use {} ({})", label_of(s), v, or_list(c), where));
+}
+
+void check_folder_name(const Setting& s, const std::string& v, std::string_view where) {
+  if (!s.range.folder_name || is_safe_folder_name(v)) return;
+  throw_error(ErrorKind::kInvalidArgument,
+              fmt::format("{} '{}' is not one safe folder name: use letters, digits, '.', '_' and '-', not starting "
+                          "with '.' or '-' (no '/', no '..'), e.g. study-h200 ({})",
+                          label_of(s), v, where));
+}
+
+}  // namespace
+
+std::string SettingRange::text() const {
+  if (!choices.empty()) return or_list(choices);
+  if (folder_name) return "one folder name of [A-Za-z0-9._-], not starting with '.' or '-'";
+  if (min && max) {
+    if (!min_open && !max_open && std::floor(*min) == *min && std::floor(*max) == *max)
+      return fmt::format("{}..{}", number_text(*min), number_text(*max));
+    return fmt::format("{}{}, {}{}", min_open ? "(" : "[", number_text(*min), number_text(*max), max_open ? ")" : "]");
+  }
+  if (min) return fmt::format("{} {}", min_open ? ">" : ">=", number_text(*min));
+  if (max) return fmt::format("{} {}", max_open ? "<" : "<=", number_text(*max));
+  return "";
+}
+
+bool SettingRange::contains(double v) const {
+  if (std::isnan(v)) return false;
+  if (min && !(min_open ? v > *min : v >= *min)) return false;
+  if (max && !(max_open ? v < *max : v <= *max)) return false;
+  return true;
+}
+
+std::string Setting::valid_text() const {
+  std::string r = range.text();
+  if (!unit.empty() && range.choices.empty() && !r.empty()) r += " " + unit;
+  if (!note.empty()) r += r.empty() ? note : fmt::format(" ({})", note);
+  return r;
+}
+
+std::string_view Setting::section() const {
+  auto dot = key.find('.');
+  return dot == std::string::npos ? std::string_view() : std::string_view(key).substr(0, dot);
+}
+
+std::string_view Setting::name() const {
+  auto dot = key.find('.');
+  return dot == std::string::npos ? std::string_view(key) : std::string_view(key).substr(dot + 1);
+}
+
+std::string Setting::long_flag() const {
+  const std::string& f = flag.empty() ? off_flag : flag;
+  auto comma = f.rfind(',');
+  return comma == std::string::npos ? f : f.substr(comma + 1);
+}
+
+std::string Setting::where() const {
+  std::string f = long_flag();
+  if (!in_file) return f;
+  if (f.empty()) return "TOML key " + key;
+  return fmt::format("{}; TOML key {}", f, key);
+}
+
+std::string Setting::value_text(const MatrixConfig& m) const {
+  auto& mm = const_cast<MatrixConfig&>(m);  // read only: field() serves readers and writers
+  return std::visit(
+      [](auto* p) -> std::string {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, bool>) return *p ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::string>) return quoted(*p);
+        else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          std::vector<std::string> q;
+          for (const auto& s : *p) q.push_back(quoted(s));
+          return fmt::format("[{}]", fmt::join(q, ", "));
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return fmt::format("[{}]", fmt::join(*p, ", "));
+        else if constexpr (std::is_same_v<T, double>) return number_text(*p);
+        else return fmt::format("{}", *p);
+      },
+      field(mm));
+}
+
+void Setting::check(const MatrixConfig& m) const {
+  SettingField f = field(const_cast<MatrixConfig&>(m));
+  std::string w = where();
+  if (auto* s = std::get_if<std::string*>(&f)) {
+    check_choice(*this, **s, w);
+    check_folder_name(*this, **s, w);
+    return;
+  }
+  for (double v : numbers_of(f)) {
+    if (!range.choices.empty() &&
+        std::find(range.choices.begin(), range.choices.end(), number_text(v)) == range.choices.end())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("{} {} is out of range; use {} ({})", label_of(*this), number_text(v),
+                              or_list(range.choices), w));
+    if (!range.contains(v)) out_of_range(*this, number_text(v), w);
+  }
+}
+
+void check_setting_value(const Setting& s, double value, std::string_view flag) {
+  std::string w = std::string(flag) + (s.in_file ? "; TOML key " + s.key : "");
+  if (!s.range.contains(value)) out_of_range(s, number_text(value), w);
+}
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = [] {
+    std::vector<Setting> t;
+    add_top_level(t);
+    add_data(t);
+    add_train(t);
+    add_telemetry(t);
+    add_profile(t);
+    add_inference(t);
+    return t;
+  }();
+  return table;
+}
+
+const Setting& setting(std::string_view key) {
+  for (const auto& s : settings())
+    if (s.key == key) return s;
+  throw_error(ErrorKind::kInternal, fmt::format("no setting '{}' in the settings table (src/common/settings.cpp)", key));
+}
+
+namespace {
+
+std::string flags_of(const Setting& s) {
+  std::vector<std::string> f;
+  if (!s.flag.empty()) f.push_back(s.flag);
+  if (!s.off_flag.empty()) f.push_back(s.off_flag);
+  return fmt::format("{}", fmt::join(f, ", "));
+}
+
+std::string description(const Setting& s) {
+  std::string d = s.help;
+  if (!s.applies_text.empty()) d += fmt::format(" (checked when {})", s.applies_text);
+  return d;
+}
+
+std::string md_cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '<') out += '\\';  // a table border; the start of an HTML tag
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string settings_markdown() {
+  std::string out =
+      "| TOML key | `run` flag | default | valid values | description |\n|---|---|---|---|---|\n";
+  for (const auto& s : settings()) {
+    if (s.hidden) continue;
+    auto code = [](const std::string& v) { return v.empty() ? std::string() : "`" + v + "`"; };
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", s.key, md_cell(code(flags_of(s))), md_cell(code(s.default_text())),
+                       md_cell(s.valid_text()), md_cell(description(s)));
+  }
+  return out;
+}
+
+std::string settings_text() {
+  std::string out;
+  for (const auto& s : settings()) {
+    if (s.hidden) continue;
+    out += fmt::format("{:<34} {:<26} default {}\n", s.key, flags_of(s), s.default_text());
+    std::string r = s.valid_text();
+    out += fmt::format("    {}{}\n", description(s), r.empty() ? "" : "; valid: " + r);
+  }
+  return out;
+}
+
+}  // namespace trainscope
