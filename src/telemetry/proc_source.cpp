@@ -130,22 +130,26 @@ class ProcSource final : public TelemetrySource {
     for (const auto& d : dirs)
       if (parse_u64(read_(d + usage).text.value_or(""))) {
         cgroup_usage_ = d + usage;
-        cgroup_limit_ = d + limit;
+        // A parent's limit binds its children too: the folder's own and each ancestor's.
+        for (std::string a = d; a.size() >= root.size(); a = a.substr(0, a.rfind('/')))
+          cgroup_limits_.push_back(a + limit);
         fields_.insert(fields_.end(), {"cgroup_mem_used_bytes", "cgroup_mem_limit_bytes"});
         return;
       }
     notes_.push_back("memory cgroup " + cg->path + ": no readable " + std::string(usage + 1) + " under " + root);
   }
 
-  // Usage always; the limit only when there is one: v2 "max" and v1's huge "unlimited" value
-  // (at or above MemTotal) are no limit.
+  // Usage always; the limit (the smallest of the folder's and its ancestors') only when there
+  // is one: v2 "max" and v1's huge "unlimited" value (at or above MemTotal) are no limit.
   void sample_cgroup(SampleBatch& out) {
     if (cgroup_usage_.empty()) return;
     if (auto used = parse_u64(read_(cgroup_usage_).text.value_or("")))
       out.add("process", "cgroup_mem_used_bytes", static_cast<double>(*used));
     else
       out.drop("process", "cgroup_mem_used_bytes", "unreadable");
-    auto limit = parse_u64(read_(cgroup_limit_).text.value_or(""));
+    std::optional<uint64_t> limit;
+    for (const auto& f : cgroup_limits_)
+      if (auto l = parse_u64(read_(f).text.value_or("")); l && (!limit || *l < *limit)) limit = l;
     if (limit && (!mem_total_ || *limit < *mem_total_))
       out.add("process", "cgroup_mem_limit_bytes", static_cast<double>(*limit));
   }
@@ -181,7 +185,8 @@ class ProcSource final : public TelemetrySource {
   double ticks_per_s_ = 100;
   std::vector<std::string> cpu_names_, fields_, notes_;
   std::vector<std::pair<std::string, std::string>> freq_files_;
-  std::string cgroup_usage_, cgroup_limit_;  // file paths; empty: no memory cgroup found
+  std::string cgroup_usage_;                 // file path; empty: no memory cgroup found
+  std::vector<std::string> cgroup_limits_;   // the cgroup's limit file, then its ancestors'
   std::optional<uint64_t> mem_total_;        // bytes, from the last /proc/meminfo read
   bool freq_from_cpuinfo_ = false, has_self_stat_ = false, has_status_ = false, has_meminfo_ = false;
   std::map<std::string, CpuJiffies> last_jiffies_;

@@ -141,6 +141,11 @@ TEST(telemetry_ProcSource, CgroupV2MemoryUsageAndLimit) {
   src->sample(2, b2);
   EXPECT_TRUE(value(b2, "process", "cgroup_mem_used_bytes"));
   EXPECT_FALSE(value(b2, "process", "cgroup_mem_limit_bytes"));
+  // A parent's limit binds the cgroup too: the smallest limit up the tree is reported.
+  ts_test::write_file(root / "sys/fs/cgroup/system.slice/memory.max", "1073741824\n");
+  SampleBatch b3;
+  src->sample(3, b3);
+  EXPECT_DOUBLE_EQ(value(b3, "process", "cgroup_mem_limit_bytes").value(), 1073741824.0);
 }
 
 // cgroup v1: the memory controller's line of /proc/self/cgroup; a limit at or above MemTotal

@@ -87,6 +87,12 @@ TEST(Models, SharedParametersAreCountedOnce) {
   auto m = make_model(path, 1, 28, 28, 10);
   EXPECT_EQ(m->parameter_count(), 784 * 784 + 784 + 784 * 10 + 10);  // 623,290
   EXPECT_EQ(m->parameters().size(), 4u);
+  // Its checkpoint keeps the sharing: reloaded, it is still one tensor under three names.
+  const std::string ckpt = ::testing::TempDir() + "shared_counted_ckpt.pt";
+  m->save(ckpt);
+  m->load(ckpt);
+  EXPECT_EQ(m->parameter_count(), 623290);
+  EXPECT_EQ(m->parameters().size(), 4u);
 }
 
 namespace {
