@@ -85,7 +85,10 @@ int64_t idx_classes(const std::vector<int64_t>& train_labels, const std::string&
                     const std::vector<int64_t>& test_labels, const std::string& test_name) {
   constexpr size_t kHeader = 8;  // IDX label header: magic, count
   int64_t k = 0;
-  for (int64_t l : train_labels) k = std::max(k, l + 1);
+  for (int64_t l : train_labels) {
+    TS_CHECK(l >= 0, "IDX labels are unsigned bytes");
+    k = std::max(k, l + 1);
+  }
   std::vector<char> present(static_cast<size_t>(k), 0);
   for (int64_t l : train_labels) present[static_cast<size_t>(l)] = 1;
   const auto gap = static_cast<int64_t>(std::find(present.begin(), present.end(), 0) - present.begin());

@@ -343,7 +343,8 @@ std::vector<Row> rows() {
 
   // Labels are the classes 0..K-1 of the training file (K = largest label + 1, every class
   // present); the error names the labels file and the byte offset of the first offending label.
-  auto idx_classes_row = [&](std::string name, Bytes train_labels, Bytes test_labels, bool name_test, std::string also) {
+  auto idx_classes_row = [&](std::string name, Bytes train_labels, Bytes test_labels, bool name_test,
+                             std::string also) {
     t.push_back({name,
                  [=](D d) {
                    write_bytes(d / "train-images-idx3-ubyte", idx_images_ok(4));
