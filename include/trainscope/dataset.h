@@ -63,6 +63,14 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
 // --- loaders ---
 
 RawImages read_idx(const std::string& images_path, const std::string& labels_path);
+/// Number of classes K of an IDX train/test pair: K = largest training label + 1, and the
+/// labels must be the classes 0..K-1 with every class present in the training labels (a stray
+/// value such as 200 among 0..9 would otherwise add 190 empty classes); test labels must be
+/// < K. Throws Error(kDataFormat) naming the labels file and the byte offset (8-byte header +
+/// sample index; of the decompressed file for .gz) of the first offending label: the first
+/// training label beyond a class that never occurs, or the first test label >= K.
+int64_t idx_classes(const std::vector<int64_t>& train_labels, const std::string& train_name,
+                    const std::vector<int64_t>& test_labels, const std::string& test_name);
 /// Image folder: <root>/<class>/<file> (classes sorted by name). Files that are not images
 /// (by extension .png .jpg .jpeg .bmp) are skipped; an image that fails to decode is an error.
 RawImages read_image_folder(const std::string& root, int64_t size, int64_t channels,

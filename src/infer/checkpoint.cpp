@@ -149,19 +149,8 @@ void check_model_fits_inputs(Model& model, const torch::Tensor& x, int64_t class
     throw_error(ErrorKind::kModel, fmt::format("{} expects inputs of shape {} but the data have samples of shape {}; "
                                                "pass --data with the data set it was trained on",
                                                what, fmt::join(expected_chw, "x"), fmt::join(chw, "x")));
-  torch::Tensor out;
-  try {
-    torch::NoGradGuard ng;
-    model.set_training(false);
-    out = model.forward(x.narrow(0, 0, 1));
-  } catch (const c10::Error& e) {
-    throw_error(ErrorKind::kModel, fmt::format("{} cannot take inputs of shape 1x{}: {}; pass --data with the data set "
-                                               "it was trained on",
-                                               what, fmt::join(chw, "x"), e.what_without_backtrace()));
-  }
-  if (out.dim() != 2 || (classes > 0 && out.size(1) != classes))
-    throw_error(ErrorKind::kModel, fmt::format("{} returns shape {} for one sample; expected [1, {}] logits", what,
-                                               fmt::join(out.sizes().vec(), "x"), classes));
+  // Inference needs no trainable parameters (a torch.jit.freeze'd module has none).
+  check_model_fits(model, x, classes, /*need_trainable=*/false, what);
 }
 
 }  // namespace trainscope

@@ -106,7 +106,6 @@ RunProfiler::~RunProfiler() {
 
 void RunProfiler::on_step_begin(int64_t step) {
   auto& m = *impl_;
-  m.steps_seen = std::max(m.steps_seen, step + 1);
   auto st = profile_step_state(m.cfg, step);
   try {
     if (st == ProfileStepState::kWarmup && !m.warming && !m.active) {
@@ -136,6 +135,7 @@ void RunProfiler::on_step_begin(int64_t step) {
 
 void RunProfiler::on_step_end(int64_t step) {
   auto& m = *impl_;
+  m.steps_seen = std::max(m.steps_seen, step + 1);  // steps that ended, as the record's steps_completed
   if (!m.active) return;
   m.rec->step_end();
   if (profile_step_state(m.cfg, step + 1) != ProfileStepState::kActive) m.close_window();

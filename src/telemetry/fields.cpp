@@ -43,6 +43,11 @@ const std::vector<TelemetryField> kFields = {
     {"threads_count", 0, 1e7, "Threads of this process"},
     {"rss_bytes", 0, 1e15, "Resident set size of this process (VmRSS)"},
     {"peak_rss_bytes", 0, 1e15, "Peak resident set size of this process (VmHWM)"},
+    {"cgroup_mem_used_bytes", 0, 1e15,
+     "Memory charged to this process's cgroup, e.g. its container (v2 memory.current, v1 memory.usage_in_bytes)"},
+    {"cgroup_mem_limit_bytes", 0, 1e15,
+     "Memory limit of this process's cgroup (smallest up the tree) when below the host's MemTotal "
+     "(v2 memory.max, v1 memory.limit_in_bytes)"},
 };
 }  // namespace
 

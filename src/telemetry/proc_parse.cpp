@@ -37,6 +37,25 @@ std::vector<std::string_view> split_ws(std::string_view s) {
 }
 }  // namespace
 
+std::optional<MemoryCgroup> parse_self_cgroup(std::string_view text) {
+  std::optional<MemoryCgroup> v1, v2;
+  for_each_line(text, [&](std::string_view line) {
+    auto a = line.find(':');
+    auto b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) return;
+    std::string_view id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
+    std::string path(trim(line.substr(b + 1)));
+    if (path.empty() || path.front() != '/') return;
+    if (id == "0" && controllers.empty()) v2 = MemoryCgroup{true, path};
+    for (size_t pos = 0; pos <= controllers.size();) {
+      size_t comma = std::min(controllers.find(',', pos), controllers.size());
+      if (controllers.substr(pos, comma - pos) == "memory") v1 = MemoryCgroup{false, path};
+      pos = comma + 1;
+    }
+  });
+  return v1 ? v1 : v2;
+}
+
 std::optional<uint64_t> parse_u64(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;

@@ -32,6 +32,15 @@ std::optional<uint64_t> parse_kb_field(std::string_view text, std::string_view k
 /// "cpu MHz : 2400.000" lines of /proc/cpuinfo, in order of appearance.
 std::vector<double> parse_cpuinfo_mhz(std::string_view text);
 
+/// The memory cgroup of this process from /proc/self/cgroup (cgroups(7): lines
+/// "hierarchy-ID:controller-list:path"): the cgroup v1 line whose controller list holds
+/// "memory" (v2 = false), else the unified v2 line "0::path" (v2 = true); nullopt when neither.
+struct MemoryCgroup {
+  bool v2 = false;
+  std::string path;  // e.g. "/system.slice/x.scope", "/" inside a cgroup namespace
+};
+std::optional<MemoryCgroup> parse_self_cgroup(std::string_view text);
+
 /// A whole-file unsigned integer (sysfs style, trailing newline allowed).
 std::optional<uint64_t> parse_u64(std::string_view text);
 /// A whole-file signed integer.

@@ -1,4 +1,5 @@
-// CPU, host memory and this process, from /proc (proc(5)) and cpufreq in /sys.
+// CPU, host memory and this process, from /proc (proc(5)) and cpufreq in /sys; the memory of
+// this process's cgroup (a container's own usage and limit) from /sys/fs/cgroup (cgroups(7)).
 #include <unistd.h>
 
 #include <filesystem>
@@ -49,6 +50,7 @@ class ProcSource final : public TelemetrySource {
       if (!freq_from_cpuinfo_) notes_.push_back("no cpufreq scaling_cur_freq and no 'cpu MHz' in cpuinfo");
     }
     if (!freq_files_.empty() || freq_from_cpuinfo_) fields_.push_back("freq_mhz");
+    probe_cgroup();
     return {true, ""};
   }
 
@@ -57,6 +59,7 @@ class ProcSource final : public TelemetrySource {
   nlohmann::json details() const override {
     return {{"logical_cpus", cpu_names_.size()},
             {"freq_source", !freq_files_.empty() ? "cpufreq" : freq_from_cpuinfo_ ? "cpuinfo" : "none"},
+            {"cgroup_memory", cgroup_usage_.empty() ? nlohmann::json(nullptr) : nlohmann::json(cgroup_usage_)},
             {"notes", notes_}};
   }
 
@@ -100,6 +103,7 @@ class ProcSource final : public TelemetrySource {
     if (has_meminfo_) {
       auto text = read_(proc_ + "/meminfo").text.value_or("");
       auto total = parse_kb_field(text, "MemTotal"), avail = parse_kb_field(text, "MemAvailable");
+      mem_total_ = total;
       if (total) out.add("cpu", "mem_total_bytes", static_cast<double>(*total));
       else out.drop("cpu", "mem_total_bytes", "parse_error");
       if (avail) out.add("cpu", "mem_available_bytes", static_cast<double>(*avail));
@@ -107,9 +111,49 @@ class ProcSource final : public TelemetrySource {
       else out.drop("cpu", "mem_used_bytes", "parse_error");
     }
     sample_freq(out);
+    sample_cgroup(out);
   }
 
  private:
+  // The memory cgroup's files: v2 memory.current/memory.max, v1 memory.usage_in_bytes/
+  // memory.limit_in_bytes, in the folder /proc/self/cgroup names under <sys>/fs/cgroup (v1:
+  // its memory/ hierarchy). Inside a container that path is the host's name for it and is
+  // not mounted; the container's own cgroup is then the hierarchy's root folder.
+  void probe_cgroup() {
+    auto cg = parse_self_cgroup(read_(proc_ + "/self/cgroup").text.value_or(""));
+    if (!cg) return;
+    const std::string root = sys_ + (cg->v2 ? "/fs/cgroup" : "/fs/cgroup/memory");
+    const char* usage = cg->v2 ? "/memory.current" : "/memory.usage_in_bytes";
+    const char* limit = cg->v2 ? "/memory.max" : "/memory.limit_in_bytes";
+    std::vector<std::string> dirs = {root};
+    if (cg->path != "/" && cg->path.find("/..") == std::string::npos) dirs.insert(dirs.begin(), root + cg->path);
+    for (const auto& d : dirs)
+      if (parse_u64(read_(d + usage).text.value_or(""))) {
+        cgroup_usage_ = d + usage;
+        // A parent's limit binds its children too: the folder's own and each ancestor's.
+        for (std::string a = d; a.size() >= root.size(); a = a.substr(0, a.rfind('/')))
+          cgroup_limits_.push_back(a + limit);
+        fields_.insert(fields_.end(), {"cgroup_mem_used_bytes", "cgroup_mem_limit_bytes"});
+        return;
+      }
+    notes_.push_back("memory cgroup " + cg->path + ": no readable " + std::string(usage + 1) + " under " + root);
+  }
+
+  // Usage always; the limit (the smallest of the folder's and its ancestors') only when there
+  // is one: v2 "max" and v1's huge "unlimited" value (at or above MemTotal) are no limit.
+  void sample_cgroup(SampleBatch& out) {
+    if (cgroup_usage_.empty()) return;
+    if (auto used = parse_u64(read_(cgroup_usage_).text.value_or("")))
+      out.add("process", "cgroup_mem_used_bytes", static_cast<double>(*used));
+    else
+      out.drop("process", "cgroup_mem_used_bytes", "unreadable");
+    std::optional<uint64_t> limit;
+    for (const auto& f : cgroup_limits_)
+      if (auto l = parse_u64(read_(f).text.value_or("")); l && (!limit || *l < *limit)) limit = l;
+    if (limit && (!mem_total_ || *limit < *mem_total_))
+      out.add("process", "cgroup_mem_limit_bytes", static_cast<double>(*limit));
+  }
+
   void sample_freq(SampleBatch& out) {
     double sum = 0;
     int n = 0;
@@ -141,6 +185,9 @@ class ProcSource final : public TelemetrySource {
   double ticks_per_s_ = 100;
   std::vector<std::string> cpu_names_, fields_, notes_;
   std::vector<std::pair<std::string, std::string>> freq_files_;
+  std::string cgroup_usage_;                 // file path; empty: no memory cgroup found
+  std::vector<std::string> cgroup_limits_;   // the cgroup's limit file, then its ancestors'
+  std::optional<uint64_t> mem_total_;        // bytes, from the last /proc/meminfo read
   bool freq_from_cpuinfo_ = false, has_self_stat_ = false, has_status_ = false, has_meminfo_ = false;
   std::map<std::string, CpuJiffies> last_jiffies_;
   std::optional<SelfStat> last_self_;

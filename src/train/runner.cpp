@@ -54,11 +54,6 @@ std::string timestamp_folder() {
   return buf;
 }
 
-std::string model_slug(const std::string& m) {
-  if (!is_torchscript_path(m)) return m;
-  return fs::path(m).stem().string();
-}
-
 // Headline numbers of a telemetry summary for one device (means/peaks over the window).
 nlohmann::json telemetry_headline(const nlohmann::json& summary, const std::string& device) {
   nlohmann::json h = nlohmann::json::object();
@@ -139,22 +134,11 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   const auto& tr = workload.data.train;
   if (tr.count < 1) throw_error(ErrorKind::kDataFormat, "the training set is empty");
 
-  // Models: build each once on the CPU to reject unknown names and shape mismatches early.
-  for (const auto& m : cfg.models) {
-    auto model = make_model(m, tr.channels, tr.height, tr.width, tr.num_classes);
-    try {
-      torch::NoGradGuard ng;
-      model->set_training(false);
-      auto out = model->forward(workload.train_x.narrow(0, 0, 1));
-      if (out.dim() != 2 || out.size(1) != tr.num_classes)
-        throw_error(ErrorKind::kModel, fmt::format("model '{}' returns shape {} for one sample; expected [1, {}] logits "
-                                                   "for the {} classes of the data set",
-                                                   m, fmt::join(out.sizes().vec(), "x"), tr.num_classes, tr.num_classes));
-    } catch (const c10::Error& e) {
-      throw_error(ErrorKind::kModel, fmt::format("model '{}' cannot take inputs of shape 1x{}x{}x{}: {}", m, tr.channels,
-                                                 tr.height, tr.width, e.what_without_backtrace()));
-    }
-  }
+  // Models: build each once on the CPU to reject unknown names, shape mismatches and models
+  // with nothing to train before anything runs.
+  for (const auto& m : cfg.models)
+    check_model_fits(*make_model(m, tr.channels, tr.height, tr.width, tr.num_classes), workload.train_x,
+                     tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
 
   MatrixResult res;
   res.run_dir = (fs::path(cfg.out_dir) / (cfg.run_name.empty() ? timestamp_folder() : cfg.run_name)).string();
@@ -260,6 +244,7 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
   }
 
   ProgressBar progress(cfg.progress);
+  const auto model_names = run_id_model_names(cfg.models);  // one per list entry, unique
   for (int64_t rep = 0; rep < cfg.repeats && !res.interrupted; ++rep)
     for (const auto& model : cfg.models)
       for (int64_t b : cfg.batch_sizes)
@@ -267,7 +252,7 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           if (res.interrupted) break;
           RunSpec spec;
           spec.run_id = fmt::format("{}-{}-b{}-r{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5),
-                                    model_slug(model), b, rep);
+                                    model_names[static_cast<size_t>(&model - cfg.models.data())], b, rep);
           if (auto it = done.find(spec.run_id); it != done.end()) {
             res.runs.push_back(it->second);
             if (obs) obs->on_run_skipped(res.runs.back());

@@ -1,5 +1,6 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
+  workload/model_check.cpp
   train/device.cpp
   train/trainer.cpp
   train/optimizer.cpp

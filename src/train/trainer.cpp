@@ -237,6 +237,7 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
                                   "data for NaN/Inf values",
                                   std::isnan(lv) ? "NaN" : "Inf", global_step - 1, epoch, cfg.learning_rate));
       }
+      r.steps_completed = global_step;  // kept current: a run that fails mid-epoch says how far it got
       const auto t_end = Clock::now();
       if (warm) {
         counted[static_cast<size_t>(s)] = 1;
@@ -269,6 +270,7 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
       }
       if (hooks.stop_requested && hooks.stop_requested->load()) {
         r.status = RunStatus::kInterrupted;
+        r.test_accuracy_pct.reset();  // README: null for an interrupted run (its last epoch is not evaluated)
         r.stopped_early = true;
         r.stop_reason = "interrupted";
         r.error_kind = "interrupted";

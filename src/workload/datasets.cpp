@@ -111,15 +111,14 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
   int64_t classes = 0;
   std::vector<std::string> class_names;
   if (cfg.format == "idx") {
-    train = read_idx(find_idx(cfg.path, "train-images-idx3-ubyte"), find_idx(cfg.path, "train-labels-idx1-ubyte"));
-    test = read_idx(find_idx(cfg.path, "t10k-images-idx3-ubyte"), find_idx(cfg.path, "t10k-labels-idx1-ubyte"));
+    const auto train_labels = find_idx(cfg.path, "train-labels-idx1-ubyte");
+    const auto test_labels = find_idx(cfg.path, "t10k-labels-idx1-ubyte");
+    train = read_idx(find_idx(cfg.path, "train-images-idx3-ubyte"), train_labels);
+    test = read_idx(find_idx(cfg.path, "t10k-images-idx3-ubyte"), test_labels);
     if (train.height != test.height || train.width != test.width)
       throw_error(ErrorKind::kDataFormat, fmt::format("{}: training images are {}x{} but test images are {}x{}",
                                                       cfg.path, train.height, train.width, test.height, test.width));
-    int64_t mx = 0;
-    for (auto l : train.labels) mx = std::max(mx, l);
-    for (auto l : test.labels) mx = std::max(mx, l);
-    classes = mx + 1;
+    classes = idx_classes(train.labels, train_labels, test.labels, test_labels);
     out.source = cfg.path;
   } else if (cfg.format == "cifar10") {
     for (int b = 1; b <= 5; ++b) {

@@ -2,6 +2,8 @@
 // "THE MNIST DATABASE of handwritten digits", section "FILE FORMATS FOR THE MNIST DATABASE".
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -77,6 +79,35 @@ std::vector<int64_t> parse_idx_labels(std::span<const uint8_t> bytes, const std:
     labels[i] = v;
   }
   return labels;
+}
+
+int64_t idx_classes(const std::vector<int64_t>& train_labels, const std::string& train_name,
+                    const std::vector<int64_t>& test_labels, const std::string& test_name) {
+  constexpr size_t kHeader = 8;  // IDX label header: magic, count
+  int64_t k = 0;
+  for (int64_t l : train_labels) {
+    TS_CHECK(l >= 0, "IDX labels are unsigned bytes");
+    k = std::max(k, l + 1);
+  }
+  std::vector<char> present(static_cast<size_t>(k), 0);
+  for (int64_t l : train_labels) present[static_cast<size_t>(l)] = 1;
+  const auto gap = static_cast<int64_t>(std::find(present.begin(), present.end(), 0) - present.begin());
+  if (gap < k) {
+    size_t i = 0;
+    while (train_labels[i] <= gap) ++i;  // exists: some label is k - 1 > gap
+    bad(train_name, kHeader + i,
+        fmt::format("label {} of sample {} lies beyond class {}, which no sample has: labels must be the classes "
+                    "0..K-1 (K = largest label + 1) with every class present, and these labels would make {} "
+                    "classes of which {} are empty; correct the label (or the labels file)",
+                    train_labels[i], i, gap, k, std::count(present.begin(), present.end(), 0)));
+  }
+  for (size_t i = 0; i < test_labels.size(); ++i)
+    if (test_labels[i] >= k)
+      bad(test_name, kHeader + i,
+          fmt::format("label {} of test sample {} is not one of the classes 0..{} of the training labels ({}); "
+                      "correct the label, or use the test files that belong to those training files",
+                      test_labels[i], i, k - 1, train_name));
+  return k;
 }
 
 RawImages read_idx(const std::string& images_path, const std::string& labels_path) {

@@ -24,13 +24,19 @@
 #include <string>
 #include <vector>
 
+#include "workload/model_names.h"
+
 namespace trainscope {
 
 class Model {
  public:
   virtual ~Model() = default;
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
-  virtual std::vector<torch::Tensor> parameters() = 0;
+  /// The parameters, each tensor once: a module registered under several attribute names
+  /// (weight sharing) appears once per name in the module's own traversal, but is one tensor
+  /// (one c10::TensorImpl); it is counted, stepped and given optimizer state once. First-seen
+  /// order of the traversal.
+  std::vector<torch::Tensor> parameters();
   virtual void set_training(bool on) = 0;
   virtual void to(const torch::Device& device) = 0;
   /// Writes the weights (native: torch::save archive; TorchScript: the scripted module).
@@ -38,21 +44,33 @@ class Model {
   /// Loads weights written by save(); throws Error(kCheckpoint) on mismatch.
   virtual void load(const std::string& path) = 0;
   const std::string& name() const { return name_; }
-  /// Number of trainable scalars.
+  /// Number of trainable scalars (of parameters(), so shared tensors count once).
   int64_t parameter_count();
 
  protected:
+  /// Every parameter slot of the module's traversal, aliases included; parameters() dedups.
+  virtual std::vector<torch::Tensor> parameter_slots() = 0;
   std::string name_;
 };
 
 /// Built-in model names, in the order the CLI lists them.
 std::vector<std::string> builtin_models();
-bool is_torchscript_path(const std::string& model);
 
 /// Creates a model for inputs of shape channels x height x width and `classes` outputs.
 /// The weights are initialised from LibTorch's global generator (seed it first).
 std::unique_ptr<Model> make_model(const std::string& name, int64_t channels, int64_t height, int64_t width,
                                   int64_t classes);
+
+/// Checks, before anything runs, that `model` fits the data: one sample of `x` (N x C x H x W,
+/// N >= 1) goes through forward() without gradients in eval mode (the model is left in it) and
+/// must give [1, classes] logits (classes 0: any width); with `need_trainable` the model must
+/// also have trainable parameters. `what` names the model ("model 'x.pt'"). Throws
+/// Error(kModel) naming `what`, the data's sample shape (e.g. 1x28x28) and the fix; for a
+/// forward pass that fails, the last line of what LibTorch or the TorchScript interpreter
+/// raised, without the interpreter's traceback. Used by `trainscope run` (every model of the
+/// matrix) and `trainscope infer`.
+void check_model_fits(Model& model, const torch::Tensor& x, int64_t classes, bool need_trainable,
+                      const std::string& what);
 
 /// Forward FLOPs per sample, counted on a one-sample forward pass by an operator observer
 /// (at::RecordFunction): 2 FLOPs per multiply-accumulate of aten::convolution

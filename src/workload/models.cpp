@@ -3,6 +3,7 @@
 
 #include <ATen/record_function.h>
 #include <functional>
+#include <unordered_set>
 
 #include "train/compat.h"
 #include "trainscope/error.h"
@@ -11,6 +12,14 @@
 namespace trainscope {
 
 namespace nn = torch::nn;
+
+std::vector<torch::Tensor> Model::parameters() {
+  std::vector<torch::Tensor> unique;
+  std::unordered_set<const c10::TensorImpl*> seen;
+  for (auto& p : parameter_slots())
+    if (seen.insert(p.unsafeGetTensorImpl()).second) unique.push_back(p);
+  return unique;
+}
 
 int64_t Model::parameter_count() {
   int64_t n = 0;
@@ -139,7 +148,7 @@ class NativeModel final : public Model {
     name_ = std::move(name);
   }
   torch::Tensor forward(const torch::Tensor& x) override { return m_->forward(x); }
-  std::vector<torch::Tensor> parameters() override { return m_->parameters(); }
+  std::vector<torch::Tensor> parameter_slots() override { return m_->parameters(); }
   void set_training(bool on) override { m_->train(on); }
   void to(const torch::Device& d) override { m_->to(d); }
   void save(const std::string& path) override {
@@ -199,7 +208,7 @@ class ScriptModel final : public Model {
                                                  name_, out.tagKind()));
     return out.toTensor();
   }
-  std::vector<torch::Tensor> parameters() override {
+  std::vector<torch::Tensor> parameter_slots() override {
     std::vector<torch::Tensor> v;
     for (const auto& p : m_.parameters()) v.push_back(p);
     return v;
@@ -229,14 +238,6 @@ class ScriptModel final : public Model {
 }  // namespace
 
 std::vector<std::string> builtin_models() { return {"mlp", "cnn", "resnet18", "vgg11"}; }
-
-bool is_torchscript_path(const std::string& m) {
-  auto ends = [&](const char* s) {
-    std::string e(s);
-    return m.size() > e.size() && m.compare(m.size() - e.size(), e.size(), e) == 0;
-  };
-  return ends(".pt") || ends(".pth") || ends(".ts") || m.find('/') != std::string::npos;
-}
 
 std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h, int64_t w, int64_t classes) {
   if (name == "mlp") return std::make_unique<NativeModel<Mlp>>(name, [=] { return Mlp(c * h * w, classes); });

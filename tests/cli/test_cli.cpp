@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "train/script_models.h"
 #include "trainscope/fs.h"
 
 namespace fs = std::filesystem;
@@ -387,4 +388,99 @@ TEST(Cli, ProfileWindowClosesBeforeInference) {
   EXPECT_GT(addmm, 0);
   EXPECT_LE(addmm, 2 * 3 * 2) << "2 profiled steps of a 3-layer mlp (forward, maybe recomputed): " << addmm;
   EXPECT_TRUE(r["inference"].contains("single_stream"));
+}
+
+// ---- Models given to `run` and `infer` (issue 12). The TorchScript files are built in C++ at
+// test time (tests/train/script_models.h).
+namespace {
+std::vector<std::string> model_matrix(const std::string& out, const std::string& name, const std::string& models) {
+  auto args = small_matrix(out, name);
+  args[4] = models;  // --models
+  args[6] = "16";    // --batch-sizes
+  args.insert(args.end(), {"--max-steps", "3"});
+  return args;
+}
+}  // namespace
+
+// `-m mlp,DIR/mlp.pt`: both used to become cpu-mlp-b16-r0 (checkpoints overwrote each other).
+// The second gets mlp-2 from its place in the list, and --resume finds the same ids.
+TEST(CliModels, TwoModelsWithOneNameGetDistinctRunIds) {
+  std::string dir = ::testing::TempDir() + "cli_same_name";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto pt = ts_test::save_shared_linear_net(dir + "/mlp.pt");
+  std::string out;
+  ASSERT_EQ(run(model_matrix(dir, "m", "mlp," + pt), &out), 0) << out;
+  auto runs = json::parse(std::ifstream(dir + "/m/results.json"))["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["run_id"], "cpu-mlp-b16-r0");
+  EXPECT_EQ(runs[1]["run_id"], "cpu-mlp-2-b16-r0");
+  EXPECT_EQ(runs[1]["model"], pt);
+  EXPECT_TRUE(fs::exists(dir + "/m/checkpoints/cpu-mlp-b16-r0.pt"));
+  EXPECT_TRUE(fs::exists(dir + "/m/checkpoints/cpu-mlp-2-b16-r0.pt"));
+  ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
+  EXPECT_NE(out.find("2 of 2 runs already measured are kept"), std::string::npos) << out;
+}
+
+// A TorchScript model made for 3x32x32 on 1x28x28 data: a clear bad-input error (exit 2) before
+// any run starts, also when it is second in the list; no interpreter traceback. `infer` alike.
+TEST(CliModels, ModelThatDoesNotFitTheDataIsBadInputBeforeAnythingRuns) {
+  std::string dir = ::testing::TempDir() + "cli_wrong_shape";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto pt = ts_test::save_cifar_shaped_net(dir + "/wrong3.pt");
+  for (const std::string& models : {pt, "mlp," + pt}) {
+    std::string out;
+    EXPECT_EQ(run(model_matrix(dir, "m", models), &out), 2) << out;
+    EXPECT_NE(out.find(pt), std::string::npos) << out;
+    EXPECT_NE(out.find("1x28x28"), std::string::npos) << out;
+    EXPECT_NE(out.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << out;
+    EXPECT_EQ(out.find("Traceback"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(dir + "/m/results.json")) << "nothing may run";
+  }
+  std::string out;
+  EXPECT_EQ(run({"infer", "--model", pt, "--data-format", "synthetic", "--devices", "cpu", "--no-telemetry", "--out",
+                 dir + "/inference.json"},
+                &out),
+            2)
+      << out;
+  EXPECT_NE(out.find(pt), std::string::npos) << out;
+  EXPECT_NE(out.find("1x28x28"), std::string::npos) << out;
+  EXPECT_NE(out.find("mat1 and mat2 shapes cannot be multiplied"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Traceback"), std::string::npos) << out;
+}
+
+// A model with nothing to train cannot be trained: bad input (exit 2) naming the file.
+TEST(CliModels, ModelWithNothingToTrainIsBadInput) {
+  std::string dir = ::testing::TempDir() + "cli_no_params";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto pt = ts_test::save_parameterless_net(dir + "/frozen.pt");
+  std::string out;
+  EXPECT_EQ(run(model_matrix(dir, "m", "mlp," + pt), &out), 2) << out;
+  EXPECT_NE(out.find(pt), std::string::npos) << out;
+  EXPECT_NE(out.find("no trainable parameters"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/results.json")) << "nothing may run";
+}
+
+// A run that fails in its first epoch: the console's profiler warning ("the run had N step(s)")
+// and the record's steps_completed count the same steps (before: "1 step(s)" beside 0).
+TEST(Cli, FailedRunStepCountAgreesWithTheProfilerWarning) {
+  std::string dir = ::testing::TempDir() + "cli_fail_steps";
+  fs::remove_all(dir);
+  for (int nan_step : {0, 3}) {
+    auto args = small_matrix(dir, "m" + std::to_string(nan_step));
+    args[6] = "16";
+    args[10] = "1";  // --epochs
+    args.erase(std::find(args.begin(), args.end(), "--no-profile"));
+    args.insert(args.end(), {"--inject-nan-at-step", std::to_string(nan_step)});
+    std::string out;
+    EXPECT_EQ(run(args, &out), 3) << out;
+    auto r = json::parse(std::ifstream(dir + "/m" + std::to_string(nan_step) + "/results.json"))["runs"][0];
+    ASSERT_EQ(r["status"], "failed") << out;
+    const int64_t steps = r["steps_completed"].get<int64_t>();
+    EXPECT_EQ(steps, nan_step) << "the steps before the one whose loss was NaN";
+    EXPECT_EQ(r["profile"]["window"]["run_steps"].get<int64_t>(), steps);
+    EXPECT_NE(out.find("the run had " + std::to_string(steps) + " step(s)"), std::string::npos) << out;
+  }
 }

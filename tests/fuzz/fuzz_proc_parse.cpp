@@ -24,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)parse_kb_field(text, "VmRSS");
   (void)parse_kb_field(text, "MemTotal");
   for (double mhz : parse_cpuinfo_mhz(text)) (void)std::isfinite(mhz);
+  if (auto cg = parse_self_cgroup(text); cg && (cg->path.empty() || cg->path.front() != '/')) std::abort();
   (void)parse_u64(text);
   (void)parse_i64(text);
   return 0;

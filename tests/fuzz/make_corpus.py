@@ -68,6 +68,7 @@ for rel in ["proc/stat", "proc/self/stat", "proc/self/status", "proc/meminfo", "
     with open(os.path.join(FIX, rel), "rb") as f:
         put("fuzz_proc_parse", rel.replace("/", "_"), f.read())
 put("fuzz_proc_parse", "garbage", "cpu  1 2 x 4\ncpu0 18446744073709551615 1 1 1 1\n(a) R 1\nVmRSS: 12 MB\n")
+put("fuzz_proc_parse", "proc_self_cgroup", "12:cpu,cpuacct:/docker/abc\n7:blkio,memory:/docker/abc\n0::/init.scope\n")
 chunks = []
 for rel in ["proc/stat", "proc/self/stat", "proc/self/status", "proc/meminfo", "proc/cpuinfo"]:
     with open(os.path.join(FIX, rel), "rb") as f:

@@ -357,6 +357,38 @@ std::vector<Row> rows() {
                },
                K(ErrorKind::kIo), "No such file"});
 
+  // Labels are the classes 0..K-1 of the training file (K = largest label + 1, every class
+  // present); the error names the labels file and the byte offset of the first offending label.
+  auto idx_classes_row = [&](std::string name, Bytes train_labels, Bytes test_labels, bool name_test,
+                             std::string also) {
+    t.push_back({name,
+                 [=](D d) {
+                   write_bytes(d / "train-images-idx3-ubyte", idx_images_ok(4));
+                   auto tr = write_bytes(d / "train-labels-idx1-ubyte", train_labels);
+                   write_bytes(d / "t10k-images-idx3-ubyte", idx_images_ok(2));
+                   auto te = write_bytes(d / "t10k-labels-idx1-ubyte", test_labels);
+                   return (name_test ? te : tr).string();
+                 },
+                 [](D d, S) {
+                   DataConfig c;
+                   c.format = "idx";
+                   c.path = d.string();
+                   load_datasets(c, 1);
+                   return std::string();
+                 },
+                 K(ErrorKind::kDataFormat), also});
+  };
+  auto labels = [](std::initializer_list<uint8_t> values) {
+    Bytes v = idx_labels(static_cast<uint32_t>(values.size()), 0);
+    v.insert(v.end(), values);
+    return v;
+  };
+  idx_classes_row("idx_stray_label_is_not_a_new_class", labels({0, 1, 200, 1}), labels({0, 1}), false,
+                  "offset 10: label 200");
+  idx_classes_row("idx_missing_class_is_a_gap", labels({0, 2, 2, 0}), labels({0, 2}), false, "class 1");
+  idx_classes_row("idx_test_label_beyond_training_classes", labels({0, 1, 1, 0}), labels({0, 2}), true,
+                  "offset 9: label 2");
+
   // --- CIFAR-10 binary ---
   auto cifar_row = [&](std::string name, Bytes b, std::string also) {
     t.push_back({name, [b](D d) { return write_bytes(d / "data_batch_1.bin", b).string(); },

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "telemetry/proc_parse.h"
 #include "telemetry/source.h"
 #include "test_util.h"
@@ -113,4 +115,91 @@ TEST(telemetry_ProcSource, GarbageAndMissingFiles) {
   auto p = none->probe();
   EXPECT_FALSE(p.available);
   EXPECT_NE(p.reason.find("ENOENT"), std::string::npos) << p.reason;
+}
+
+// Container memory (issue 12): /proc/meminfo is the host's inside a container, so the cgroup's
+// own usage and limit are read beside the process RSS. cgroup v2: /proc/self/cgroup "0::PATH",
+// files memory.current / memory.max under <sys>/fs/cgroup/PATH.
+TEST(telemetry_ProcSource, CgroupV2MemoryUsageAndLimit) {
+  auto root = ts_test::fresh_tree("cgroup2");
+  ts_test::write_file(root / "proc/self/cgroup", "0::/system.slice/trainscope.scope\n");
+  auto cg = root / "sys/fs/cgroup/system.slice/trainscope.scope";
+  ts_test::write_file(cg / "memory.current", "123456789\n");
+  ts_test::write_file(cg / "memory.max", "2147483648\n");  // 2 GiB, below MemTotal (15.6 GiB)
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  ASSERT_TRUE(src->probe().available);
+  auto fields = src->fields_supported();
+  EXPECT_NE(std::find(fields.begin(), fields.end(), "cgroup_mem_used_bytes"), fields.end());
+  SampleBatch b;
+  src->sample(1, b);
+  EXPECT_DOUBLE_EQ(value(b, "process", "cgroup_mem_used_bytes").value(), 123456789.0);
+  EXPECT_DOUBLE_EQ(value(b, "process", "cgroup_mem_limit_bytes").value(), 2147483648.0);
+  EXPECT_DOUBLE_EQ(value(b, "process", "rss_bytes").value(), 102400.0 * 1024);  // unchanged beside it
+  // "max" (no limit): usage only, no limit value.
+  ts_test::write_file(cg / "memory.max", "max\n");
+  SampleBatch b2;
+  src->sample(2, b2);
+  EXPECT_TRUE(value(b2, "process", "cgroup_mem_used_bytes"));
+  EXPECT_FALSE(value(b2, "process", "cgroup_mem_limit_bytes"));
+  // A parent's limit binds the cgroup too: the smallest limit up the tree is reported.
+  ts_test::write_file(root / "sys/fs/cgroup/system.slice/memory.max", "1073741824\n");
+  SampleBatch b3;
+  src->sample(3, b3);
+  EXPECT_DOUBLE_EQ(value(b3, "process", "cgroup_mem_limit_bytes").value(), 1073741824.0);
+}
+
+// cgroup v1: the memory controller's line of /proc/self/cgroup; a limit at or above MemTotal
+// (the "unlimited" 9223372036854771712) is no limit. Inside a container the cgroup path is not
+// mounted under its host name: the controller's root folder is the container's own cgroup.
+TEST(telemetry_ProcSource, CgroupV1MemoryUsageAndLimit) {
+  auto root = ts_test::fresh_tree("cgroup1");
+  ts_test::write_file(root / "proc/self/cgroup",
+                      "12:cpu,cpuacct:/docker/abc\n7:memory:/docker/abc\n1:name=systemd:/docker/abc\n");
+  auto mem = root / "sys/fs/cgroup/memory";
+  ts_test::write_file(mem / "docker/abc/memory.usage_in_bytes", "5000000\n");
+  ts_test::write_file(mem / "docker/abc/memory.limit_in_bytes", "9223372036854771712\n");
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  ASSERT_TRUE(src->probe().available);
+  SampleBatch b;
+  src->sample(1, b);
+  EXPECT_DOUBLE_EQ(value(b, "process", "cgroup_mem_used_bytes").value(), 5000000.0);
+  EXPECT_FALSE(value(b, "process", "cgroup_mem_limit_bytes"));
+
+  auto inside = ts_test::fresh_tree("cgroup1_container");
+  ts_test::write_file(inside / "proc/self/cgroup", "7:memory:/docker/abc\n");
+  ts_test::write_file(inside / "sys/fs/cgroup/memory/memory.usage_in_bytes", "6000000\n");
+  ts_test::write_file(inside / "sys/fs/cgroup/memory/memory.limit_in_bytes", "1073741824\n");
+  auto src2 = make_proc_source((inside / "proc").string(), (inside / "sys").string(), {});
+  ASSERT_TRUE(src2->probe().available);
+  SampleBatch b2;
+  src2->sample(1, b2);
+  EXPECT_DOUBLE_EQ(value(b2, "process", "cgroup_mem_used_bytes").value(), 6000000.0);
+  EXPECT_DOUBLE_EQ(value(b2, "process", "cgroup_mem_limit_bytes").value(), 1073741824.0);
+}
+
+// No /proc/self/cgroup (the fixture tree): no cgroup fields and no drops, the rest unchanged.
+TEST(telemetry_ProcSource, NoCgroupNoCgroupFields) {
+  auto root = ts_test::fresh_tree("nocgroup");
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  ASSERT_TRUE(src->probe().available);
+  auto fields = src->fields_supported();
+  EXPECT_EQ(std::find(fields.begin(), fields.end(), "cgroup_mem_used_bytes"), fields.end());
+  SampleBatch b;
+  src->sample(1, b);
+  EXPECT_FALSE(value(b, "process", "cgroup_mem_used_bytes"));
+  EXPECT_EQ(drops(b, "cgroup_mem_used_bytes", "unreadable"), 0);
+}
+
+TEST(telemetry_ProcParse, SelfCgroupMemoryController) {
+  auto v2 = parse_self_cgroup("0::/user.slice/session-2.scope\n");
+  ASSERT_TRUE(v2);
+  EXPECT_TRUE(v2->v2);
+  EXPECT_EQ(v2->path, "/user.slice/session-2.scope");
+  // Hybrid hierarchy: the memory controller is on v1, so its line wins over the "0::" one.
+  auto hybrid = parse_self_cgroup("4:cpu,cpuacct:/a\n9:blkio,memory:/docker/x\n0::/init.scope\n");
+  ASSERT_TRUE(hybrid);
+  EXPECT_FALSE(hybrid->v2);
+  EXPECT_EQ(hybrid->path, "/docker/x");
+  EXPECT_FALSE(parse_self_cgroup("4:cpu:/a\n1:name=systemd:/b\n"));  // no memory controller
+  EXPECT_FALSE(parse_self_cgroup("garbage\n0::relative\n"));
 }

@@ -201,3 +201,20 @@ TEST(Matrix, DuplicateCellsAndBadTelemetryIntervalAreRejectedBeforeAnythingIsWri
   EXPECT_THROW(run_matrix(t), Error);
   EXPECT_FALSE(fs::exists(t.out_dir + "/interval"));
 }
+
+// Ctrl-C in the second epoch, after the first was evaluated: the run's test accuracy is null
+// (README "Measurements": not measured for an interrupted run); epoch 1 keeps its own.
+TEST(Trainer, InterruptedRunHasNoTestAccuracy) {
+  auto w = synthetic_workload(256, 64);
+  std::atomic<bool> stop{false};
+  TrainHooks hooks;
+  hooks.stop_requested = &stop;
+  hooks.on_step_end = [&](int64_t step) {
+    if (step == 9) stop = true;  // 8 steps per epoch at batch 32: step 9 is in epoch 2
+  };
+  auto r = train_run(spec("mlp", 32, 3), w, hooks);
+  EXPECT_EQ(r.status, RunStatus::kInterrupted);
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_TRUE(r.epochs[0].test_accuracy_pct.has_value());
+  EXPECT_FALSE(r.test_accuracy_pct.has_value()) << *r.test_accuracy_pct;
+}

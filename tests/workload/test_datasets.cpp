@@ -146,6 +146,48 @@ TEST(Idx, LoadsFolderAndNormalises) {
   EXPECT_NEAR(s2 / n, 1.0, 1e-3);
 }
 
+// Labels are the classes 0..K-1 (K = largest training label + 1), every one present: a stray
+// label 200 used to make a 201-class model silently. Each error names the file and the byte
+// offset of the first offending label (header 8 bytes + sample index).
+TEST(Idx, StrayLabelIsAnErrorNotNewClasses) {
+  auto folder = [](const std::string& tag, std::vector<uint8_t> train_labels, std::vector<uint8_t> test_labels) {
+    std::string d = ::testing::TempDir() + "idx_labels_" + tag + "/";
+    fs::create_directories(d);
+    write_bytes(d + "train-images-idx3-ubyte", idx_images(20, 6, 6));
+    write_bytes(d + "train-labels-idx1-ubyte", train_labels);
+    write_bytes(d + "t10k-images-idx3-ubyte", idx_images(8, 6, 6));
+    write_bytes(d + "t10k-labels-idx1-ubyte", test_labels);
+    DataConfig cfg;
+    cfg.path = d;
+    return cfg;
+  };
+  auto stray = idx_labels(20, 3);  // 0,1,2,3,0,...
+  stray[8 + 5] = 200;
+  auto cfg = folder("stray", stray, idx_labels(8, 3));
+  auto c = catch_error([&] { load_datasets(cfg, 1); });
+  EXPECT_EQ(c.kind, ErrorKind::kDataFormat) << c.what;
+  EXPECT_NE(c.what.find(cfg.path + "train-labels-idx1-ubyte"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("offset 13"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("label 200"), std::string::npos) << c.what;
+
+  auto gap = idx_labels(20, 3);  // class 2 never occurs: the first label past it (3) is sample 3
+  for (size_t i = 8; i < gap.size(); ++i)
+    if (gap[i] == 2) gap[i] = 1;
+  cfg = folder("gap", gap, idx_labels(8, 3));
+  c = catch_error([&] { load_datasets(cfg, 1); });
+  EXPECT_EQ(c.kind, ErrorKind::kDataFormat) << c.what;
+  EXPECT_NE(c.what.find("offset 11"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("class 2"), std::string::npos) << c.what;
+
+  auto test_over = idx_labels(8, 3);
+  test_over[8 + 2] = 4;  // the training labels make 4 classes (0..3)
+  cfg = folder("test", idx_labels(20, 3), test_over);
+  c = catch_error([&] { load_datasets(cfg, 1); });
+  EXPECT_EQ(c.kind, ErrorKind::kDataFormat) << c.what;
+  EXPECT_NE(c.what.find(cfg.path + "t10k-labels-idx1-ubyte"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("offset 10"), std::string::npos) << c.what;
+}
+
 TEST(Idx, MissingFolderSaysWhatToDo) {
   DataConfig cfg;
   cfg.path = "/nonexistent-data";
