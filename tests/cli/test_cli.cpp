@@ -82,6 +82,20 @@ void wait_for_runs(const std::string& results, size_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// The t_ns column of a telemetry.csv.gz, in file order.
+std::vector<int64_t> telemetry_times(const std::string& path) {
+  auto b = trainscope::read_file_bytes(path);
+  std::vector<int64_t> t;
+  std::string s(b.begin(), b.end());
+  size_t pos = s.find('\n') + 1;  // after the header
+  while (pos < s.size()) {
+    t.push_back(std::stoll(s.substr(pos, s.find(',', pos) - pos)));
+    pos = s.find('\n', pos) + 1;
+    if (pos == 0) break;
+  }
+  return t;
+}
+
 std::vector<std::string> small_matrix(const std::string& out, const std::string& name) {
   return {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "8,16,32,64", "--data-format", "synthetic",
           "--epochs", "20", "--warmup-steps", "2", "--limit-train", "1024", "--no-inference", "--no-profile",
@@ -167,6 +181,13 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   auto before = json::parse(std::ifstream(results))["runs"];
   ASSERT_GE(before.size(), 2u);
   ASSERT_LT(before.size(), 4u);
+  int64_t kept_end = 0;
+  for (size_t i = 0; i < before.size(); ++i) kept_end = std::max(kept_end, before[i]["end_ns"].get<int64_t>());
+  // The finished runs' telemetry survived the SIGKILL (it is rewritten after every run).
+  ASSERT_TRUE(fs::exists(dir + "/m/telemetry.csv.gz"));
+  auto killed_rows = telemetry_times(dir + "/m/telemetry.csv.gz");
+  EXPECT_TRUE(std::any_of(killed_rows.begin(), killed_rows.end(), [&](int64_t t) { return t <= kept_end; }))
+      << "no sample of the finished runs";
   std::string out;
   std::ofstream(dir + "/m/results.csv.tmp.12345") << "half-written";  // as a killed write leaves it
   ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
@@ -178,6 +199,11 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
     EXPECT_EQ(after[i]["start_ns"], before[i]["start_ns"]);  // kept, not re-run
   }
   for (const auto& r : after) EXPECT_EQ(r["status"], "ok");
+  // The resumed session is a new matrix in the history (README: `--resume` gets a new id).
+  std::string hist;
+  ASSERT_EQ(run({"history", "--db", dir + "/history.sqlite"}, &hist), 0) << hist;
+  EXPECT_NE(hist.find(" m1 "), std::string::npos) << hist;
+  EXPECT_NE(hist.find(" m2 "), std::string::npos) << hist;
   // Provenance keeps the command that started the matrix and adds the resume.
   auto cmd = json::parse(std::ifstream(results))["provenance"]["command_line"].get<std::string>();
   EXPECT_NE(cmd.find("--batch-sizes 8,16,32,64"), std::string::npos) << cmd;
@@ -186,11 +212,12 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   for (size_t pos = 0; (pos = out.find("already measured, kept", pos)) != std::string::npos; ++pos) ++kept;
   EXPECT_EQ(kept, before.size());
   // One matrix clock across the two sessions: the resumed runs start after the kept ones end.
-  int64_t kept_end = 0;
-  for (size_t i = 0; i < before.size(); ++i) kept_end = std::max(kept_end, before[i]["end_ns"].get<int64_t>());
   for (size_t i = before.size(); i < after.size(); ++i) EXPECT_GT(after[i]["start_ns"].get<int64_t>(), kept_end);
-  // telemetry.csv.gz: the resumed session appended to it (the killed one never wrote it, so
-  // here it holds this session's samples, one header, all on the shared clock).
+  // telemetry.csv.gz: the killed session's rows are kept, first; the resumed session's follow,
+  // under one header, on the shared clock.
+  auto resumed_rows = telemetry_times(dir + "/m/telemetry.csv.gz");
+  ASSERT_GT(resumed_rows.size(), killed_rows.size());
+  EXPECT_TRUE(std::equal(killed_rows.begin(), killed_rows.end(), resumed_rows.begin()));
   auto tel = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
   std::string text(tel.begin(), tel.end());
   size_t headers = 0;
@@ -208,18 +235,7 @@ TEST(Cli, ResumeAppendsTelemetry) {
   wait_for_runs(results, 1);
   kill(p.pid, SIGINT);
   ASSERT_EQ(wait_status(p.pid), 130);
-  auto rows = [&] {
-    auto b = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
-    std::vector<int64_t> t;
-    std::string s(b.begin(), b.end());
-    size_t pos = s.find('\n') + 1;  // after the header
-    while (pos < s.size()) {
-      t.push_back(std::stoll(s.substr(pos, s.find(',', pos) - pos)));
-      pos = s.find('\n', pos) + 1;
-      if (pos == 0) break;
-    }
-    return t;
-  };
+  auto rows = [&] { return telemetry_times(dir + "/m/telemetry.csv.gz"); };
   auto first = rows();
   ASSERT_FALSE(first.empty());
   std::string out;
@@ -228,6 +244,63 @@ TEST(Cli, ResumeAppendsTelemetry) {
   ASSERT_GT(both.size(), first.size());
   EXPECT_TRUE(std::equal(first.begin(), first.end(), both.begin())) << "the first session's samples are kept";
   EXPECT_GT(both[first.size()], first.back()) << "the second session's samples follow on the same clock";
+}
+
+// A write failure (disk full, folder removed) in the middle of a matrix: exit 5, and the runs
+// finished before it are kept in results.json.
+TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
+  std::string dir = ::testing::TempDir() + "cli_exit5";
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[10] = "1";  // --epochs
+  args.insert(args.end(), {"--inject-reporter-failure", "io"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 5) << out;
+  EXPECT_NE(out.find("injected write failure"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 run(s) finished before are kept in"), std::string::npos) << out;
+  auto j = json::parse(std::ifstream(dir + "/m/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);  // the matrix stopped after the failure
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+}
+
+// An internal error (a bug) in the middle of a matrix: exit 6, finished runs kept.
+TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
+  std::string dir = ::testing::TempDir() + "cli_exit6";
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[10] = "1";  // --epochs
+  args.insert(args.end(), {"--inject-reporter-failure", "internal"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 6) << out;
+  EXPECT_NE(out.find("injected internal error"), std::string::npos) << out;
+  auto j = json::parse(std::ifstream(dir + "/m/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+}
+
+// compare with one repeat per side: the verdict still gates (exit 4) but says it may be noise,
+// and the medians get enough digits to differ.
+TEST(CliExit, CompareWithOneRepeatSaysItMayBeNoise) {
+  std::string dir = ::testing::TempDir() + "cli_compare1";
+  fs::remove_all(dir);
+  auto healthy = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/healthy/results.json"));
+  healthy["runs"] = json::array({healthy["runs"][0]});
+  auto write_side = [&](const std::string& name, double p99) {
+    auto doc = healthy;
+    doc["runs"][0]["inference"] = {{"single_stream", {{"p50_ms", p99 / 2}, {"p99_ms", p99}}}};
+    fs::create_directories(dir + "/" + name);
+    std::ofstream(dir + "/" + name + "/results.json") << doc.dump();
+  };
+  write_side("a", 0.0712);
+  write_side("b", 0.07482);  // +5.08 %
+  std::string out;
+  EXPECT_EQ(run({"compare", dir + "/a", dir + "/b", "--metric", "inference_p99_ms", "--db", dir + "/none.sqlite"}, &out),
+            4)
+      << out;
+  EXPECT_NE(out.find("REGRESSION (1 repeat: may be noise)"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.07120"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.07482"), std::string::npos) << out;
+  EXPECT_NE(out.find("note:"), std::string::npos) << out;
 }
 
 TEST(Cli, DevicesListsCpu) {
