@@ -12,6 +12,11 @@ enum class UtcFormat {
 /// The current time in UTC, to the second.
 std::string utc_timestamp(UtcFormat format = UtcFormat::kIso8601);
 
+/// A number with about three significant digits: 1234.5 -> "1234", 12.34 -> "12.3", 1.234 ->
+/// "1.23", 0.1234 -> "0.12" (console lines, reports). format_duration (trainscope/console_table.h,
+/// defined with it in src/common/text.cpp) puts a unit on seconds with it.
+std::string format_number(double v);
+
 /// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes
 /// doubled; CR and LF become spaces so every record stays on one line.
 std::string csv_field(const std::string& s);

@@ -44,6 +44,12 @@ Proc spawn(std::vector<std::string> args, const std::string& out_path) {
   return p;
 }
 
+// A path under the test temp folder, unique to this process: engineers and CI jobs that run the
+// suite at the same time on one machine share /tmp.
+std::string test_path(const std::string& name) {
+  return ::testing::TempDir() + "pid" + std::to_string(getpid()) + "_" + name;
+}
+
 int wait_status(pid_t pid) {
   int st = 0;
   waitpid(pid, &st, 0);
@@ -119,12 +125,12 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_EQ(run({"run", "--devices", "cuda:9", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("devices found: cpu"), std::string::npos) << out;
   // Refused before training: no history database is left behind either.
-  const std::string fresh = ::testing::TempDir() + "cli_bad_out";
+  const std::string fresh = test_path("cli_bad_out");
   fs::remove_all(fresh);
   EXPECT_EQ(run({"run", "--batch-sizes", "0", "--data-format", "synthetic", "--out", fresh}, &out), 2);
   EXPECT_FALSE(fs::exists(fresh + "/history.sqlite"));
   // A range error in a value from a file names the file.
-  const std::string cfg = ::testing::TempDir() + "epochs0.toml";
+  const std::string cfg = test_path("epochs0.toml");
   std::ofstream(cfg) << "[train]\nepochs = 0\n";
   EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("epochs 0 is out of range"), std::string::npos) << out;
@@ -132,7 +138,7 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
 }
 
 TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
-  std::string dir = ::testing::TempDir() + "cli_fail";
+  std::string dir = test_path("cli_fail");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
@@ -147,9 +153,9 @@ TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
 }
 
 TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
-  std::string dir = ::testing::TempDir() + "cli_sigint";
+  std::string dir = test_path("cli_sigint");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "sigint_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("sigint_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
   ASSERT_GE(finished_runs(results), 1u);
@@ -171,9 +177,9 @@ TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
 }
 
 TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
-  std::string dir = ::testing::TempDir() + "cli_resume";
+  std::string dir = test_path("cli_resume");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "kill_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("kill_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 2);
   kill(p.pid, SIGKILL);
@@ -228,9 +234,9 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
 // A resume after SIGINT (which writes telemetry.csv.gz) keeps the first session's samples and
 // appends the second's after them.
 TEST(Cli, ResumeAppendsTelemetry) {
-  std::string dir = ::testing::TempDir() + "cli_resume_tel";
+  std::string dir = test_path("cli_resume_tel");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "resume_tel_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("resume_tel_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
   kill(p.pid, SIGINT);
@@ -249,7 +255,7 @@ TEST(Cli, ResumeAppendsTelemetry) {
 // A write failure (disk full, folder removed) in the middle of a matrix: exit 5, and the runs
 // finished before it are kept in results.json.
 TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
-  std::string dir = ::testing::TempDir() + "cli_exit5";
+  std::string dir = test_path("cli_exit5");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[10] = "1";  // --epochs
@@ -265,7 +271,7 @@ TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
 
 // An internal error (a bug) in the middle of a matrix: exit 6, finished runs kept.
 TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
-  std::string dir = ::testing::TempDir() + "cli_exit6";
+  std::string dir = test_path("cli_exit6");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[10] = "1";  // --epochs
@@ -281,7 +287,7 @@ TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
 // compare with one repeat per side: the verdict still gates (exit 4) but says it may be noise,
 // and the medians get enough digits to differ.
 TEST(CliExit, CompareWithOneRepeatSaysItMayBeNoise) {
-  std::string dir = ::testing::TempDir() + "cli_compare1";
+  std::string dir = test_path("cli_compare1");
   fs::remove_all(dir);
   auto healthy = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/healthy/results.json"));
   healthy["runs"] = json::array({healthy["runs"][0]});
@@ -330,7 +336,7 @@ bool wait_for_output(pid_t pid, const std::string& path, const std::string& need
 // --resume repeats the recorded matrix: a flag that would change it is refused before anything
 // is touched, and the finished folder is left exactly as it was.
 TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
-  std::string dir = ::testing::TempDir() + "cli_resume_flags";
+  std::string dir = test_path("cli_resume_flags");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
@@ -354,7 +360,7 @@ TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
 // training), the inference result says it was cut short, and the matrix stops with 130 long
 // before the 120 s inference budgets would have ended.
 TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
-  std::string dir = ::testing::TempDir() + "cli_sigint_infer";
+  std::string dir = test_path("cli_sigint_infer");
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/slow_inference.toml") << "[inference]\nsingle_stream_budget_s = 120\noffline_budget_s = 120\n";
@@ -363,7 +369,7 @@ TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
   args[10] = "1";
   args.erase(std::find(args.begin(), args.end(), "--no-inference"));
   args.insert(args.end(), {"--config", dir + "/slow_inference.toml", "--max-steps", "5"});
-  const std::string log = ::testing::TempDir() + "sigint_infer_out.txt";
+  const std::string log = test_path("sigint_infer_out.txt");
   fs::remove(log);  // an earlier run's log would answer wait_for_output before this process starts
   auto p = spawn(args, log);
   ASSERT_TRUE(wait_for_output(p.pid, log, "measuring inference")) << slurp(log);
@@ -391,7 +397,7 @@ TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
 // operator table holds the profiled training steps only (before the fix: tens of thousands of
 // inference addmm calls).
 TEST(Cli, ProfileWindowClosesBeforeInference) {
-  std::string dir = ::testing::TempDir() + "cli_profile_infer";
+  std::string dir = test_path("cli_profile_infer");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16";
