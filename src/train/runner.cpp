@@ -111,6 +111,15 @@ nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& dat
 
 namespace {
 
+// Renames a finished temporary file to its final name; Error(kIo) naming both when that fails.
+void publish_file(const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}; check the run folder (disk full, removed?)",
+                                            tmp, path, ec.message()));
+}
+
 // The matrix in four stages (run() below): inputs and run folder, telemetry, one cell at a time,
 // and the merge of each finished run into the reporters' records and the telemetry file.
 class Matrix {
@@ -355,7 +364,9 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, int64_t 
   spec.repeat = rep;
   spec.train = cfg_.train;
   spec.origin = origin_;
-  spec.checkpoint_path = res_.run_dir + "/checkpoints/" + spec.run_id + ".pt";
+  // Saved under a temporary name and renamed when the run is ok (the atomic-write convention of
+  // trainscope/fs.h): a killed process never leaves a truncated checkpoint under the final name.
+  spec.checkpoint_path = res_.run_dir + "/checkpoints/" + spec.run_id + ".pt.tmp." + std::to_string(::getpid());
   RunRecord rec;
   rec.run_id = spec.run_id;
   rec.device = dev;
@@ -405,6 +416,7 @@ void Matrix::train_cell(const RunSpec& spec, RunRecord& rec, ProgressBar& progre
     train_run(spec, *workload_, hooks, &rec);
     if (rec.status == RunStatus::kOk) {
       rec.checkpoint_path = "checkpoints/" + spec.run_id + ".pt";
+      publish_file(spec.checkpoint_path, res_.run_dir + "/" + rec.checkpoint_path);
       write_file_atomic(res_.run_dir + "/checkpoints/" + spec.run_id + ".json",
                         checkpoint_description(spec, cfg_.data, *workload_).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }

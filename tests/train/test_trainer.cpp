@@ -241,6 +241,10 @@ TEST(Matrix, ReportersGetEveryRunInOrderAndTheRunnerWritesNoResultsItself) {
   EXPECT_EQ(rec.finishes, 1);
   EXPECT_EQ(rec.final_runs, 2u);
   EXPECT_FALSE(fs::exists(res.run_dir + "/results.json")) << "results files are a reporter's job";
+  // checkpoints are written under a temporary name and renamed: only final names remain
+  for (const auto& r : res.runs) EXPECT_TRUE(fs::exists(res.run_dir + "/" + r.checkpoint_path)) << r.checkpoint_path;
+  for (const auto& e : fs::directory_iterator(res.run_dir + "/checkpoints"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 TEST(Matrix, IoErrorInAReporterStopsTheMatrixAndKeepsFinishedRuns) {
