@@ -1,5 +1,7 @@
-// The experiment matrix: devices x models x batch sizes x repeats, one training run per cell,
-// results written after every run (nothing measured is lost when a later run fails).
+// The experiment matrix: devices x models x batch sizes x repeats, one training run per cell.
+// Every record goes to the reporters (trainscope/reporter.h) as the run ends, so nothing measured
+// is lost when a later run fails; the runner itself writes only matrix.json, checkpoints,
+// telemetry.csv.gz, profiles and traces.
 #pragma once
 
 #include <atomic>
