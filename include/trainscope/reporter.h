@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "trainscope/provenance.h"
+#include "trainscope/report.h"
 #include "trainscope/run_record.h"
 
 namespace trainscope {
@@ -57,19 +58,25 @@ class ResultsFilesReporter final : public Reporter {
   std::vector<RunRecord> runs_;
 };
 
-/// report.md + report.html (trainscope/report.h) in the run folder at finish; with
-/// `print_summary` also the RQ answers and advice and the two paths on stdout. A report that
-/// cannot be written is a notice on stderr (the measurements are in results.json already).
+/// report.md + report.html (trainscope/report.h) in the run folder at finish. A report that
+/// cannot be written is a notice through notices->notice (may be null): the measurements are in
+/// results.json already. After finish, written() tells whether the files exist and input() holds
+/// what they were built from (the CLI prints the console summary from it).
 class ReportFilesReporter final : public Reporter {
  public:
-  explicit ReportFilesReporter(bool print_summary) : print_summary_(print_summary) {}
+  explicit ReportFilesReporter(Reporter* notices) : notices_(notices) {}
   void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
   void finish(const std::vector<RunRecord>& runs) override;
+  bool written() const { return written_; }
+  const ReportInput& input() const { return input_; }
+  const std::string& markdown_path() const { return markdown_path_; }
+  const std::string& html_path() const { return html_path_; }
 
  private:
-  bool print_summary_;
-  Provenance provenance_;
-  std::string run_dir_;
+  Reporter* notices_;
+  ReportInput input_;
+  bool written_ = false;
+  std::string markdown_path_, html_path_;
 };
 
 }  // namespace trainscope

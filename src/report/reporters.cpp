@@ -2,8 +2,6 @@
 // report.md + report.html.
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/report.h"
@@ -41,19 +39,20 @@ void ResultsFilesReporter::write() const {
 }
 
 void ReportFilesReporter::start(const Provenance& p, const std::string& run_dir, size_t /*planned_runs*/) {
-  provenance_ = p;
-  run_dir_ = run_dir;
+  input_.provenance = p;
+  input_.run_dir = run_dir;
 }
 
 void ReportFilesReporter::finish(const std::vector<RunRecord>& runs) {
-  if (run_dir_.empty()) return;
-  try {  // RQ answers and advice on the console, report.md + report.html last
-    ReportInput in{provenance_, runs, run_dir_};
-    auto rep = write_report(in, run_dir_);
-    if (print_summary_)
-      fmt::print("\n{}\nreport: {}\n{}\n", render_console(in, analyze(in)), rep.markdown_path, rep.html_path);
+  if (input_.run_dir.empty()) return;
+  input_.runs = runs;
+  try {
+    auto files = write_report(input_, input_.run_dir);
+    markdown_path_ = files.markdown_path;
+    html_path_ = files.html_path;
+    written_ = true;
   } catch (const Error& e) {
-    fmt::print(stderr, "trainscope: report not written: {}\n", e.what());
+    if (notices_) notices_->notice(fmt::format("report not written: {}", e.what()));
   }
 }
 

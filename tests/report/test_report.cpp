@@ -396,6 +396,38 @@ TEST(ReportHistory, Version1DatabaseIsMigrated) {
   sqlite3_close(raw);
 }
 
+TEST(ReportReporters, ResultsAndReportFilesFromTheReporterCalls) {
+  auto dir = tmpdir("reporters");
+  auto in = load_run_folder(kHealthy);
+  struct Notices : Reporter {
+    std::vector<std::string> seen;
+    void notice(const std::string& m) override { seen.push_back(m); }
+  } notices;
+  ResultsFilesReporter results;
+  ReportFilesReporter report(&notices);
+  for (Reporter* r : std::initializer_list<Reporter*>{&results, &report}) r->start(in.provenance, dir, 2);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 0u) << "a fresh folder gets results at once";
+  results.run_finished(in.runs[0]);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 1u) << "rewritten after every run";
+  results.run_skipped(in.runs[1]);
+  for (Reporter* r : std::initializer_list<Reporter*>{&results, &report}) r->finish(in.runs);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 2u);
+  EXPECT_TRUE(report.written());
+  EXPECT_TRUE(file_exists(dir + "/report.md"));
+  EXPECT_TRUE(file_exists(dir + "/report.html"));
+  EXPECT_TRUE(notices.seen.empty());
+  // a report that cannot be written is a notice, not an error
+  ReportFilesReporter bad(&notices);
+  bad.start(in.provenance, "/proc/forbidden", 2);
+  EXPECT_NO_THROW(bad.finish(in.runs));
+  EXPECT_FALSE(bad.written());
+  ASSERT_EQ(notices.seen.size(), 1u);
+  EXPECT_NE(notices.seen[0].find("report not written"), std::string::npos);
+  // the results files are the record: their write failure is an Error(kIo)
+  ResultsFilesReporter lost;
+  EXPECT_THROW(lost.start(in.provenance, "/proc/forbidden", 2), Error);
+}
+
 // ---------------------------------------------------------------- compare
 
 TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {

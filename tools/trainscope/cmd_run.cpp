@@ -145,7 +145,7 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure)
   ResultsFilesReporter results;
   ConsoleReporter console(m.profile.top_n);
   HistoryReporter history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &console);
-  ReportFilesReporter report(/*print_summary=*/true);
+  ReportFilesReporter report(&console);
   FaultReporter fault(inject_failure);
   std::vector<Reporter*> reporters{&results};
   if (!inject_failure.empty()) reporters.push_back(&fault);
@@ -155,6 +155,9 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure)
       "at once)\n");
   MatrixResult res = run_matrix(m, reporters, &stop);
   restore_interrupt_defaults();
+  if (report.written())  // RQ answers and advice on the console, the report's paths last
+    fmt::print("\n{}\nreport: {}\n{}\n", render_console(report.input(), analyze(report.input())),
+               report.markdown_path(), report.html_path());
   return matrix_exit_status(res);
 }
 
