@@ -133,6 +133,13 @@ class Matrix {
       reporters_ = reporters;
     }
   }
+  ~Matrix() {
+    // One writer per run folder (lock_run_folder): released here, or by the kernel when the
+    // process ends, however it ends.
+    if (folder_lock_fd_ >= 0) ::close(folder_lock_fd_);
+  }
+  Matrix(const Matrix&) = delete;
+  Matrix& operator=(const Matrix&) = delete;
   MatrixResult run();
 
  private:
@@ -148,7 +155,7 @@ class Matrix {
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
   void merge_run(RunRecord rec);
   void write_telemetry();
-  void abort(MatrixAbort kind, const std::string& reason);
+  void stop_with(MatrixAbort kind, const std::string& reason);
   void notice(const std::string& m) {
     for (auto* r : reporters_) r->notice(m);
   }
@@ -171,36 +178,30 @@ class Matrix {
   std::string kept_telemetry_;             // --resume: the earlier sessions' telemetry rows
   std::unique_ptr<TelemetrySampler> sampler_;
   std::vector<GpuInfo> telemetry_gpus_;
-
- public:
-  ~Matrix() {
-    // The lock is released when the process ends, however it ends; here when the matrix does.
-    if (folder_lock_fd_ >= 0) ::close(folder_lock_fd_);
-  }
 };
 
 MatrixResult Matrix::run() {
   check_inputs();
   prepare_run_folder();
+  start_telemetry();  // a bad telemetry setting is bad input (exit 2); an absent source is a notice
   // From here on the inputs are valid: an error stops the matrix with the finished runs kept.
   try {
-    start_telemetry();
     report([&](Reporter& r) { r.start(res_.provenance, res_.run_dir, planned_); });
     run_cells();
     if (sampler_) sampler_->stop();
     write_telemetry();
     report([&](Reporter& r) { r.finish(res_.runs); });
   } catch (const Error& e) {
-    abort(e.kind() == ErrorKind::kIo ? MatrixAbort::kIo : MatrixAbort::kInternal, e.what());
+    stop_with(e.kind() == ErrorKind::kIo ? MatrixAbort::kIo : MatrixAbort::kInternal, e.what());
   } catch (const std::exception& e) {
-    abort(MatrixAbort::kInternal, e.what());
+    stop_with(MatrixAbort::kInternal, e.what());
   }
   return std::move(res_);
 }
 
 // An I/O or internal error: the reporters still get finish() with the runs measured so far (a
 // second failure there is only a notice), and the caller sees why the matrix stopped.
-void Matrix::abort(MatrixAbort kind, const std::string& reason) {
+void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
   res_.abort = kind;
   res_.abort_reason = reason;
   if (sampler_) sampler_->stop();
