@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     m.data.path = data;
   }
   m.out_dir = (std::filesystem::temp_directory_path() / "trainscope-profile-overhead").string();
-  auto res = run_matrix(m, nullptr, nullptr);
+  auto res = run_matrix(m, {}, nullptr);
   if (res.runs.empty() || res.runs[0].status != RunStatus::kOk) {
     fmt::print(stderr, "profile_overhead: the run failed: {}\n", res.runs.empty() ? "no run" : res.runs[0].failure_reason);
     return 1;

@@ -1,5 +1,5 @@
 # Report component: analysis, advice, history and compare (torch-free), and the HTML end-to-end test.
-ts_add_test(test_report SOURCES report/test_report.cpp)
+ts_add_test(test_report SOURCES report/test_report.cpp LIBS SQLite::SQLite3)
 
 add_executable(report_fixture_html report/report_fixture_html.cpp)
 target_link_libraries(report_fixture_html PRIVATE trainscope_core)

@@ -13,7 +13,8 @@ namespace trainscope {
 /// same (model, batch size); absent when either side has no successful run.
 std::string format_matrix_table(const std::vector<RunRecord>& runs);
 
-/// Human units: 0.5 s -> "500 ms", 4000 s -> "1.1 h".
+/// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min"
+/// (defined in src/common/text.cpp; the report uses the same one).
 std::string format_duration(double seconds);
 /// 12345.6 -> "12.3 k".
 std::string format_rate(double per_s);

@@ -11,6 +11,11 @@ namespace trainscope {
 /// A reader never sees a half-written file; a crash leaves the old file (or none).
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/// Removes the NAME.tmp.<pid> leftovers of write_file_atomic calls that a killed process did not
+/// finish, in `dir` (not recursive; a missing folder is no error). Call only while holding the
+/// folder's writer lock (nobody else is writing).
+void remove_stale_temporaries(const std::string& dir);
+
 /// Creates `dir` and its parents; checks it is writable by creating and removing a probe file.
 /// Throws Error(kIo) with the reason (e.g. "Permission denied", "No space left on device").
 void ensure_writable_dir(const std::string& dir);

@@ -19,7 +19,6 @@ class ProgressBar {
   void update(int64_t done);
   /// Clears the line.
   void end();
-  bool active() const { return enabled_; }
 
  private:
   bool enabled_;

@@ -1,5 +1,7 @@
-// The experiment matrix: devices x models x batch sizes x repeats, one training run per cell,
-// results written after every run (nothing measured is lost when a later run fails).
+// The experiment matrix: devices x models x batch sizes x repeats, one training run per cell.
+// Every record goes to the reporters (trainscope/reporter.h) as the run ends, so nothing measured
+// is lost when a later run fails; the runner itself writes only matrix.json, checkpoints,
+// telemetry.csv.gz, profiles and traces.
 #pragma once
 
 #include <atomic>
@@ -9,35 +11,37 @@
 
 #include "trainscope/config.h"
 #include "trainscope/provenance.h"
+#include "trainscope/reporter.h"
 #include "trainscope/run_record.h"
 
 namespace trainscope {
 
-/// Receives the matrix's progress; all callbacks run on the calling thread.
-class MatrixObserver {
- public:
-  virtual ~MatrixObserver() = default;
-  virtual void on_matrix_start(const std::string& /*run_dir*/, const Provenance& /*p*/, size_t /*planned_runs*/) {}
-  virtual void on_run_start(const RunRecord& /*r*/) {}
-  virtual void on_run_end(const RunRecord& /*r*/) {}
-  /// --resume: a run already measured as ok in the run folder, kept and not repeated.
-  virtual void on_run_skipped(const RunRecord& /*r*/) {}
-  virtual void on_notice(const std::string& /*message*/) {}
+/// Why a matrix stopped before its last cell although its inputs were valid.
+enum class MatrixAbort {
+  kNone,
+  kIo,        // a file of the run folder could not be written (disk full, folder removed): exit 5
+  kInternal,  // a bug or an unexpected exception outside a run: exit 6
 };
 
 struct MatrixResult {
   Provenance provenance;
-  std::vector<RunRecord> runs;
-  std::string run_dir;       // folder holding results.json, results.csv, checkpoints/
+  std::vector<RunRecord> runs;   // finished and kept runs, in matrix order
+  std::string run_dir;           // folder holding results.json, results.csv, checkpoints/
   bool any_failed = false;
   bool interrupted = false;
+  MatrixAbort abort = MatrixAbort::kNone;
+  std::string abort_reason;      // the error message when abort != kNone
 };
 
 /// Validates everything (config, devices, models, data, output folder) before the first step,
-/// throwing trainscope::Error on bad input; then runs each cell. A run that fails (NaN loss, out
-/// of memory, LibTorch error) is recorded as failed with its reason and the matrix goes on.
-/// `stop_requested` (may be null) ends the matrix after the current step (SIGINT).
-MatrixResult run_matrix(const MatrixConfig& cfg, MatrixObserver* observer = nullptr,
+/// throwing trainscope::Error on bad input (nothing is written then); then runs each cell and
+/// hands every record to `reporters` (trainscope/reporter.h; an empty list means one
+/// ResultsFilesReporter, so a library caller always gets results.json). A run that fails (NaN
+/// loss, out of memory, LibTorch error) is recorded as failed with its reason and the matrix goes
+/// on; an I/O error writing the run folder or an unexpected exception stops it with
+/// MatrixResult::abort set and the finished runs kept. `stop_requested` (may be null) ends the
+/// matrix after the current step (SIGINT).
+MatrixResult run_matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters = {},
                         const std::atomic<bool>* stop_requested = nullptr);
 
 /// "cpu" plus "cuda:N" for each visible CUDA device, with names (for `trainscope devices`).

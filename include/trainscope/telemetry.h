@@ -95,13 +95,10 @@ class TelemetrySampler {
   void probe();  // probes the sources once (start() calls it); idempotent
   void start();  // probes sources (once) and starts the thread
   void stop();   // idempotent; the samples stay available
-  bool running() const;
 
   /// Polls every source now (on the caller's thread), stores and returns the result.
   /// Used by `monitor` without a thread; safe to call while the thread runs.
   TelemetrySnapshot sample_now();
-  /// The most recent poll, if any.
-  std::optional<TelemetrySnapshot> latest() const;
 
   std::vector<GpuInfo> gpus() const;
   /// [{name, available, reason, fields_supported:[...], details:{...}}]; reason is "" when
@@ -120,7 +117,10 @@ class TelemetrySampler {
   nlohmann::json summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed = 0) const;
   std::vector<CounterSeries> series() const;  // for trace counter tracks and charts
   /// Raw samples, gzip CSV with header "t_ns,device,metric,value".
-  void write_samples_csv_gz(const std::string& path) const;  // throws Error(kIo) on failure
+  /// Every sample so far as CSV text: "t_ns,device,metric,value" header, rows by time.
+  std::string samples_csv() const;
+  /// samples_csv() gzipped, written atomically (trainscope/fs.h); throws Error(kIo) on failure.
+  void write_samples_csv_gz(const std::string& path) const;
 
   /// Nanoseconds since origin, now.
   int64_t now_ns() const;

@@ -46,6 +46,16 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string n = e.path().filename().string();
+    auto at = n.rfind(".tmp.");
+    if (at != std::string::npos && at + 5 < n.size() && n.find_first_not_of("0123456789", at + 5) == std::string::npos)
+      fs::remove(e.path(), ec);
+  }
+}
+
 void ensure_writable_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -1,5 +1,7 @@
 #include "trainscope/provenance.h"
 
+#include "common/text.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,12 +15,7 @@ namespace trainscope {
 
 Provenance collect_host_provenance(const std::string& proc_root) {
   Provenance p;
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  p.date_utc = buf;
+  p.date_utc = utc_timestamp();
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) p.host = host;
   std::ifstream cpuinfo(proc_root + "/cpuinfo");

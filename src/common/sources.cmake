@@ -5,4 +5,5 @@ target_sources(trainscope_core PRIVATE
   common/provenance.cpp
   common/fs.cpp
   common/progress.cpp
-  common/stats.cpp)
+  common/stats.cpp
+  common/text.cpp)

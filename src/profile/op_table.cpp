@@ -5,6 +5,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "common/text.h"
 #include "profile/profile_data.h"
 #include "trainscope/stats.h"
 
@@ -359,13 +360,9 @@ nlohmann::json build_overhead(const ProfileData& d, int64_t skip_first) {
 }
 
 namespace {
-std::string csv_field(const nlohmann::json& v) {
+std::string csv_value(const nlohmann::json& v) {
   if (v.is_null()) return "";
-  if (v.is_string()) {
-    std::string s = v.get<std::string>(), q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  }
+  if (v.is_string()) return csv_field(v.get<std::string>());
   if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
   return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -386,7 +383,7 @@ std::string op_table_csv(const nlohmann::json& rows, const nlohmann::json& prove
   for (const auto& r : rows) {
     for (size_t i = 0; i < std::size(kCols); ++i) {
       if (i) s += ",";
-      s += r.contains(kCols[i]) ? csv_field(r[kCols[i]]) : "";
+      s += r.contains(kCols[i]) ? csv_value(r[kCols[i]]) : "";
     }
     s += "\n";
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/text.h"
 #include "profile/profile_data.h"
 #include "profile/recorder.h"
 #include "train/compat.h"
@@ -162,19 +163,6 @@ void RunProfiler::stop() {
   }
 }
 
-namespace {
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
-}  // namespace
-
 nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
                                    const std::vector<CounterSeries>& counters, const Provenance* prov) {
   auto& m = *impl_;
@@ -214,7 +202,7 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
   out["overhead"] = build_overhead(m.data, m.cfg.skip_first);
 
   nlohmann::json meta = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
-                         {"libtorch_version", compat::torch_version()}, {"written_utc", utc_now()},
+                         {"libtorch_version", compat::torch_version()}, {"written_utc", utc_timestamp()},
                          {"clock", "steady_clock since the matrix start; trace ts in us"}};
   if (prov) meta["provenance"] = to_json(*prov);
 
@@ -224,7 +212,7 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
   try {
     ensure_writable_dir(run_dir + "/profiles");
     nlohmann::json head = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
-                           {"libtorch_version", compat::torch_version()}, {"written_utc", utc_now()}};
+                           {"libtorch_version", compat::torch_version()}, {"written_utc", utc_timestamp()}};
     if (prov) {
       head["host"] = prov->host;
       head["cpu"] = prov->cpu_model;

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "profile/profile_data.h"
@@ -25,10 +28,21 @@ std::string ts_us(int64_t ns) {
   return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
 }
 
+// Streams into PATH.tmp.<pid> and renames it to PATH on a successful close (the atomic-write
+// convention of trainscope/fs.h, whose leftovers the matrix removes): a reader or a killed
+// process never leaves a half-written trace under the final name.
 class GzStream {
  public:
-  GzStream(const std::string& path, int64_t cap) : cap_(cap) { f_ = gzopen(path.c_str(), "wb6"); }
-  ~GzStream() { close(); }
+  GzStream(const std::string& path, int64_t cap)
+      : cap_(cap), path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+    f_ = gzopen(tmp_.c_str(), "wb6");
+  }
+  ~GzStream() {
+    if (f_) {  // not closed by the writer: an error path, the partial file is dropped
+      gzclose(f_);
+      std::remove(tmp_.c_str());
+    }
+  }
   bool ok() const { return f_ != nullptr && !failed_; }
   // Writes an event unless that would pass the cap (reserve keeps room for the closing text).
   bool event(const std::string& ev, int64_t reserve) {
@@ -56,6 +70,8 @@ class GzStream {
     if (!f_) return false;
     bool ok = gzclose(f_) == Z_OK && !failed_;
     f_ = nullptr;
+    if (ok) ok = std::rename(tmp_.c_str(), path_.c_str()) == 0;
+    if (!ok) std::remove(tmp_.c_str());
     return ok;
   }
   int64_t bytes_ = 0, events_ = 0, dropped_ = 0;
@@ -64,6 +80,7 @@ class GzStream {
  private:
   gzFile f_ = nullptr;
   int64_t cap_;
+  std::string path_, tmp_;
   bool failed_ = false;
 };
 

@@ -92,13 +92,6 @@ std::optional<int> cuda_index(const std::string& device) {
   return std::nullopt;
 }
 
-std::string fmt_num(double v) {
-  double a = std::fabs(v);
-  if (a >= 100) return fmt::format("{:.0f}", v);
-  if (a >= 10) return fmt::format("{:.1f}", v);
-  return fmt::format("{:.2f}", v);
-}
-
 std::string fmt_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -107,13 +100,6 @@ std::string fmt_bytes(double b) {
     ++u;
   }
   return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{} {}", fmt_num(b), units[u]);
-}
-
-std::string fmt_time(double s) {
-  if (s < 1) return fmt::format("{} ms", fmt_num(s * 1000));
-  if (s < 120) return fmt::format("{} s", fmt_num(s));
-  if (s < 7200) return fmt::format("{} min", fmt_num(s / 60));
-  return fmt::format("{} h", fmt_num(s / 3600));
 }
 
 std::string fmt_stat(const Stat& s, const std::string& unit, double scale) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/text.h"
+#include "trainscope/console_table.h"
 #include "trainscope/report.h"
 
 namespace trainscope::report_detail {
@@ -15,9 +17,10 @@ namespace trainscope::report_detail {
 std::optional<double> jnum(const nlohmann::json& j, std::initializer_list<const char*> path);
 bool is_gpu(const std::string& device);
 std::optional<int> cuda_index(const std::string& device);
-std::string fmt_num(double v);     // 3 significant-ish digits
+// The shared number and duration formatters (src/common/text.h) under the report's short names.
+inline std::string fmt_num(double v) { return format_number(v); }
 std::string fmt_bytes(double b);   // binary units
-std::string fmt_time(double s);
+inline std::string fmt_time(double s) { return format_duration(s); }
 /// "median unit (±half-spread unit, n=N)" or "—" when not measured; value scaled by `scale`.
 std::string fmt_stat(const Stat& s, const std::string& unit, double scale = 1);
 /// "" when the telemetry source (nvml, proc, rapl, hwmon) was available in some run, else its reason.

@@ -3,7 +3,11 @@ target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/analysis.cpp
   ${CMAKE_CURRENT_LIST_DIR}/answers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/render.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/history.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/history_db.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/history_reporter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/resolve_runs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/compare.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reporters.cpp)
 
 # Chart.js is embedded into report.html: the vendored file becomes a C++ byte array at configure
 # time (no network, no file needed at run time). Re-configures when the file changes.

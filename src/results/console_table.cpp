@@ -9,14 +9,6 @@
 
 namespace trainscope {
 
-std::string format_duration(double s) {
-  if (s < 1e-3) return fmt::format("{:.0f} µs", s * 1e6);
-  if (s < 1) return fmt::format("{:.0f} ms", s * 1e3);
-  if (s < 120) return fmt::format("{:.1f} s", s);
-  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
-  return fmt::format("{:.1f} h", s / 3600);
-}
-
 std::string format_rate(double v) {
   if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
   if (v >= 1e4) return fmt::format("{:.1f} k", v / 1e3);

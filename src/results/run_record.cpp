@@ -1,5 +1,7 @@
 #include "trainscope/run_record.h"
 
+#include "common/text.h"
+
 #include <fmt/format.h>
 
 #include "trainscope/error.h"
@@ -200,16 +202,6 @@ RunRecord run_record_from_json(const json& j) {
 
 namespace {
 
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"') o += "\"\"";
-    else if (c == '\n' || c == '\r') o += ' ';
-    else o += c;
-  }
-  return o + "\"";
-}
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 template <typename T>
@@ -245,9 +237,9 @@ std::vector<std::string> csv_header() {
 
 std::vector<std::string> csv_row(const RunRecord& r) {
   auto ph = [&](double PhaseBreakdown::*m) { return r.phases ? num(r.phases.value().*m) : std::string(); };
-  return {csv_escape(r.run_id), r.device, csv_escape(r.device_name), csv_escape(r.model), std::to_string(r.batch_size),
-          std::to_string(r.repeat), to_string(r.status), r.error_kind, csv_escape(r.failure_reason),
-          csv_escape(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), num(r.parameters),
+  return {csv_field(r.run_id), r.device, csv_field(r.device_name), csv_field(r.model), std::to_string(r.batch_size),
+          std::to_string(r.repeat), to_string(r.status), r.error_kind, csv_field(r.failure_reason),
+          csv_field(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), num(r.parameters),
           numd(r.forward_flops_per_sample), r.optimizer, num(r.learning_rate), std::to_string(r.seed),
           std::to_string(r.intra_op_threads), std::to_string(r.epochs_requested), std::to_string(r.epochs_completed),
           std::to_string(r.steps_completed), std::to_string(r.steps_per_epoch), num(r.train_time_s),

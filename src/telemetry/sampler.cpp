@@ -14,8 +14,10 @@
 #include <thread>
 
 #include "telemetry/source.h"
+#include "common/text.h"
 #include "trainscope/error.h"
 #include "trainscope/settings.h"
+#include "trainscope/fs.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -76,7 +78,6 @@ struct TelemetrySampler::Impl {
   std::map<FieldKey, FieldStore> store;
   nlohmann::json sources_json = nlohmann::json::array();
   std::vector<GpuInfo> gpus;
-  std::optional<TelemetrySnapshot> latest;
 
   std::mutex stop_mu;
   std::condition_variable cv;
@@ -168,7 +169,6 @@ struct TelemetrySampler::Impl {
       for (auto& d : b.drops) store[{d.device, d.metric}].drops.emplace_back(b.t_ns, d.reason);
     }
     sources_json = std::move(desc);
-    latest = snap;
     return snap;
   }
 
@@ -290,17 +290,11 @@ void TelemetrySampler::stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-bool TelemetrySampler::running() const { return impl_->running.load(); }
-
 TelemetrySnapshot TelemetrySampler::sample_now() {
   impl_->probe();
   return impl_->poll();
 }
 
-std::optional<TelemetrySnapshot> TelemetrySampler::latest() const {
-  std::lock_guard lk(impl_->data_mu);
-  return impl_->latest;
-}
 
 std::vector<GpuInfo> TelemetrySampler::gpus() const {
   std::lock_guard lk(impl_->data_mu);
@@ -377,7 +371,7 @@ std::vector<CounterSeries> TelemetrySampler::series() const {
   return out;
 }
 
-void TelemetrySampler::write_samples_csv_gz(const std::string& path) const {
+std::string TelemetrySampler::samples_csv() const {
   struct Row {
     int64_t t;
     const std::string* device;
@@ -385,35 +379,18 @@ void TelemetrySampler::write_samples_csv_gz(const std::string& path) const {
     double v;
   };
   std::string text = "t_ns,device,metric,value\n";
-  {
-    std::lock_guard lk(impl_->data_mu);
-    std::vector<Row> rows;
-    for (const auto& [key, f] : impl_->store)
-      for (size_t i = 0; i < f.t.size(); ++i) rows.push_back({f.t[i], &key.first, &key.second, f.v[i]});
-    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t < b.t; });
-    for (const auto& r : rows) {
-      // Device names may hold spaces or commas (hwmon labels): quote per RFC 4180.
-      std::string dev = *r.device;
-      if (dev.find_first_of(",\"") != std::string::npos) {
-        std::string q = "\"";
-        for (char c : dev) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-        dev = q + "\"";
-      }
-      text += fmt::format("{},{},{},{:.17g}\n", r.t, dev, *r.metric, r.v);
-    }
-  }
-  gzFile gz = gzopen(path.c_str(), "wb");
-  if (!gz) throw_error(ErrorKind::kIo, fmt::format("cannot create telemetry samples file '{}': {}", path, std::strerror(errno)));
-  size_t off = 0;
-  bool ok = true;
-  while (off < text.size() && ok) {
-    unsigned chunk = static_cast<unsigned>(std::min<size_t>(text.size() - off, 1u << 20));
-    ok = gzwrite(gz, text.data() + off, chunk) == static_cast<int>(chunk);
-    off += chunk;
-  }
-  int rc = gzclose(gz);
-  if (!ok || rc != Z_OK)
-    throw_error(ErrorKind::kIo, fmt::format("writing telemetry samples file '{}' failed (disk full?); check the folder", path));
+  std::lock_guard lk(impl_->data_mu);
+  std::vector<Row> rows;
+  for (const auto& [key, f] : impl_->store)
+    for (size_t i = 0; i < f.t.size(); ++i) rows.push_back({f.t[i], &key.first, &key.second, f.v[i]});
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t < b.t; });
+  // Device names may hold spaces or commas (hwmon labels): quoted per RFC 4180.
+  for (const auto& r : rows) text += fmt::format("{},{},{},{:.17g}\n", r.t, csv_field(*r.device), *r.metric, r.v);
+  return text;
+}
+
+void TelemetrySampler::write_samples_csv_gz(const std::string& path) const {
+  write_file_atomic(path, gzip_compress(samples_csv()));
 }
 
 }  // namespace trainscope

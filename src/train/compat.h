@@ -11,9 +11,6 @@
 
 namespace trainscope::compat {
 
-inline constexpr int kTorchMajor = TORCH_VERSION_MAJOR;
-inline constexpr int kTorchMinor = TORCH_VERSION_MINOR;
-
 inline std::string torch_version() { return TORCH_VERSION; }
 
 /// Name of an operator seen by a RecordFunction callback ("aten::addmm").

@@ -4,22 +4,27 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <ctime>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <map>
+
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 
+#include "common/text.h"
 #include "infer/bench.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
+#include "workload/model_names.h"
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/profile.h"
+#include "trainscope/progress.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -44,15 +49,6 @@ Provenance collect_provenance(const std::string& command_line, uint64_t seed) {
 }
 
 namespace {
-
-std::string timestamp_folder() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 // Headline numbers of a telemetry summary for one device (means/peaks over the window).
 nlohmann::json telemetry_headline(const nlohmann::json& summary, const std::string& device) {
@@ -111,294 +107,403 @@ nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& dat
 
 namespace {
 
-void write_results(const MatrixResult& res) {
-  write_file_atomic(res.run_dir + "/results.json", results_json(res.provenance, res.runs));
-  write_file_atomic(res.run_dir + "/results.csv", results_csv(res.provenance, res.runs));
+// Renames a finished temporary file to its final name; Error(kIo) naming both when that fails.
+void publish_file(const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}; check the run folder (disk full, removed?)",
+                                            tmp, path, ec.message()));
+}
+
+// The matrix in four stages (run() below): inputs and run folder, telemetry, one cell at a time,
+// and the merge of each finished run into the reporters' records and the telemetry file.
+class Matrix {
+ public:
+  Matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters, const std::atomic<bool>* stop)
+      : cfg_(cfg), stop_(stop) {
+    if (reporters.empty()) {
+      own_results_ = std::make_unique<ResultsFilesReporter>();
+      reporters_.push_back(own_results_.get());
+    } else {
+      reporters_ = reporters;
+    }
+  }
+  ~Matrix() {
+    // One writer per run folder (lock_run_folder): released here, or by the kernel when the
+    // process ends, however it ends.
+    if (folder_lock_fd_ >= 0) ::close(folder_lock_fd_);
+  }
+  Matrix(const Matrix&) = delete;
+  Matrix& operator=(const Matrix&) = delete;
+  MatrixResult run();
+
+ private:
+  void check_inputs();
+  void prepare_run_folder();
+  void lock_run_folder();
+  void load_resumed_runs();
+  void start_telemetry();
+  void run_cells();
+  void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
+                ProgressBar& progress);
+  void train_cell(const RunSpec& spec, RunRecord& rec, ProgressBar& progress);
+  void fill_run_telemetry(const std::string& dev, RunRecord& rec);
+  void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
+  void merge_run(RunRecord rec);
+  void write_telemetry();
+  void stop_with(MatrixAbort kind, const std::string& reason);
+  void notice(const std::string& m) {
+    for (auto* r : reporters_) r->notice(m);
+  }
+  template <class F>
+  void report(F&& f) {
+    for (auto* r : reporters_) f(*r);
+  }
+
+  MatrixConfig cfg_;
+  const std::atomic<bool>* stop_;
+  std::unique_ptr<ResultsFilesReporter> own_results_;
+  std::vector<Reporter*> reporters_;
+  Clock::time_point origin_ = Clock::now();  // the matrix clock's zero (moved back on --resume)
+  std::vector<std::string> devices_;
+  std::optional<Workload> workload_;
+  MatrixResult res_;
+  size_t planned_ = 0;
+  int folder_lock_fd_ = -1;
+  std::map<std::string, RunRecord> done_;  // --resume: runs already measured as ok
+  std::string kept_telemetry_;             // --resume: the earlier sessions' telemetry rows
+  std::unique_ptr<TelemetrySampler> sampler_;
+  std::vector<GpuInfo> telemetry_gpus_;
+};
+
+MatrixResult Matrix::run() {
+  check_inputs();
+  prepare_run_folder();
+  start_telemetry();  // a bad telemetry setting is bad input (exit 2); an absent source is a notice
+  // From here on the inputs are valid: an error stops the matrix with the finished runs kept.
+  try {
+    report([&](Reporter& r) { r.start(res_.provenance, res_.run_dir, planned_); });
+    run_cells();
+    if (sampler_) sampler_->stop();
+    write_telemetry();
+    report([&](Reporter& r) { r.finish(res_.runs); });
+  } catch (const Error& e) {
+    stop_with(e.kind() == ErrorKind::kIo ? MatrixAbort::kIo : MatrixAbort::kInternal, e.what());
+  } catch (const std::exception& e) {
+    stop_with(MatrixAbort::kInternal, e.what());
+  }
+  return std::move(res_);
+}
+
+// An I/O or internal error: the reporters still get finish() with the runs measured so far (a
+// second failure there is only a notice), and the caller sees why the matrix stopped.
+void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
+  res_.abort = kind;
+  res_.abort_reason = reason;
+  if (sampler_) sampler_->stop();
+  for (auto* r : reporters_) {
+    try {
+      r->finish(res_.runs);
+    } catch (const std::exception& e) {
+      notice(fmt::format("after the matrix stopped: {}", e.what()));
+    }
+  }
+}
+
+// Everything that can be checked before a step runs (exit 2 when wrong; nothing is written).
+void Matrix::check_inputs() {
+  validate(cfg_);
+  int64_t threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int64_t>(std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(std::max<int64_t>(threads, 1)));
+  std::string msg;
+  devices_ = resolve_devices(cfg_.devices, &msg);
+  if (!msg.empty()) notice(msg);
+  // Data first: a bad path or corrupt file stops us before any training.
+  workload_.emplace(make_workload(load_datasets(cfg_.data, cfg_.train.seed)));
+  const auto& tr = workload_->data.train;
+  if (tr.count < 1) throw_error(ErrorKind::kDataFormat, "the training set is empty");
+  // Models: build each once on the CPU to reject unknown names, shape mismatches and models
+  // with nothing to train before anything runs.
+  for (const auto& m : cfg_.models)
+    check_model_fits(*make_model(m, tr.channels, tr.height, tr.width, tr.num_classes), workload_->train_x,
+                     tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
+  planned_ = devices_.size() * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
+}
+
+// The run folder: created, locked, cleaned of interrupted writes, checked against --resume.
+void Matrix::prepare_run_folder() {
+  res_.run_dir = (fs::path(cfg_.out_dir) / (cfg_.run_name.empty() ? utc_timestamp(UtcFormat::kFolder) : cfg_.run_name)).string();
+  ensure_writable_dir(res_.run_dir);
+  lock_run_folder();
+  if (!cfg_.resume && file_exists(res_.run_dir + "/results.json"))
+    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
+                                            "choose another --name (nothing was changed)",
+                                            res_.run_dir, res_.run_dir));
+  // A process killed inside write_file_atomic (e.g. a second Ctrl-C) leaves NAME.tmp.<pid>;
+  // with the folder lock held nobody else is writing, so such leftovers are removed.
+  for (const auto* sub : {"", "/checkpoints", "/profiles", "/traces"}) remove_stale_temporaries(res_.run_dir + sub);
+  ensure_writable_dir(res_.run_dir + "/checkpoints");
+  res_.provenance = collect_provenance(cfg_.command_line, cfg_.train.seed);
+  if (cfg_.resume) load_resumed_runs();
+  write_file_atomic(res_.run_dir + "/matrix.json", matrix_config_to_json(cfg_));
+}
+
+// One writer per run folder: a second trainscope on the same --name fails instead of mixing
+// results.
+void Matrix::lock_run_folder() {
+  folder_lock_fd_ = ::open((res_.run_dir + "/.trainscope.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (folder_lock_fd_ < 0 || ::flock(folder_lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' is in use by another trainscope process; {}",
+                                            res_.run_dir,
+                                            cfg_.resume ? "wait for it to finish (or stop it), then resume"
+                                                        : "choose another --name"));
+}
+
+// --resume: runs already measured as ok are kept as they are and not repeated; the telemetry
+// rows written so far are kept too.
+void Matrix::load_resumed_runs() {
+  const std::string prev = res_.run_dir + "/results.json";
+  if (!file_exists(prev))
+    throw_error(ErrorKind::kIo, fmt::format("cannot resume '{}': it has no results.json; give the run folder that "
+                                            "`trainscope run` printed",
+                                            res_.run_dir));
+  try {
+    auto bytes = read_file_bytes(prev, uint64_t{1} << 30);
+    auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    int64_t last_ns = 0;
+    for (const auto& rj : j.at("runs")) {
+      auto r = run_record_from_json(rj);
+      if (r.status == RunStatus::kOk) done_[r.run_id] = r;
+      last_ns = std::max(last_ns, r.end_ns);
+    }
+    // One matrix clock across sessions: this session starts 1 s after the last run recorded,
+    // so its runs and telemetry samples follow the kept ones instead of overlapping them.
+    origin_ -= std::chrono::nanoseconds(last_ns) + std::chrono::seconds(1);
+  } catch (const nlohmann::json::exception& e) {
+    throw_error(ErrorKind::kDataFormat, fmt::format("cannot resume: '{}' is not a trainscope results file ({})", prev,
+                                                    e.what()));
+  }
+  const std::string tel = res_.run_dir + "/telemetry.csv.gz";
+  if (file_exists(tel)) {
+    auto rows = read_file_bytes(tel);
+    kept_telemetry_.assign(rows.begin(), rows.end());
+    if (!kept_telemetry_.empty() && kept_telemetry_.back() != '\n') kept_telemetry_ += '\n';
+  }
+  notice(fmt::format("resuming {}: {} of {} runs already measured are kept", res_.run_dir, done_.size(), planned_));
+}
+
+// Telemetry: one sampler for the whole matrix, on the matrix clock; a source that fails to probe
+// is listed as unavailable, and a sampler that cannot start at all never stops training.
+void Matrix::start_telemetry() {
+  if (!cfg_.telemetry.enabled) return;
+  try {
+    TelemetryOptions to;
+    to.interval_s = cfg_.telemetry.interval_s;
+    to.nvml_library = cfg_.telemetry.nvml_library;
+    to.proc_root = cfg_.telemetry.proc_root;
+    to.sys_root = cfg_.telemetry.sys_root;
+    sampler_ = std::make_unique<TelemetrySampler>(to, origin_);
+    sampler_->start();
+    telemetry_gpus_ = sampler_->gpus();
+    for (const auto& src : sampler_->sources())
+      if (!src.value("available", false))
+        notice(fmt::format("telemetry source '{}' unavailable: {}", src.value("name", "?"), src.value("reason", "")));
+    for (const auto& src : sampler_->sources())
+      if (src.value("name", "") == "nvml" && src.contains("details")) {
+        const auto& d = src["details"];
+        if (d.contains("driver_version") && d["driver_version"].is_string())
+          res_.provenance.gpu_driver = d["driver_version"].get<std::string>();
+        if (d.contains("nvml_version") && d["nvml_version"].is_string())
+          res_.provenance.nvml_version = d["nvml_version"].get<std::string>();
+      }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInvalidArgument) throw;
+    notice(fmt::format("telemetry disabled: {}", e.what()));
+    sampler_.reset();
+  }
+}
+
+void Matrix::run_cells() {
+  ProgressBar progress(cfg_.progress);
+  const auto model_names = run_id_model_names(cfg_.models);  // one per list entry, unique
+  for (int64_t rep = 0; rep < cfg_.repeats; ++rep)
+    for (size_t mi = 0; mi < cfg_.models.size(); ++mi)
+      for (int64_t b : cfg_.batch_sizes)
+        for (const auto& dev : devices_) {
+          if (res_.interrupted) return;
+          run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, progress);
+        }
+}
+
+void Matrix::run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch,
+                      int64_t rep, ProgressBar& progress) {
+  RunSpec spec;
+  spec.run_id = fmt::format("{}-{}-b{}-r{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5), id_name, batch, rep);
+  if (auto it = done_.find(spec.run_id); it != done_.end()) {
+    res_.runs.push_back(it->second);
+    report([&](Reporter& r) { r.run_skipped(res_.runs.back()); });
+    return;
+  }
+  spec.device = dev;
+  spec.model = model;
+  spec.batch_size = batch;
+  spec.repeat = rep;
+  spec.train = cfg_.train;
+  spec.origin = origin_;
+  // Saved under a temporary name and renamed when the run is ok (the atomic-write convention of
+  // trainscope/fs.h): a killed process never leaves a truncated checkpoint under the final name.
+  spec.checkpoint_path = res_.run_dir + "/checkpoints/" + spec.run_id + ".pt.tmp." + std::to_string(::getpid());
+  RunRecord rec;
+  rec.run_id = spec.run_id;
+  rec.device = dev;
+  rec.model = model;
+  rec.batch_size = batch;
+  rec.repeat = rep;
+  rec.device_name = device_display_name(dev, res_.provenance.cpu_model);
+  report([&](Reporter& r) { r.run_started(rec); });
+  train_cell(spec, rec, progress);
+  progress.end();
+  merge_run(std::move(rec));
+}
+
+// Trains one cell with the other components' hooks; a failure becomes the record's status.
+// An I/O error writing the run folder is not the run's fault: it stops the matrix (exit 5).
+void Matrix::train_cell(const RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
+  const std::string& dev = spec.device;
+  TrainHooks hooks;
+  hooks.progress = &progress;
+  hooks.stop_requested = stop_;
+  // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
+  //      inference: on_trained). Keep each component's code to a few lines + a call
+  //      into its own src/<component>/ files.
+  // profile: the scheduled operator-profiling window (src/profile/).
+  std::unique_ptr<RunProfiler> profiler;
+  if (cfg_.profile.enabled) {
+    profiler = std::make_unique<RunProfiler>(cfg_.profile, spec.run_id, dev, origin_);
+    hooks.on_step_begin = [p = profiler.get()](int64_t s) { p->on_step_begin(s); };
+    hooks.on_step_end = [p = profiler.get()](int64_t s) { p->on_step_end(s); };
+    hooks.on_phase_span = [p = profiler.get()](int64_t s, const char* ph, int64_t t0, int64_t t1) {
+      p->on_phase_span(s, ph, t0, t1);
+    };
+  }
+  if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
+    hooks.on_trained = [&](Model& m, const torch::Device& d) {
+      // A run that ends inside the profiling window: close it first, so inference
+      // operators never land in the training operator table or trace.
+      if (profiler) profiler->stop();
+      notice(fmt::format("{}: training done; measuring inference (Ctrl-C ends it early)", spec.run_id));
+      const auto& w = *workload_;
+      rec.inference = inference_after_training(
+          m, d, w.test_x.numel() > 0 ? w.test_x : w.train_x, cfg_.inference, cfg_.train.seed, sampler_.get(),
+          sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_);
+    };
+  // ---- end of component hooks
+  try {
+    train_run(spec, *workload_, hooks, &rec);
+    if (rec.status == RunStatus::kOk) {
+      rec.checkpoint_path = "checkpoints/" + spec.run_id + ".pt";
+      publish_file(spec.checkpoint_path, res_.run_dir + "/" + rec.checkpoint_path);
+      write_file_atomic(res_.run_dir + "/checkpoints/" + spec.run_id + ".json",
+                        checkpoint_description(spec, cfg_.data, *workload_).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kIo) throw;
+    rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;
+    rec.error_kind = std::string(to_string(e.kind()));
+    rec.failure_reason = e.what();
+  } catch (const c10::Error& e) {
+    rec.status = RunStatus::kFailed;
+    if (compat::is_out_of_memory(e)) {
+      auto ms = device_memory_stats(torch::Device(dev));
+      rec.error_kind = "out_of_memory";
+      rec.failure_reason = fmt::format(
+          "{} ran out of memory at batch size {} (peak allocated {:.2f} GiB of {:.2f} GiB); use a smaller batch",
+          dev, spec.batch_size, ms.peak_allocated_bytes.value_or(0) / 1073741824.0, ms.total_bytes.value_or(0) / 1073741824.0);
+      release_device_cache(torch::Device(dev));
+    } else {
+      rec.error_kind = "libtorch";
+      rec.failure_reason = e.what_without_backtrace();
+    }
+  } catch (const std::bad_alloc&) {
+    rec.status = RunStatus::kFailed;
+    rec.error_kind = "out_of_memory";
+    rec.failure_reason = fmt::format("host memory exhausted at batch size {}", spec.batch_size);
+  } catch (const std::exception& e) {
+    rec.status = RunStatus::kFailed;
+    rec.error_kind = "internal";
+    rec.failure_reason = e.what();
+  }
+  fill_run_telemetry(dev, rec);
+  finish_run_profile(profiler, rec);
+}
+
+void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
+  auto& sampler = sampler_;
+  auto& res = res_;
+  auto& telemetry_gpus = telemetry_gpus_;
+  if (sampler && !rec.epochs.empty()) {
+    std::string tdev = telemetry_device(dev, res.provenance, telemetry_gpus);
+    int64_t samples = 0;
+    for (const auto& e : rec.epochs) samples += e.samples;
+    auto summary = sampler->summarize(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples);
+    for (auto& e : rec.epochs) {
+      if (tdev.empty()) break;
+      auto es = sampler->summarize(e.start_ns, e.end_ns, e.samples);
+      if (es.contains("devices") && es["devices"].contains(tdev) && es["devices"][tdev].contains("energy") &&
+          es["devices"][tdev]["energy"]["energy_j"].is_number())
+        e.energy_j = es["devices"][tdev]["energy"]["energy_j"].get<double>();
+    }
+    rec.telemetry = {{"headline", telemetry_headline(summary, tdev)}, {"summary", summary}};
+    if (tdev.empty() && dev != "cpu")
+      rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
+  }
+}
+
+// ---- per-run post-processing of other components (profile summary and trace, ...)
+void Matrix::finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec) {
+  if (!profiler) return;
+  try {  // profile: op table, step breakdown, trace (never fails the run)
+    rec.profile = profiler->finish(res_.run_dir, rec, sampler_ ? sampler_->series() : std::vector<CounterSeries>{},
+                                   &res_.provenance);
+  } catch (const std::exception& e) {
+    rec.notes.push_back(fmt::format("profile absent: {}", e.what()));
+  }
+  profiler.reset();
+}
+
+// A finished run joins the matrix's records; the telemetry sampled so far is made durable first,
+// so a run listed in results.json always has its samples in telemetry.csv.gz.
+void Matrix::merge_run(RunRecord rec) {
+  if (rec.device_name.empty()) rec.device_name = device_display_name(rec.device, res_.provenance.cpu_model);
+  if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin_).count();
+  if (rec.status == RunStatus::kFailed) res_.any_failed = true;
+  if (rec.status == RunStatus::kInterrupted) res_.interrupted = true;
+  // Ctrl-C after the last step (during inference): this run is complete and kept, the
+  // matrix stops here.
+  if (stop_ && stop_->load()) res_.interrupted = true;
+  res_.runs.push_back(std::move(rec));
+  write_telemetry();
+  report([&](Reporter& r) { r.run_finished(res_.runs.back()); });
+}
+
+// telemetry.csv.gz: the earlier sessions' rows (--resume) plus every sample of this session,
+// rewritten atomically after each run, so a SIGKILL keeps what was sampled for finished runs.
+void Matrix::write_telemetry() {
+  if (!sampler_) return;
+  std::string rows = sampler_->samples_csv();
+  if (!kept_telemetry_.empty()) {
+    auto body = rows.find('\n');  // skip this session's header line
+    rows = kept_telemetry_ + (body == std::string::npos ? std::string() : rows.substr(body + 1));
+  }
+  write_file_atomic(res_.run_dir + "/telemetry.csv.gz", gzip_compress(rows));
 }
 
 }  // namespace
 
-MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const std::atomic<bool>* stop_requested) {
-  MatrixConfig cfg = cfg_in;
-  validate(cfg);
-  auto origin = Clock::now();  // the matrix clock's zero (moved back on --resume, below)
-  int64_t threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(std::max<int64_t>(threads, 1)));
-
-  std::string notice;
-  auto devices = resolve_devices(cfg.devices, &notice);
-  if (!notice.empty() && obs) obs->on_notice(notice);
-
-  // Data first: a bad path or corrupt file stops us before any training.
-  auto workload = make_workload(load_datasets(cfg.data, cfg.train.seed));
-  const auto& tr = workload.data.train;
-  if (tr.count < 1) throw_error(ErrorKind::kDataFormat, "the training set is empty");
-
-  // Models: build each once on the CPU to reject unknown names, shape mismatches and models
-  // with nothing to train before anything runs.
-  for (const auto& m : cfg.models)
-    check_model_fits(*make_model(m, tr.channels, tr.height, tr.width, tr.num_classes), workload.train_x,
-                     tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
-
-  MatrixResult res;
-  res.run_dir = (fs::path(cfg.out_dir) / (cfg.run_name.empty() ? timestamp_folder() : cfg.run_name)).string();
-  ensure_writable_dir(res.run_dir);
-  // One writer per run folder: a second trainscope on the same --name fails instead of mixing
-  // results. The lock is released when the process ends, however it ends.
-  struct FolderLock {
-    int fd = -1;
-    ~FolderLock() {
-      if (fd >= 0) ::close(fd);
-    }
-  } folder_lock;
-  folder_lock.fd = ::open((res.run_dir + "/.trainscope.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (folder_lock.fd < 0 || ::flock(folder_lock.fd, LOCK_EX | LOCK_NB) != 0)
-    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' is in use by another trainscope process; {}",
-                                            res.run_dir,
-                                            cfg.resume ? "wait for it to finish (or stop it), then resume"
-                                                       : "choose another --name"));
-  if (!cfg.resume && file_exists(res.run_dir + "/results.json"))
-    throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
-                                            "choose another --name (nothing was changed)",
-                                            res.run_dir, res.run_dir));
-  // A process killed inside write_file_atomic (e.g. a second Ctrl-C) leaves NAME.tmp.<pid>;
-  // with the folder lock held nobody else is writing, so such leftovers are removed.
-  for (const auto* sub : {"", "/checkpoints"}) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(res.run_dir + sub, ec)) {
-      std::string n = e.path().filename().string();
-      auto at = n.rfind(".tmp.");
-      if (at != std::string::npos && at + 5 < n.size() &&
-          n.find_first_not_of("0123456789", at + 5) == std::string::npos)
-        fs::remove(e.path(), ec);
-    }
-  }
-  ensure_writable_dir(res.run_dir + "/checkpoints");
-  res.provenance = collect_provenance(cfg.command_line, cfg.train.seed);
-  size_t planned = devices.size() * cfg.models.size() * cfg.batch_sizes.size() * static_cast<size_t>(cfg.repeats);
-  // --resume: runs already measured as ok are kept as they are and not repeated.
-  std::map<std::string, RunRecord> done;
-  if (cfg.resume) {
-    const std::string prev = res.run_dir + "/results.json";
-    if (!file_exists(prev))
-      throw_error(ErrorKind::kIo, fmt::format("cannot resume '{}': it has no results.json; give the run folder that "
-                                              "`trainscope run` printed",
-                                              res.run_dir));
-    nlohmann::json j;
-    try {
-      auto bytes = read_file_bytes(prev, uint64_t{1} << 30);
-      j = nlohmann::json::parse(bytes.begin(), bytes.end());
-      int64_t last_ns = 0;
-      for (const auto& rj : j.at("runs")) {
-        auto r = run_record_from_json(rj);
-        if (r.status == RunStatus::kOk) done[r.run_id] = r;
-        last_ns = std::max(last_ns, r.end_ns);
-      }
-      // One matrix clock across sessions: this session starts 1 s after the last run recorded,
-      // so its runs and telemetry samples follow the kept ones instead of overlapping them.
-      origin -= std::chrono::nanoseconds(last_ns + 1'000'000'000);
-    } catch (const nlohmann::json::exception& e) {
-      throw_error(ErrorKind::kDataFormat, fmt::format("cannot resume: '{}' is not a trainscope results file ({})", prev,
-                                                      e.what()));
-    }
-    if (obs)
-      obs->on_notice(fmt::format("resuming {}: {} of {} runs already measured are kept", res.run_dir, done.size(),
-                                 planned));
-  }
-  write_file_atomic(res.run_dir + "/matrix.json", matrix_config_to_json(cfg));
-  if (obs) obs->on_matrix_start(res.run_dir, res.provenance, planned);
-  if (!cfg.resume) write_results(res);
-
-  // Telemetry: one sampler for the whole matrix, on the matrix clock; a source that fails
-  // to probe is listed as unavailable, and a sampler that cannot start at all never stops
-  // training.
-  std::unique_ptr<TelemetrySampler> sampler;
-  std::vector<GpuInfo> telemetry_gpus;
-  if (cfg.telemetry.enabled) {
-    try {
-      TelemetryOptions to;
-      to.interval_s = cfg.telemetry.interval_s;
-      to.nvml_library = cfg.telemetry.nvml_library;
-      to.proc_root = cfg.telemetry.proc_root;
-      to.sys_root = cfg.telemetry.sys_root;
-      sampler = std::make_unique<TelemetrySampler>(to, origin);
-      sampler->start();
-      telemetry_gpus = sampler->gpus();
-      for (const auto& src : sampler->sources())
-        if (!src.value("available", false) && obs)
-          obs->on_notice(fmt::format("telemetry source '{}' unavailable: {}", src.value("name", "?"),
-                                     src.value("reason", "")));
-      for (const auto& src : sampler->sources())
-        if (src.value("name", "") == "nvml" && src.contains("details")) {
-          const auto& d = src["details"];
-          if (d.contains("driver_version") && d["driver_version"].is_string())
-            res.provenance.gpu_driver = d["driver_version"].get<std::string>();
-          if (d.contains("nvml_version") && d["nvml_version"].is_string())
-            res.provenance.nvml_version = d["nvml_version"].get<std::string>();
-        }
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInvalidArgument) throw;
-      if (obs) obs->on_notice(fmt::format("telemetry disabled: {}", e.what()));
-      sampler.reset();
-    }
-  }
-
-  ProgressBar progress(cfg.progress);
-  const auto model_names = run_id_model_names(cfg.models);  // one per list entry, unique
-  for (int64_t rep = 0; rep < cfg.repeats && !res.interrupted; ++rep)
-    for (const auto& model : cfg.models)
-      for (int64_t b : cfg.batch_sizes)
-        for (const auto& dev : devices) {
-          if (res.interrupted) break;
-          RunSpec spec;
-          spec.run_id = fmt::format("{}-{}-b{}-r{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5),
-                                    model_names[static_cast<size_t>(&model - cfg.models.data())], b, rep);
-          if (auto it = done.find(spec.run_id); it != done.end()) {
-            res.runs.push_back(it->second);
-            if (obs) obs->on_run_skipped(res.runs.back());
-            continue;
-          }
-          spec.device = dev;
-          spec.model = model;
-          spec.batch_size = b;
-          spec.repeat = rep;
-          spec.train = cfg.train;
-          spec.origin = origin;
-          std::string ckpt_rel = "checkpoints/" + spec.run_id + ".pt";
-          spec.checkpoint_path = res.run_dir + "/" + ckpt_rel;
-          RunRecord rec;
-          rec.run_id = spec.run_id;
-          rec.device = dev;
-          rec.model = model;
-          rec.batch_size = b;
-          rec.repeat = rep;
-          rec.device_name = device_display_name(dev, res.provenance.cpu_model);
-          if (obs) obs->on_run_start(rec);
-          TrainHooks hooks;
-          hooks.progress = &progress;
-          hooks.stop_requested = stop_requested;
-          // ---- hooks of other components attach here (profiler: on_step_*/on_phase_span;
-          //      inference: on_trained). Keep each component's code to a few lines + a call
-          //      into its own src/<component>/ files.
-          // profile: the scheduled operator-profiling window (src/profile/).
-          std::unique_ptr<RunProfiler> profiler;
-          if (cfg.profile.enabled) {
-            profiler = std::make_unique<RunProfiler>(cfg.profile, spec.run_id, dev, origin);
-            hooks.on_step_begin = [p = profiler.get()](int64_t s) { p->on_step_begin(s); };
-            hooks.on_step_end = [p = profiler.get()](int64_t s) { p->on_step_end(s); };
-            hooks.on_phase_span = [p = profiler.get()](int64_t s, const char* ph, int64_t t0, int64_t t1) {
-              p->on_phase_span(s, ph, t0, t1);
-            };
-          }
-          if (cfg.inference.enabled)  // single-stream + offline (+ server) on the trained model
-            hooks.on_trained = [&](Model& m, const torch::Device& d) {
-              // A run that ends inside the profiling window: close it first, so inference
-              // operators never land in the training operator table or trace.
-              if (profiler) profiler->stop();
-              if (obs) obs->on_notice(fmt::format("{}: training done; measuring inference (Ctrl-C ends it early)", spec.run_id));
-              rec.inference = inference_after_training(
-                  m, d, workload.test_x.numel() > 0 ? workload.test_x : workload.train_x, cfg.inference,
-                  cfg.train.seed, sampler.get(), sampler ? telemetry_device(dev, res.provenance, telemetry_gpus) : "",
-                  stop_requested);
-            };
-          // ---- end of component hooks
-          try {
-            train_run(spec, workload, hooks, &rec);
-            if (rec.status == RunStatus::kOk) {
-              rec.checkpoint_path = ckpt_rel;
-              write_file_atomic(res.run_dir + "/checkpoints/" + spec.run_id + ".json",
-                                checkpoint_description(spec, cfg.data, workload).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-            }
-          } catch (const Error& e) {
-            rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;
-            rec.error_kind = std::string(to_string(e.kind()));
-            rec.failure_reason = e.what();
-          } catch (const c10::Error& e) {
-            rec.status = RunStatus::kFailed;
-            if (compat::is_out_of_memory(e)) {
-              auto ms = device_memory_stats(torch::Device(dev));
-              rec.error_kind = "out_of_memory";
-              rec.failure_reason = fmt::format(
-                  "{} ran out of memory at batch size {} (peak allocated {:.2f} GiB of {:.2f} GiB); use a smaller batch",
-                  dev, b, ms.peak_allocated_bytes.value_or(0) / 1073741824.0, ms.total_bytes.value_or(0) / 1073741824.0);
-              release_device_cache(torch::Device(dev));
-            } else {
-              rec.error_kind = "libtorch";
-              rec.failure_reason = e.what_without_backtrace();
-            }
-          } catch (const std::bad_alloc&) {
-            rec.status = RunStatus::kFailed;
-            rec.error_kind = "out_of_memory";
-            rec.failure_reason = fmt::format("host memory exhausted at batch size {}", b);
-          } catch (const std::exception& e) {
-            rec.status = RunStatus::kFailed;
-            rec.error_kind = "internal";
-            rec.failure_reason = e.what();
-          }
-          progress.end();
-          if (sampler && !rec.epochs.empty()) {
-            std::string tdev = telemetry_device(dev, res.provenance, telemetry_gpus);
-            int64_t samples = 0;
-            for (const auto& e : rec.epochs) samples += e.samples;
-            auto summary = sampler->summarize(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples);
-            for (auto& e : rec.epochs) {
-              if (tdev.empty()) break;
-              auto es = sampler->summarize(e.start_ns, e.end_ns, e.samples);
-              if (es.contains("devices") && es["devices"].contains(tdev) && es["devices"][tdev].contains("energy") &&
-                  es["devices"][tdev]["energy"]["energy_j"].is_number())
-                e.energy_j = es["devices"][tdev]["energy"]["energy_j"].get<double>();
-            }
-            rec.telemetry = {{"headline", telemetry_headline(summary, tdev)}, {"summary", summary}};
-            if (tdev.empty() && dev != "cpu")
-              rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
-          }
-          // ---- per-run post-processing of other components (profile summary and trace, ...)
-          if (profiler) {  // profile: op table, step breakdown, trace (never fails the run)
-            try {
-              rec.profile = profiler->finish(res.run_dir, rec, sampler ? sampler->series() : std::vector<CounterSeries>{},
-                                             &res.provenance);
-            } catch (const std::exception& e) {
-              rec.notes.push_back(fmt::format("profile absent: {}", e.what()));
-            }
-            profiler.reset();
-          }
-          // ---- end of per-run post-processing
-          if (rec.device_name.empty()) rec.device_name = device_display_name(dev, res.provenance.cpu_model);
-          if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();
-          if (rec.status == RunStatus::kFailed) res.any_failed = true;
-          if (rec.status == RunStatus::kInterrupted) res.interrupted = true;
-          // Ctrl-C after the last step (during inference): this run is complete and kept, the
-          // matrix stops here.
-          if (stop_requested && stop_requested->load()) res.interrupted = true;
-          res.runs.push_back(rec);
-          write_results(res);
-          if (obs) obs->on_run_end(res.runs.back());
-        }
-  if (sampler) {
-    sampler->stop();
-    const std::string tel = res.run_dir + "/telemetry.csv.gz";
-    try {
-      if (cfg.resume && file_exists(tel)) {
-        // --resume: keep the earlier sessions' samples and append this session's (same clock).
-        const std::string part = res.run_dir + "/telemetry.session.csv.gz";
-        sampler->write_samples_csv_gz(part);
-        auto old_rows = read_file_bytes(tel);
-        auto new_rows = read_file_bytes(part);
-        std::string merged(old_rows.begin(), old_rows.end());
-        if (!merged.empty() && merged.back() != '\n') merged += '\n';
-        auto body = std::find(new_rows.begin(), new_rows.end(), '\n');  // skip the header line
-        if (body != new_rows.end()) merged.append(body + 1, new_rows.end());
-        write_file_atomic(tel, gzip_compress(merged));
-        std::remove(part.c_str());
-      } else {
-        sampler->write_samples_csv_gz(tel);
-      }
-    } catch (const Error& e) {
-      if (obs) obs->on_notice(e.what());
-    }
-  }
-  write_results(res);
-  return res;
+MatrixResult run_matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters,
+                        const std::atomic<bool>* stop_requested) {
+  return Matrix(cfg, reporters, stop_requested).run();
 }
 
 }  // namespace trainscope

@@ -142,7 +142,6 @@ RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, R
 
   reset_device_memory_stats(dev);
   bool rss_reset = reset_peak_rss();
-  if (hooks.on_model_ready) hooks.on_model_ready(*model);
 
   const int64_t n = tr.count, B = spec.batch_size;
   const int64_t steps_per_epoch = (n + B - 1) / B;

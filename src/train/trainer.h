@@ -39,8 +39,6 @@ struct RunSpec {
 struct TrainHooks {
   ProgressBar* progress = nullptr;
   const std::atomic<bool>* stop_requested = nullptr;   // SIGINT: finish the step, then stop
-  /// Called after the model is built, before the first step (profilers attach here).
-  std::function<void(Model&)> on_model_ready;
   /// Called at the start of each step with the global step index (0-based); the profiler's
   /// schedule hangs off this.
   std::function<void(int64_t step)> on_step_begin;

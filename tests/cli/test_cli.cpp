@@ -45,6 +45,12 @@ Proc spawn(std::vector<std::string> args, const std::string& out_path) {
   return p;
 }
 
+// A path under the test temp folder, unique to this process: engineers and CI jobs that run the
+// suite at the same time on one machine share /tmp.
+std::string test_path(const std::string& name) {
+  return ::testing::TempDir() + "pid" + std::to_string(getpid()) + "_" + name;
+}
+
 int wait_status(pid_t pid) {
   int st = 0;
   waitpid(pid, &st, 0);
@@ -83,6 +89,20 @@ void wait_for_runs(const std::string& results, size_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// The t_ns column of a telemetry.csv.gz, in file order.
+std::vector<int64_t> telemetry_times(const std::string& path) {
+  auto b = trainscope::read_file_bytes(path);
+  std::vector<int64_t> t;
+  std::string s(b.begin(), b.end());
+  size_t pos = s.find('\n') + 1;  // after the header
+  while (pos < s.size()) {
+    t.push_back(std::stoll(s.substr(pos, s.find(',', pos) - pos)));
+    pos = s.find('\n', pos) + 1;
+    if (pos == 0) break;
+  }
+  return t;
+}
+
 std::vector<std::string> small_matrix(const std::string& out, const std::string& name) {
   return {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "8,16,32,64", "--data-format", "synthetic",
           "--epochs", "20", "--warmup-steps", "2", "--limit-train", "1024", "--no-inference", "--no-profile",
@@ -106,12 +126,12 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_EQ(run({"run", "--devices", "cuda:9", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("devices found: cpu"), std::string::npos) << out;
   // Refused before training: no history database is left behind either.
-  const std::string fresh = ::testing::TempDir() + "cli_bad_out";
+  const std::string fresh = test_path("cli_bad_out");
   fs::remove_all(fresh);
   EXPECT_EQ(run({"run", "--batch-sizes", "0", "--data-format", "synthetic", "--out", fresh}, &out), 2);
   EXPECT_FALSE(fs::exists(fresh + "/history.sqlite"));
   // A range error in a value from a file names the file.
-  const std::string cfg = ::testing::TempDir() + "epochs0.toml";
+  const std::string cfg = test_path("epochs0.toml");
   std::ofstream(cfg) << "[train]\nepochs = 0\n";
   EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("epochs 0 is out of range"), std::string::npos) << out;
@@ -169,7 +189,7 @@ TEST(Cli, SettingsPrintsTheTable) {
 }
 
 TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
-  std::string dir = ::testing::TempDir() + "cli_fail";
+  std::string dir = test_path("cli_fail");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
@@ -184,9 +204,9 @@ TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
 }
 
 TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
-  std::string dir = ::testing::TempDir() + "cli_sigint";
+  std::string dir = test_path("cli_sigint");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "sigint_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("sigint_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
   ASSERT_GE(finished_runs(results), 1u);
@@ -208,9 +228,9 @@ TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
 }
 
 TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
-  std::string dir = ::testing::TempDir() + "cli_resume";
+  std::string dir = test_path("cli_resume");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "kill_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("kill_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 2);
   kill(p.pid, SIGKILL);
@@ -218,6 +238,13 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   auto before = json::parse(std::ifstream(results))["runs"];
   ASSERT_GE(before.size(), 2u);
   ASSERT_LT(before.size(), 4u);
+  int64_t kept_end = 0;
+  for (size_t i = 0; i < before.size(); ++i) kept_end = std::max(kept_end, before[i]["end_ns"].get<int64_t>());
+  // The finished runs' telemetry survived the SIGKILL (it is rewritten after every run).
+  ASSERT_TRUE(fs::exists(dir + "/m/telemetry.csv.gz"));
+  auto killed_rows = telemetry_times(dir + "/m/telemetry.csv.gz");
+  EXPECT_TRUE(std::any_of(killed_rows.begin(), killed_rows.end(), [&](int64_t t) { return t <= kept_end; }))
+      << "no sample of the finished runs";
   std::string out;
   std::ofstream(dir + "/m/results.csv.tmp.12345") << "half-written";  // as a killed write leaves it
   ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
@@ -229,6 +256,11 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
     EXPECT_EQ(after[i]["start_ns"], before[i]["start_ns"]);  // kept, not re-run
   }
   for (const auto& r : after) EXPECT_EQ(r["status"], "ok");
+  // The resumed session is a new matrix in the history (README: `--resume` gets a new id).
+  std::string hist;
+  ASSERT_EQ(run({"history", "--db", dir + "/history.sqlite"}, &hist), 0) << hist;
+  EXPECT_NE(hist.find(" m1 "), std::string::npos) << hist;
+  EXPECT_NE(hist.find(" m2 "), std::string::npos) << hist;
   // Provenance keeps the command that started the matrix and adds the resume.
   auto cmd = json::parse(std::ifstream(results))["provenance"]["command_line"].get<std::string>();
   EXPECT_NE(cmd.find("--batch-sizes 8,16,32,64"), std::string::npos) << cmd;
@@ -237,11 +269,12 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   for (size_t pos = 0; (pos = out.find("already measured, kept", pos)) != std::string::npos; ++pos) ++kept;
   EXPECT_EQ(kept, before.size());
   // One matrix clock across the two sessions: the resumed runs start after the kept ones end.
-  int64_t kept_end = 0;
-  for (size_t i = 0; i < before.size(); ++i) kept_end = std::max(kept_end, before[i]["end_ns"].get<int64_t>());
   for (size_t i = before.size(); i < after.size(); ++i) EXPECT_GT(after[i]["start_ns"].get<int64_t>(), kept_end);
-  // telemetry.csv.gz: the resumed session appended to it (the killed one never wrote it, so
-  // here it holds this session's samples, one header, all on the shared clock).
+  // telemetry.csv.gz: the killed session's rows are kept, first; the resumed session's follow,
+  // under one header, on the shared clock.
+  auto resumed_rows = telemetry_times(dir + "/m/telemetry.csv.gz");
+  ASSERT_GT(resumed_rows.size(), killed_rows.size());
+  EXPECT_TRUE(std::equal(killed_rows.begin(), killed_rows.end(), resumed_rows.begin()));
   auto tel = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
   std::string text(tel.begin(), tel.end());
   size_t headers = 0;
@@ -252,25 +285,14 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
 // A resume after SIGINT (which writes telemetry.csv.gz) keeps the first session's samples and
 // appends the second's after them.
 TEST(Cli, ResumeAppendsTelemetry) {
-  std::string dir = ::testing::TempDir() + "cli_resume_tel";
+  std::string dir = test_path("cli_resume_tel");
   fs::remove_all(dir);
-  auto p = spawn(small_matrix(dir, "m"), ::testing::TempDir() + "resume_tel_out.txt");
+  auto p = spawn(small_matrix(dir, "m"), test_path("resume_tel_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
   kill(p.pid, SIGINT);
   ASSERT_EQ(wait_status(p.pid), 130);
-  auto rows = [&] {
-    auto b = trainscope::read_file_bytes(dir + "/m/telemetry.csv.gz");
-    std::vector<int64_t> t;
-    std::string s(b.begin(), b.end());
-    size_t pos = s.find('\n') + 1;  // after the header
-    while (pos < s.size()) {
-      t.push_back(std::stoll(s.substr(pos, s.find(',', pos) - pos)));
-      pos = s.find('\n', pos) + 1;
-      if (pos == 0) break;
-    }
-    return t;
-  };
+  auto rows = [&] { return telemetry_times(dir + "/m/telemetry.csv.gz"); };
   auto first = rows();
   ASSERT_FALSE(first.empty());
   std::string out;
@@ -279,6 +301,63 @@ TEST(Cli, ResumeAppendsTelemetry) {
   ASSERT_GT(both.size(), first.size());
   EXPECT_TRUE(std::equal(first.begin(), first.end(), both.begin())) << "the first session's samples are kept";
   EXPECT_GT(both[first.size()], first.back()) << "the second session's samples follow on the same clock";
+}
+
+// A write failure (disk full, folder removed) in the middle of a matrix: exit 5, and the runs
+// finished before it are kept in results.json.
+TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
+  std::string dir = test_path("cli_exit5");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[10] = "1";  // --epochs
+  args.insert(args.end(), {"--inject-reporter-failure", "io"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 5) << out;
+  EXPECT_NE(out.find("injected write failure"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 run(s) finished before are kept in"), std::string::npos) << out;
+  auto j = json::parse(std::ifstream(dir + "/m/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);  // the matrix stopped after the failure
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+}
+
+// An internal error (a bug) in the middle of a matrix: exit 6, finished runs kept.
+TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
+  std::string dir = test_path("cli_exit6");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[10] = "1";  // --epochs
+  args.insert(args.end(), {"--inject-reporter-failure", "internal"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 6) << out;
+  EXPECT_NE(out.find("injected internal error"), std::string::npos) << out;
+  auto j = json::parse(std::ifstream(dir + "/m/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+}
+
+// compare with one repeat per side: the verdict still gates (exit 4) but says it may be noise,
+// and the medians get enough digits to differ.
+TEST(CliExit, CompareWithOneRepeatSaysItMayBeNoise) {
+  std::string dir = test_path("cli_compare1");
+  fs::remove_all(dir);
+  auto healthy = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/healthy/results.json"));
+  healthy["runs"] = json::array({healthy["runs"][0]});
+  auto write_side = [&](const std::string& name, double p99) {
+    auto doc = healthy;
+    doc["runs"][0]["inference"] = {{"single_stream", {{"p50_ms", p99 / 2}, {"p99_ms", p99}}}};
+    fs::create_directories(dir + "/" + name);
+    std::ofstream(dir + "/" + name + "/results.json") << doc.dump();
+  };
+  write_side("a", 0.0712);
+  write_side("b", 0.07482);  // +5.08 %
+  std::string out;
+  EXPECT_EQ(run({"compare", dir + "/a", dir + "/b", "--metric", "inference_p99_ms", "--db", dir + "/none.sqlite"}, &out),
+            4)
+      << out;
+  EXPECT_NE(out.find("REGRESSION (1 repeat: may be noise)"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.07120"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.07482"), std::string::npos) << out;
+  EXPECT_NE(out.find("note:"), std::string::npos) << out;
 }
 
 TEST(Cli, DevicesListsCpu) {
@@ -308,7 +387,7 @@ bool wait_for_output(pid_t pid, const std::string& path, const std::string& need
 // --resume repeats the recorded matrix: a flag that would change it is refused before anything
 // is touched, and the finished folder is left exactly as it was.
 TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
-  std::string dir = ::testing::TempDir() + "cli_resume_flags";
+  std::string dir = test_path("cli_resume_flags");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
@@ -332,7 +411,7 @@ TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
 // training), the inference result says it was cut short, and the matrix stops with 130 long
 // before the 120 s inference budgets would have ended.
 TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
-  std::string dir = ::testing::TempDir() + "cli_sigint_infer";
+  std::string dir = test_path("cli_sigint_infer");
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/slow_inference.toml") << "[inference]\nsingle_stream_budget_s = 120\noffline_budget_s = 120\n";
@@ -341,7 +420,7 @@ TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
   args[10] = "1";
   args.erase(std::find(args.begin(), args.end(), "--no-inference"));
   args.insert(args.end(), {"--config", dir + "/slow_inference.toml", "--max-steps", "5"});
-  const std::string log = ::testing::TempDir() + "sigint_infer_out.txt";
+  const std::string log = test_path("sigint_infer_out.txt");
   fs::remove(log);  // an earlier run's log would answer wait_for_output before this process starts
   auto p = spawn(args, log);
   ASSERT_TRUE(wait_for_output(p.pid, log, "measuring inference")) << slurp(log);
@@ -369,7 +448,7 @@ TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
 // operator table holds the profiled training steps only (before the fix: tens of thousands of
 // inference addmm calls).
 TEST(Cli, ProfileWindowClosesBeforeInference) {
-  std::string dir = ::testing::TempDir() + "cli_profile_infer";
+  std::string dir = test_path("cli_profile_infer");
   fs::remove_all(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16";

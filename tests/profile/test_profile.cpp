@@ -248,7 +248,7 @@ MatrixConfig cnn_matrix(const std::string& out, int64_t steps) {
 
 TEST(ProfileRun, CnnOnCpuTopOperatorsAreConvAndMatmul) {
   auto out = temp_dir("cnn");
-  auto res = run_matrix(cnn_matrix(out, 14), nullptr, nullptr);
+  auto res = run_matrix(cnn_matrix(out, 14), {}, nullptr);
   ASSERT_EQ(res.runs.size(), 1u);
   const auto& r = res.runs[0];
   ASSERT_EQ(r.status, RunStatus::kOk) << r.failure_reason;
@@ -303,7 +303,7 @@ TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
   m.profile.skip_first = 2;
   m.profile.warmup = 1;
   m.profile.active = 10;  // the run ends inside the window
-  auto res = run_matrix(m, nullptr, nullptr);
+  auto res = run_matrix(m, {}, nullptr);
   ASSERT_EQ(res.runs.size(), 1u);
   const auto& p = res.runs[0].profile;
   ASSERT_FALSE(p["warnings"].empty());
@@ -315,7 +315,7 @@ TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
   auto out2 = temp_dir("none");
   m = cnn_matrix(out2, 4);
   m.profile.skip_first = 50;
-  res = run_matrix(m, nullptr, nullptr);
+  res = run_matrix(m, {}, nullptr);
   const auto& p2 = res.runs[0].profile;
   EXPECT_NE(p2["warnings"].dump().find("no step was profiled"), std::string::npos);
   EXPECT_TRUE(fs::exists(res.run_dir + "/profiles/" + res.runs[0].run_id + ".ops.csv"));
@@ -326,7 +326,7 @@ TEST(ProfileRun, SizeCapOnARealRunWarns) {
   auto m = cnn_matrix(out, 12);
   m.profile.active = 6;
   m.profile.trace_max_bytes = 32 * 1024;
-  auto res = run_matrix(m, nullptr, nullptr);
+  auto res = run_matrix(m, {}, nullptr);
   const auto& p = res.runs[0].profile;
   EXPECT_TRUE(p["trace"]["truncated"].get<bool>());
   EXPECT_NE(p["warnings"].dump().find("size cap"), std::string::npos);

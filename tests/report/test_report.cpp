@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "trainscope/compare.h"
 #include "trainscope/history.h"
 #include "trainscope/report.h"
 
@@ -313,31 +315,117 @@ TEST(ReportHistory, SurvivesAProcessKilledMidRun) {
   EXPECT_THROW(resolve_runs("m999", path), Error);
 }
 
-TEST(ReportHistory, ObserverRecordsAndForwards) {
+TEST(ReportHistory, ReporterRecordsRunsAndReportsAFailureOnce) {
   auto dir = tmpdir("observer");
-  struct Count : MatrixObserver {
-    int ends = 0;
-    void on_run_end(const RunRecord&) override { ++ends; }
-  } next;
+  struct Notices : Reporter {
+    std::vector<std::string> seen;
+    void notice(const std::string& m) override { seen.push_back(m); }
+  } notices;
   auto in = load_run_folder(kHealthy);
   {
-    HistoryObserver h(dir + "/h.sqlite", &next);
+    HistoryReporter h(dir + "/h.sqlite", &notices);
     EXPECT_FALSE(std::filesystem::exists(dir + "/h.sqlite")) << "opened only when a matrix starts";
-    h.on_matrix_start(dir + "/runA", in.provenance, in.runs.size());
-    ASSERT_TRUE(h.ok());
+    h.start(in.provenance, dir + "/runA", in.runs.size());
     for (const auto& r : in.runs) {
-      h.on_run_start(r);
-      h.on_run_end(r);
+      h.run_started(r);
+      h.run_finished(r);
     }
   }
-  EXPECT_EQ(next.ends, 2);
+  EXPECT_TRUE(notices.seen.empty());
   HistoryDb db(dir + "/h.sqlite");
   EXPECT_EQ(db.list().size(), 2u);
-  // an unusable path disables history with a notice; the matrix is not stopped
-  HistoryObserver bad("/proc/forbidden/h.sqlite", &next);
-  bad.on_matrix_start(dir + "/runB", in.provenance, in.runs.size());
-  EXPECT_FALSE(bad.ok());
-  EXPECT_NO_THROW(bad.on_run_end(in.runs[0]));
+  for (const auto& row : db.list()) EXPECT_EQ(row.status, "ok");
+  // an unusable path disables history with one notice; the matrix is not stopped
+  HistoryReporter bad("/proc/forbidden/h.sqlite", &notices);
+  bad.start(in.provenance, dir + "/runB", in.runs.size());
+  ASSERT_EQ(notices.seen.size(), 1u);
+  EXPECT_NE(notices.seen[0].find("run history disabled"), std::string::npos) << notices.seen[0];
+  EXPECT_NO_THROW(bad.run_finished(in.runs[0]));
+  EXPECT_EQ(notices.seen.size(), 1u);
+}
+
+TEST(ReportHistory, ResumedMatrixGetsANewId) {
+  auto dir = tmpdir("resume_id");
+  auto in = load_run_folder(kHealthy);
+  HistoryDb db(dir + "/h.sqlite");
+  auto first = db.begin_matrix(dir + "/run1", in.provenance);
+  db.run_finished(first, in.runs[0]);
+  auto resumed = db.begin_matrix(dir + "/run1", in.provenance);  // `run --resume` of the same folder
+  db.run_finished(resumed, in.runs[1]);
+  EXPECT_NE(first, resumed);
+  EXPECT_EQ(db.load_matrix(first).runs.size(), 1u);
+  EXPECT_EQ(db.load_matrix(resumed).runs.size(), 1u);
+  EXPECT_EQ(db.matrix_id_for_dir(dir + "/run1"), resumed);  // the folder names its newest session
+}
+
+TEST(ReportHistory, Version1DatabaseIsMigrated) {
+  auto dir = tmpdir("migrate");
+  const std::string path = dir + "/h.sqlite";
+  auto in = load_run_folder(kHealthy);
+  {  // a version-1 database: run_dir UNIQUE
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    const char* v1 =
+        "CREATE TABLE matrices(id INTEGER PRIMARY KEY, run_dir TEXT UNIQUE NOT NULL, started_utc TEXT, host TEXT, "
+        "git_commit TEXT, command_line TEXT, provenance_json TEXT);"
+        "CREATE TABLE runs(id INTEGER PRIMARY KEY, matrix_id INTEGER NOT NULL REFERENCES matrices(id), run_id TEXT NOT "
+        "NULL, device TEXT, model TEXT, batch_size INTEGER, repeat INTEGER, status TEXT NOT NULL, host TEXT, pid "
+        "INTEGER, started_utc TEXT, finished_utc TEXT, steady_samples_per_s REAL, test_accuracy_pct REAL, record_json "
+        "TEXT, UNIQUE(matrix_id, run_id));"
+        "CREATE INDEX runs_by_cell ON runs(model, device, batch_size);"
+        "INSERT INTO matrices(id, run_dir, provenance_json) VALUES(7, '/old/run', '{}');"
+        "INSERT INTO runs(matrix_id, run_id, status, record_json) VALUES(7, 'cpu-mlp-b8-r0', 'ok', '{}');"
+        "PRAGMA user_version=1;";
+    ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  HistoryDb db(path);
+  auto rows = db.list();
+  ASSERT_EQ(rows.size(), 1u);  // the old rows are kept, under their ids
+  EXPECT_EQ(rows[0].matrix_id, 7);
+  EXPECT_EQ(rows[0].run_dir, "/old/run");
+  auto again = db.begin_matrix("/old/run", in.provenance);  // was refused by UNIQUE before
+  EXPECT_NE(again, 7);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), kHistorySchemaVersion);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+}
+
+TEST(ReportReporters, ResultsAndReportFilesFromTheReporterCalls) {
+  auto dir = tmpdir("reporters");
+  auto in = load_run_folder(kHealthy);
+  struct Notices : Reporter {
+    std::vector<std::string> seen;
+    void notice(const std::string& m) override { seen.push_back(m); }
+  } notices;
+  ResultsFilesReporter results;
+  ReportFilesReporter report(&notices);
+  for (Reporter* r : std::initializer_list<Reporter*>{&results, &report}) r->start(in.provenance, dir, 2);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 0u) << "a fresh folder gets results at once";
+  results.run_finished(in.runs[0]);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 1u) << "rewritten after every run";
+  results.run_skipped(in.runs[1]);
+  for (Reporter* r : std::initializer_list<Reporter*>{&results, &report}) r->finish(in.runs);
+  EXPECT_EQ(load_run_folder(dir).runs.size(), 2u);
+  EXPECT_TRUE(report.written());
+  EXPECT_TRUE(file_exists(dir + "/report.md"));
+  EXPECT_TRUE(file_exists(dir + "/report.html"));
+  EXPECT_TRUE(notices.seen.empty());
+  // a report that cannot be written is a notice, not an error
+  ReportFilesReporter bad(&notices);
+  bad.start(in.provenance, "/proc/forbidden", 2);
+  EXPECT_NO_THROW(bad.finish(in.runs));
+  EXPECT_FALSE(bad.written());
+  ASSERT_EQ(notices.seen.size(), 1u);
+  EXPECT_NE(notices.seen[0].find("report not written"), std::string::npos);
+  // the results files are the record: their write failure is an Error(kIo)
+  ResultsFilesReporter lost;
+  EXPECT_THROW(lost.start(in.provenance, "/proc/forbidden", 2), Error);
 }
 
 // ---------------------------------------------------------------- compare
@@ -412,6 +500,44 @@ TEST(ReportCompare, ChangeInsideTheSpreadIsNoise) {
       EXPECT_TRUE(row.noise);
     }
   EXPECT_TRUE(saw);
+}
+
+TEST(ReportCompare, OneRepeatVerdictSaysItMayBeNoise) {
+  auto a = load_run_folder(kHealthy).runs;
+  a.resize(1);  // one repeat per side
+  auto b = a;
+  *b[0].steady_samples_per_s *= 0.88;  // -12 %
+  auto c = compare_runs(a, b, "steady_samples_per_s", 5);
+  EXPECT_TRUE(c.regressed);  // still gates (exit 4), but says why it may be wrong
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_TRUE(c.rows[0].single_repeat);
+  auto out = render_compare(c, "A", "B");
+  EXPECT_NE(out.find("REGRESSION (1 repeat: may be noise)"), std::string::npos) << out;
+  EXPECT_NE(out.find("note: 1 verdict(s) rest on one repeat per side"), std::string::npos) << out;
+  // cells with repeats (most of the study fixture) carry no such caveat
+  auto s = load_run_folder(kStudy).runs;
+  auto t = s;
+  for (auto& r : t) *r.steady_samples_per_s *= 0.5;
+  auto sc = compare_runs(s, t);
+  for (const auto& row : sc.rows) EXPECT_EQ(row.single_repeat, row.a.n < 2 && row.b.n < 2) << row.model;
+  auto st = render_compare(sc, "A", "B");
+  EXPECT_NE(st.find("REGRESSION\n"), std::string::npos) << st;
+}
+
+TEST(ReportCompare, PrintsEnoughDigitsToTellMediansApart) {
+  auto a = load_run_folder(kHealthy).runs;
+  a.resize(1);
+  auto b = a;
+  a[0].steady_samples_per_s = 0.0712;
+  b[0].steady_samples_per_s = 0.0748;
+  auto out = render_compare(compare_runs(a, b), "A", "B");
+  EXPECT_NE(out.find("0.07120"), std::string::npos) << out;  // 4 significant digits, not "0.07"
+  EXPECT_NE(out.find("0.07480"), std::string::npos) << out;
+  a[0].steady_samples_per_s = 1.000012;
+  b[0].steady_samples_per_s = 1.000034;
+  out = render_compare(compare_runs(a, b), "A", "B");
+  EXPECT_NE(out.find("1.00001 "), std::string::npos) << out;  // more digits until they differ
+  EXPECT_NE(out.find("1.00003 "), std::string::npos) << out;
 }
 
 TEST(ReportCompare, UnknownMetricIsAnError) {

@@ -218,3 +218,85 @@ TEST(Trainer, InterruptedRunHasNoTestAccuracy) {
   EXPECT_TRUE(r.epochs[0].test_accuracy_pct.has_value());
   EXPECT_FALSE(r.test_accuracy_pct.has_value()) << *r.test_accuracy_pct;
 }
+
+namespace {
+
+// Counts the calls a matrix makes; optionally fails the way a full disk or a bug would.
+struct Recorder : Reporter {
+  int starts = 0, started = 0, finished = 0, finishes = 0;
+  size_t final_runs = 0;
+  std::string fail;  // "", "io", "internal", "remove_folder"
+  std::string run_dir;
+  void start(const Provenance&, const std::string& dir, size_t) override {
+    ++starts;
+    run_dir = dir;
+  }
+  void run_started(const RunRecord&) override { ++started; }
+  void run_finished(const RunRecord&) override {
+    ++finished;
+    if (fail == "io") throw_error(ErrorKind::kIo, "disk full (injected)");
+    if (fail == "internal") throw std::logic_error("bug (injected)");
+    if (fail == "remove_folder") fs::remove_all(run_dir);  // the folder vanishes mid-matrix
+  }
+  void finish(const std::vector<RunRecord>& runs) override {
+    ++finishes;
+    final_runs = runs.size();
+  }
+};
+
+}  // namespace
+
+TEST(Matrix, ReportersGetEveryRunInOrderAndTheRunnerWritesNoResultsItself) {
+  auto m = small_matrix("reporters");
+  m.telemetry.enabled = false;
+  Recorder rec;
+  auto res = run_matrix(m, {&rec});
+  EXPECT_EQ(res.abort, MatrixAbort::kNone);
+  EXPECT_EQ(rec.starts, 1);
+  EXPECT_EQ(rec.started, 2);
+  EXPECT_EQ(rec.finished, 2);
+  EXPECT_EQ(rec.finishes, 1);
+  EXPECT_EQ(rec.final_runs, 2u);
+  EXPECT_FALSE(fs::exists(res.run_dir + "/results.json")) << "results files are a reporter's job";
+  // checkpoints are written under a temporary name and renamed: only final names remain
+  for (const auto& r : res.runs) EXPECT_TRUE(fs::exists(res.run_dir + "/" + r.checkpoint_path)) << r.checkpoint_path;
+  for (const auto& e : fs::directory_iterator(res.run_dir + "/checkpoints"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+TEST(Matrix, IoErrorInAReporterStopsTheMatrixAndKeepsFinishedRuns) {
+  auto m = small_matrix("abort_io");
+  ResultsFilesReporter results;
+  Recorder fault;
+  fault.fail = "io";
+  auto res = run_matrix(m, {&results, &fault});
+  EXPECT_EQ(res.abort, MatrixAbort::kIo);
+  EXPECT_NE(res.abort_reason.find("disk full"), std::string::npos) << res.abort_reason;
+  ASSERT_EQ(res.runs.size(), 1u);  // stopped after the first run
+  EXPECT_EQ(fault.finishes, 1);    // the reporters still close
+  auto j = nlohmann::json::parse(std::ifstream(res.run_dir + "/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+}
+
+TEST(Matrix, InternalErrorInAReporterStopsTheMatrixAndKeepsFinishedRuns) {
+  auto m = small_matrix("abort_internal");
+  ResultsFilesReporter results;
+  Recorder fault;
+  fault.fail = "internal";
+  auto res = run_matrix(m, {&results, &fault});
+  EXPECT_EQ(res.abort, MatrixAbort::kInternal);
+  ASSERT_EQ(res.runs.size(), 1u);
+  auto j = nlohmann::json::parse(std::ifstream(res.run_dir + "/results.json"));
+  EXPECT_EQ(j["runs"].size(), 1u);
+}
+
+TEST(Matrix, RunFolderRemovedMidMatrixIsAnIoAbort) {
+  auto m = small_matrix("vanish");
+  Recorder vanish;
+  vanish.fail = "remove_folder";
+  ResultsFilesReporter results;
+  auto res = run_matrix(m, {&vanish, &results});
+  EXPECT_EQ(res.abort, MatrixAbort::kIo) << res.abort_reason;
+  EXPECT_NE(res.abort_reason.find(res.run_dir), std::string::npos) << "names the path: " << res.abort_reason;
+}

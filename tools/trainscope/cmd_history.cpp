@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "trainscope/console_table.h"
+#include "trainscope/compare.h"
 #include "trainscope/history.h"
 #include "trainscope/report.h"
 

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "settings_cli.h"
+#include "interrupt.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
 #include "train/compat.h"
@@ -291,17 +292,8 @@ void run_infer(const InferFlags& f, int& exit_status) {
   bool any_failed = false;
   // Ctrl-C / SIGTERM: finish the measurement in progress (each is bounded by its time budget),
   // keep it, print the table and exit 130; a second Ctrl-C exits at once.
-  static std::atomic<bool> stop{false};
-  stop = false;
-  auto on_signal = +[](int) {
-    if (stop.exchange(true)) _exit(kExitInterrupted);
-    static const char kMsg[] = "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again "
-                               "to exit at once)\n";
-    ssize_t ignored = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-    (void)ignored;
-  };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  const auto& stop = install_interrupt_handler(
+      "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again to exit at once)\n");
   for (auto& s : subjects) {
     if (stop) break;
     for (const auto& dev : devices) {
@@ -362,8 +354,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
     fmt::print(stderr, "trainscope: interrupted; the {} measurement(s) finished are in {}\n", runs.size(), out_path);
     exit_status = kExitInterrupted;
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  restore_interrupt_defaults();
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 
 #include "commands.h"
 #include "settings_cli.h"
+#include "common/text.h"
+#include "interrupt.h"
 #include "trainscope/error.h"
 #include "trainscope/telemetry.h"
 #include "trainscope/telemetry_prometheus.h"
@@ -25,9 +27,6 @@ struct MonitorConfig {
   TelemetryOptions telemetry;
   SettingOptions settings;  // the options shared with `run`
 };
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop.store(true); }
 
 std::string cell(const std::optional<double>& v, int width, int precision) {
   if (!v) return fmt::format("{:>{}}", "-", width);
@@ -99,8 +98,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
     });
     fmt::print(stderr, "# serving http://{}:{}/metrics\n", host, server->port());
   }
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  const auto& g_stop = install_interrupt_handler("\ntrainscope: interrupt received; stopping (Ctrl-C again to exit at once)\n");
   bool first = true;
   auto next = std::chrono::steady_clock::now();
   for (int i = 0; (cfg.count == 0 || i < cfg.count) && !g_stop.load(); ++i) {
@@ -120,7 +118,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
       print_table(snap, gpus, first || i % 20 == 0);
     } else if (cfg.format == "csv") {
       if (first) fmt::print("t_ns,device,metric,value\n");
-      for (const auto& r : snap.readings) fmt::print("{},{},{},{}\n", snap.t_ns, r.device, r.metric, r.value);
+      for (const auto& r : snap.readings) fmt::print("{},{},{},{}\n", snap.t_ns, csv_field(r.device), r.metric, r.value);
       std::fflush(stdout);
     } else {
       nlohmann::json j = {{"t_ns", snap.t_ns}};

@@ -18,21 +18,13 @@
 #include "trainscope/report.h"
 #include "trainscope/profile.h"
 #include "trainscope/fs.h"
+#include "trainscope/reporter.h"
 #include "trainscope/runner.h"
+#include "interrupt.h"
 
 namespace trainscope::cli {
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-void on_run_signal(int) {
-  if (g_stop.exchange(true)) _exit(kExitInterrupted);  // second Ctrl-C: exit at once
-  static const char kMsg[] = "\ntrainscope: interrupt received; finishing the current step and writing results "
-                             "(press Ctrl-C again to exit at once)\n";
-  ssize_t ignored = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-  (void)ignored;
-}
 
 // One line of inference figures after a run (trainscope/inference.h); nothing when skipped.
 void print_inference(const RunRecord& r) {
@@ -67,21 +59,24 @@ void print_inference(const RunRecord& r) {
              cut("single_stream") || cut("offline") || cut("server") ? " [cut short by Ctrl-C: partial figures]" : "");
 }
 
-class ConsoleObserver final : public MatrixObserver {
+// The console: a header, one line per run, then the matrix table and the top operators.
+class ConsoleReporter final : public Reporter {
  public:
-  void on_notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
-  void on_matrix_start(const std::string& dir, const Provenance& p, size_t planned) override {
+  explicit ConsoleReporter(int64_t profile_top) : profile_top_(profile_top) {}
+  void notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
+  void start(const Provenance& p, const std::string& dir, size_t planned) override {
     planned_ = planned;
+    run_dir_ = dir;
     fmt::print("trainscope {} · LibTorch {}{} · {} ({} logical CPUs, {} intra-op threads){}\n", p.trainscope_version,
                p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
                p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
     fmt::print("run folder: {}\n{} runs planned\n", dir, planned);
   }
-  void on_run_skipped(const RunRecord& r) override {
+  void run_skipped(const RunRecord& r) override {
     ++done_;
     fmt::print("[{}/{}] {} {} b{}: already measured, kept (resume)\n", done_, planned_, r.device, r.model, r.batch_size);
   }
-  void on_run_end(const RunRecord& r) override {
+  void run_finished(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk)
       fmt::print("[{}/{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", done_, planned_, r.device,
@@ -94,15 +89,84 @@ class ConsoleObserver final : public MatrixObserver {
     print_inference(r);
     std::fflush(stdout);
   }
+  void finish(const std::vector<RunRecord>& runs) override {
+    if (run_dir_.empty()) return;
+    fmt::print("\n{}\n", format_matrix_table(runs));
+    for (const auto& r : runs)  // profile: top operators of each run
+      if (profile_top_ > 0 && !r.profile.is_null())
+        if (auto t = format_op_table(r.profile, profile_top_); !t.empty())
+          fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
+                     r.run_id, run_dir_, r.run_id, r.run_id, t);
+    fmt::print("results: {}/results.json, {}/results.csv\n", run_dir_, run_dir_);
+    std::fflush(stdout);
+  }
 
  private:
+  int64_t profile_top_;
+  std::string run_dir_;
   size_t planned_ = 0, done_ = 0;
 };
+
+// Testing only (hidden --inject-reporter-failure): fails after the first finished run, the way a
+// full disk ("io") or a bug ("internal") would, to check exit statuses 5 and 6.
+class FaultReporter final : public Reporter {
+ public:
+  explicit FaultReporter(std::string kind) : kind_(std::move(kind)) {}
+  void run_finished(const RunRecord&) override {
+    if (kind_ == "io") throw_error(ErrorKind::kIo, "injected write failure (--inject-reporter-failure io)");
+    throw std::logic_error("injected internal error (--inject-reporter-failure internal)");
+  }
+
+ private:
+  std::string kind_;
+};
+
+// Exit status of a matrix (commands.h), with the line that says where the kept runs are.
+int matrix_exit_status(const MatrixResult& res) {
+  if (res.abort != MatrixAbort::kNone) {
+    bool io = res.abort == MatrixAbort::kIo;
+    fmt::print(stderr, "trainscope: error ({}): {}; the matrix stopped, the {} run(s) finished before are kept in {}\n",
+               io ? "io" : "internal", res.abort_reason, res.runs.size(), res.run_dir);
+    return io ? kExitIoError : kExitInternal;
+  }
+  if (res.interrupted) {
+    fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
+    return kExitInterrupted;
+  }
+  if (res.any_failed) {
+    fmt::print(stderr, "trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir);
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+// The reporters of `trainscope run`, results first (so a later reporter's failure never loses a
+// run), then the history database, the console and the report.
+int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure) {
+  ResultsFilesReporter results;
+  ConsoleReporter console(m.profile.top_n);
+  HistoryReporter history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &console);
+  ReportFilesReporter report(&console);
+  FaultReporter fault(inject_failure);
+  std::vector<Reporter*> reporters{&results};
+  if (!inject_failure.empty()) reporters.push_back(&fault);
+  for (Reporter* r : std::initializer_list<Reporter*>{&history, &console, &report}) reporters.push_back(r);
+  const auto& stop = install_interrupt_handler(
+      "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
+      "at once)\n");
+  MatrixResult res = run_matrix(m, reporters, &stop);
+  restore_interrupt_defaults();
+  if (report.written())  // RQ answers and advice on the console, the report's paths last
+    fmt::print("\n{}\nreport: {}\n{}\n", render_console(report.input(), analyze(report.input())),
+               report.markdown_path(), report.html_path());
+  return matrix_exit_status(res);
+}
 
 // The options of one invocation; every setting's option comes from the settings table.
 struct RunFlags {
   std::string config, resume;
   SettingOptions settings;
+  std::string inject_reporter_failure;  // testing only: io | internal
 };
 
 // The matrix the flags ask for: --resume's matrix.json, or the preset, then the --config file,
@@ -185,36 +249,14 @@ void add_run_command(CLI::App& app, int& exit_status) {
                                              "`trainscope settings`)")
       ->check(CLI::ExistingFile);
   f->settings.add_all(sub);
+  sub->add_option("--inject-reporter-failure", f->inject_reporter_failure, "testing: io or internal")
+      ->check(CLI::IsMember({"io", "internal"}))
+      ->group("");
   sub->callback([f, sub, &exit_status] {
     MatrixConfig m = matrix_from_flags(*f, sub);
-    std::signal(SIGINT, on_run_signal);
-    std::signal(SIGTERM, on_run_signal);
-    ConsoleObserver obs;
-    // report component: every run goes into the history database as it starts and ends
-    HistoryObserver history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &obs);
-    MatrixResult res = run_matrix(m, &history, &g_stop);
-    fmt::print("\n{}\n", format_matrix_table(res.runs));
-    for (const auto& r : res.runs)  // profile: top operators of each run
-      if (m.profile.top_n > 0 && !r.profile.is_null())
-        if (auto t = format_op_table(r.profile, m.profile.top_n); !t.empty())
-          fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
-                     r.run_id, res.run_dir, r.run_id, r.run_id, t);
-    fmt::print("results: {}/results.json, {}/results.csv\n", res.run_dir, res.run_dir);
-    try {  // report component: RQ answers and advice on the console, report.md + report.html last
-      ReportInput rin{res.provenance, res.runs, res.run_dir};
-      auto rep = write_report(rin, res.run_dir);
-      fmt::print("\n{}\nreport: {}\n{}\n", render_console(rin, analyze(rin)), rep.markdown_path, rep.html_path);
-    } catch (const Error& e) {
-      fmt::print(stderr, "trainscope: report not written: {}\n", e.what());
-    }
-    if (res.interrupted) {
-      fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
-      exit_status = kExitInterrupted;
-    } else if (res.any_failed) {
-      fmt::print(stderr, "trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir);
-      exit_status = kExitRunFailed;
-    }
+    exit_status = run_with_reporters(m, f->inject_reporter_failure);
   });
 }
 
 }  // namespace trainscope::cli
+

@@ -12,8 +12,10 @@ enum ExitStatus : int {
   kExitOk = 0,
   kExitRunFailed = 3,     // at least one run of a matrix failed; the others were measured
   kExitRegression = 4,    // `compare` found a regression beyond the threshold
-  kExitInterrupted = 130, // SIGINT/SIGTERM: partial results were written
+  kExitInterrupted = 130, // SIGINT/SIGTERM: partial results were written (interrupt.h)
   kExitUsage = 2,         // bad flags, config or input; nothing was run
+  kExitIoError = 5,       // a matrix could not write its run folder; the finished runs are kept
+  kExitInternal = 6,      // an internal error (a bug); a matrix keeps its finished runs
 };
 
 /// The command line as typed, for provenance (set by main).

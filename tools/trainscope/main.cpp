@@ -29,10 +29,11 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : cli::kExitUsage;
   } catch (const Error& e) {
     fmt::print(stderr, "trainscope: error ({}): {}\n", to_string(e.kind()), e.what());
-    return e.kind() == ErrorKind::kInterrupted ? cli::kExitInterrupted : cli::kExitUsage;
+    if (e.kind() == ErrorKind::kInterrupted) return cli::kExitInterrupted;
+    return e.kind() == ErrorKind::kInternal ? cli::kExitInternal : cli::kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "trainscope: error: {}\n", e.what());
-    return 1;
+    fmt::print(stderr, "trainscope: internal error: {}\n", e.what());
+    return cli::kExitInternal;
   }
   return exit_status;
 }

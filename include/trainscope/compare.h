@@ -1,0 +1,57 @@
+// The comparison of two sets of runs (run folders or history entries, trainscope/history.h)
+// that gates a CI job on a regression.
+//
+// A cell (device, model, batch size) regressed when the median of the metric over its repeats
+// got worse by more than threshold_pct and the difference is not noise (noise: the min..max
+// ranges of the two sides overlap, trainscope/report.h within_noise). With one repeat on a side
+// there is no spread, so noise cannot be told apart: such a verdict is marked (single_repeat)
+// and the rendering says so. Errors: an unknown metric or a negative threshold throws
+// Error(kInvalidArgument).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/report.h"
+#include "trainscope/run_record.h"
+
+namespace trainscope {
+
+struct MetricInfo {
+  std::string name;            // "steady_samples_per_s", "mean_epoch_time_s", ...
+  bool higher_is_better = true;
+};
+/// Known metrics; unknown names throw Error(kInvalidArgument) listing these.
+const std::vector<MetricInfo>& compare_metrics();
+/// Value of a metric in a record (nullopt: not measured).
+std::optional<double> metric_value(const RunRecord& r, const std::string& metric);
+
+struct CompareRow {
+  std::string device, model;
+  int64_t batch_size = 0;
+  Stat a, b;
+  std::optional<double> delta_pct;   // (b - a) / a * 100
+  bool noise = false;                // inside the combined spread of a and b
+  bool regression = false;           // worse beyond threshold and not noise
+  bool improvement = false;
+  bool single_repeat = false;        // a side has one measured repeat: no spread, noise unknown
+};
+struct CompareResult {
+  std::string metric;
+  bool higher_is_better = true;
+  double threshold_pct = 5;
+  std::vector<CompareRow> rows;      // cells present on both sides
+  std::vector<std::string> only_in_a, only_in_b;
+  bool regressed = false;            // any row is a regression
+  /// Differences between the two sides that make the comparison questionable (data set,
+  /// complete vs stopped runs); printed as warnings, they do not change the verdict.
+  std::vector<std::string> warnings;
+};
+/// Pairs cells by (device, model, batch size) and compares the median of `metric` over repeats.
+/// A row regressed when B is worse than A by more than threshold_pct and the difference is not noise.
+CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b,
+                           const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
+std::string render_compare(const CompareResult& c, const std::string& label_a, const std::string& label_b);
+
+}  // namespace trainscope

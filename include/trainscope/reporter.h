@@ -1,0 +1,82 @@
+// One reporter interface for everything a matrix produces (in the spirit of google/benchmark's
+// BenchmarkReporter): the matrix runner (src/train/runner.cpp) measures and calls reporters; the
+// reporters write results.json/results.csv, the SQLite history, the console lines and table, and
+// report.md/report.html. The runner itself writes no results file.
+//
+// Call order, all on the matrix's thread:
+//   start(provenance, run folder, planned runs)                       once, after the inputs are valid
+//   per cell: run_started(record) + run_finished(record), or run_skipped(record) (--resume)
+//   notice(message)                                                    at any time, also before start
+//   finish(all records)                                                once, also when the matrix is
+//                                                                      interrupted or aborted (exit 5/6)
+// Records reach run_finished/run_skipped in matrix order, so a reporter that keeps them holds the
+// same list the matrix returns.
+//
+// Errors: a reporter whose output IS the record of the matrix (ResultsFilesReporter) lets
+// Error(kIo) propagate; the matrix then stops, keeps the runs already written and ends with
+// MatrixResult::abort = kIo (exit 5). Optional reporters (history, console, report) report a
+// failure through a notice and carry on. Any other exception escaping a reporter stops the matrix
+// with abort = kInternal (exit 6).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "trainscope/provenance.h"
+#include "trainscope/report.h"
+#include "trainscope/run_record.h"
+
+namespace trainscope {
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void start(const Provenance& /*p*/, const std::string& /*run_dir*/, size_t /*planned_runs*/) {}
+  virtual void run_started(const RunRecord& /*r*/) {}
+  virtual void run_finished(const RunRecord& /*r*/) {}
+  /// --resume: a run already measured as ok in the run folder, kept and not repeated.
+  virtual void run_skipped(const RunRecord& /*r*/) {}
+  virtual void notice(const std::string& /*message*/) {}
+  virtual void finish(const std::vector<RunRecord>& /*runs*/) {}
+};
+
+/// results.json + results.csv in the run folder (formats: trainscope/run_record.h), rewritten
+/// atomically (trainscope/fs.h) at start (empty run list, fresh folder only), after every finished
+/// or kept run, and at finish: a crash loses at most the run in progress. Throws Error(kIo).
+class ResultsFilesReporter final : public Reporter {
+ public:
+  void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
+  void run_finished(const RunRecord& r) override;
+  void run_skipped(const RunRecord& r) override;
+  void finish(const std::vector<RunRecord>& runs) override;
+
+ private:
+  void write() const;
+  Provenance provenance_;
+  std::string run_dir_;
+  std::vector<RunRecord> runs_;
+};
+
+/// report.md + report.html (trainscope/report.h) in the run folder at finish. A report that
+/// cannot be written is a notice through notices->notice (may be null): the measurements are in
+/// results.json already. After finish, written() tells whether the files exist and input() holds
+/// what they were built from (the CLI prints the console summary from it).
+class ReportFilesReporter final : public Reporter {
+ public:
+  explicit ReportFilesReporter(Reporter* notices) : notices_(notices) {}
+  void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
+  void finish(const std::vector<RunRecord>& runs) override;
+  bool written() const { return written_; }
+  const ReportInput& input() const { return input_; }
+  const std::string& markdown_path() const { return markdown_path_; }
+  const std::string& html_path() const { return html_path_; }
+
+ private:
+  Reporter* notices_;
+  ReportInput input_;
+  bool written_ = false;
+  std::string markdown_path_, html_path_;
+};
+
+}  // namespace trainscope

@@ -1,0 +1,47 @@
+#include "common/text.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <ctime>
+
+#include "trainscope/console_table.h"
+
+namespace trainscope {
+
+std::string utc_timestamp(UtcFormat format) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, format == UtcFormat::kFolder ? "%Y%m%d-%H%M%S" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string format_number(double v) {
+  double a = std::fabs(v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+std::string format_duration(double s) {
+  if (s < 1e-3) return fmt::format("{} µs", format_number(s * 1e6));
+  if (s < 1) return fmt::format("{} ms", format_number(s * 1e3));
+  if (s < 120) return fmt::format("{} s", format_number(s));
+  if (s < 7200) return fmt::format("{} min", format_number(s / 60));
+  return fmt::format("{} h", format_number(s / 3600));
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += "\"\"";
+    else if (c == '\n' || c == '\r') o += ' ';
+    else o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace trainscope

@@ -1,0 +1,24 @@
+// Small text helpers shared by every writer (one place each): UTC timestamps and CSV fields.
+#pragma once
+
+#include <string>
+
+namespace trainscope {
+
+enum class UtcFormat {
+  kIso8601,  // "2026-12-01T13:09:10Z" (provenance, history rows, trace metadata)
+  kFolder,   // "20261201-130910" (default run folder name)
+};
+/// The current time in UTC, to the second.
+std::string utc_timestamp(UtcFormat format = UtcFormat::kIso8601);
+
+/// A number with about three significant digits: 1234.5 -> "1234", 12.34 -> "12.3", 1.234 ->
+/// "1.23", 0.1234 -> "0.12" (console lines, reports). format_duration (trainscope/console_table.h,
+/// defined with it in src/common/text.cpp) puts a unit on seconds with it.
+std::string format_number(double v);
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes
+/// doubled; CR and LF become spaces so every record stays on one line.
+std::string csv_field(const std::string& s);
+
+}  // namespace trainscope

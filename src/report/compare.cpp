@@ -1,0 +1,200 @@
+// compare: two sets of runs, cell by cell, for a CI regression gate (trainscope/compare.h).
+#include "trainscope/compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "report/report_util.h"
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+using namespace report_detail;
+
+const std::vector<MetricInfo>& compare_metrics() {
+  static const std::vector<MetricInfo> m = {
+      {"steady_samples_per_s", true},   {"mean_epoch_time_s", false},        {"time_for_requested_epochs_s", false},
+      {"test_accuracy_pct", true},      {"train_time_s", false},             {"peak_rss_bytes", false},
+      {"device_peak_allocated_bytes", false}, {"device_peak_reserved_bytes", false}, {"energy_j", false},
+      {"joules_per_sample", false},     {"power_w_mean", false},             {"util_pct_mean", true},
+      {"sm_activity_pct_mean", true},   {"inference_p50_ms", false},         {"inference_p99_ms", false},
+      {"inference_samples_per_s", true},
+  };
+  return m;
+}
+
+std::optional<double> metric_value(const RunRecord& r, const std::string& m) {
+  auto i64 = [](const std::optional<int64_t>& v) { return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt; };
+  if (m == "steady_samples_per_s") return r.steady_samples_per_s;
+  if (m == "mean_epoch_time_s") return r.mean_epoch_time_s;
+  if (m == "time_for_requested_epochs_s") return r.time_for_requested_epochs_s;
+  if (m == "test_accuracy_pct") return r.test_accuracy_pct;
+  if (m == "train_time_s") return r.train_time_s > 0 ? std::optional<double>(r.train_time_s) : std::nullopt;
+  if (m == "peak_rss_bytes") return i64(r.peak_rss_bytes);
+  if (m == "device_peak_allocated_bytes") return i64(r.device_peak_allocated_bytes);
+  if (m == "device_peak_reserved_bytes") return i64(r.device_peak_reserved_bytes);
+  if (m == "inference_p50_ms") return jnum(r.inference, {"single_stream", "p50_ms"});
+  if (m == "inference_p99_ms") return jnum(r.inference, {"single_stream", "p99_ms"});
+  if (m == "inference_samples_per_s") return jnum(r.inference, {"offline", "best_samples_per_s"});
+  for (const char* k : {"energy_j", "joules_per_sample", "power_w_mean", "util_pct_mean", "sm_activity_pct_mean"})
+    if (m == k) return jnum(r.telemetry, {"headline", k});
+  std::string names;
+  for (const auto& x : compare_metrics()) names += (names.empty() ? "" : ", ") + x.name;
+  throw_error(ErrorKind::kInvalidArgument, fmt::format("unknown metric '{}'; one of: {}", m, names));
+}
+
+CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b, const std::string& metric,
+                           double threshold_pct) {
+  CompareResult res;
+  res.metric = metric;
+  res.threshold_pct = threshold_pct;
+  if (!(threshold_pct >= 0))
+    throw_error(ErrorKind::kInvalidArgument, fmt::format("--threshold-pct {} must be >= 0", threshold_pct));
+  bool known = false;
+  for (const auto& m : compare_metrics())
+    if (m.name == metric) {
+      known = true;
+      res.higher_is_better = m.higher_is_better;
+    }
+  if (!known) metric_value(RunRecord{}, metric);  // throws with the list of names
+  using Key = std::tuple<std::string, std::string, int64_t>;
+  std::map<Key, std::vector<double>> va, vb;
+  std::vector<Key> order;
+  auto collect = [&](const std::vector<RunRecord>& runs, std::map<Key, std::vector<double>>& out) {
+    for (const auto& r : runs) {
+      if (r.status != RunStatus::kOk) continue;
+      Key k{r.model, r.device, r.batch_size};
+      if (!out.count(k) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
+      auto& v = out[k];
+      if (auto x = metric_value(r, metric)) v.push_back(*x);
+    }
+  };
+  collect(a, va);
+  collect(b, vb);
+  auto distinct = [](const std::vector<RunRecord>& runs, auto field) {
+    std::set<std::string> s;
+    for (const auto& r : runs)
+      if (r.status == RunStatus::kOk) s.insert(field(r));
+    return s;
+  };
+  auto ds = [](const RunRecord& r) { return r.dataset.empty() ? std::string("?") : r.dataset; };
+  auto da = distinct(a, ds), db = distinct(b, ds);
+  if (!da.empty() && !db.empty() && da != db)
+    res.warnings.push_back(fmt::format("the sides trained on different data sets (A: {}; B: {}): the figures are not "
+                                       "comparable", fmt::join(da, ", "), fmt::join(db, ", ")));
+  auto stop = [](const RunRecord& r) { return r.stop_reason.empty() ? std::string("complete") : r.stop_reason; };
+  // Only cells on both sides matter here: a cell listed as "only in A/B" is not compared.
+  auto both = [&](const std::vector<RunRecord>& runs) {
+    std::vector<RunRecord> out;
+    for (const auto& r : runs)
+      if (va.count(Key{r.model, r.device, r.batch_size}) && vb.count(Key{r.model, r.device, r.batch_size})) out.push_back(r);
+    return out;
+  };
+  auto sa = distinct(both(a), stop), sb = distinct(both(b), stop);
+  if (!sa.empty() && !sb.empty() && sa != sb)
+    res.warnings.push_back(fmt::format("the sides' runs ended differently (A: {}; B: {}): steady samples/s compare, "
+                                       "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));
+  std::sort(order.begin(), order.end());
+  for (const auto& k : order) {
+    auto [model, device, batch] = k;
+    std::string name = fmt::format("{} {} b{}", device, model, batch);
+    if (!vb.count(k)) {
+      res.only_in_a.push_back(name);
+      continue;
+    }
+    if (!va.count(k)) {
+      res.only_in_b.push_back(name);
+      continue;
+    }
+    CompareRow row;
+    row.device = device;
+    row.model = model;
+    row.batch_size = batch;
+    row.a = make_stat(va[k]);
+    row.b = make_stat(vb[k]);
+    if (row.a.ok() && row.b.ok() && row.a.median != 0) {
+      row.delta_pct = (row.b.median - row.a.median) / std::fabs(row.a.median) * 100;
+      row.noise = within_noise(row.a, row.b);
+      row.single_repeat = row.a.n < 2 && row.b.n < 2;
+      double better = res.higher_is_better ? *row.delta_pct : -*row.delta_pct;
+      row.regression = !row.noise && better < -threshold_pct;
+      row.improvement = !row.noise && better > threshold_pct;
+      if (row.regression) res.regressed = true;
+    }
+    res.rows.push_back(row);
+  }
+  return res;
+}
+
+namespace {
+
+// `v` with at least `digits` significant digits, in fixed notation ("0.07120", "12346").
+std::string fmt_sig(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return fmt::format("{}", v);
+  int decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// Significant digits for one row: at least 4, more until two different medians print differently.
+int row_digits(const CompareRow& r) {
+  int d = 4;
+  if (r.a.ok() && r.b.ok() && r.a.median != r.b.median)
+    while (d < 17 && fmt_sig(r.a.median, d) == fmt_sig(r.b.median, d)) ++d;
+  return d;
+}
+
+// "median (±half-spread, n=N)", as fmt_stat (report_util.h) but with `digits` significant digits.
+std::string fmt_side(const Stat& s, int digits) {
+  if (!s.ok()) return "—";
+  std::string v = fmt_sig(s.median, digits);
+  if (s.n > 1)
+    v += s.spread() > 0 ? fmt::format(" (±{}, n={})", fmt_sig(s.spread() / 2, digits), s.n) : fmt::format(" (n={})", s.n);
+  return v;
+}
+
+std::string verdict(const CompareRow& r) {
+  const char* caveat = r.single_repeat ? " (1 repeat: may be noise)" : "";
+  if (!r.delta_pct) return "not measured";
+  if (r.regression) return std::string("REGRESSION") + caveat;
+  if (r.noise) return "noise";
+  if (r.improvement) return std::string("improvement") + caveat;
+  return "within threshold";
+}
+
+}  // namespace
+
+std::string render_compare(const CompareResult& c, const std::string& la, const std::string& lb) {
+  std::string s = fmt::format("metric {} ({} is better), threshold {} %\nA = {}\nB = {}\n\n", c.metric,
+                              c.higher_is_better ? "higher" : "lower", fmt_num(c.threshold_pct), la, lb);
+  s += fmt::format("{:<10} {:<12} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", "device", "model", "batch", "A median (±, n)",
+                   "B median (±, n)", "delta", "verdict");
+  size_t single = 0;
+  for (const auto& r : c.rows) {
+    int digits = row_digits(r);
+    single += r.single_repeat && (r.regression || r.improvement);
+    s += fmt::format("{:<10} {:<12} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", r.device, r.model, r.batch_size,
+                     fmt_side(r.a, digits), fmt_side(r.b, digits),
+                     r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
+                     verdict(r));
+  }
+  for (const auto& x : c.only_in_a) s += "only in A (no ok run of this cell in B): " + x + "\n";
+  for (const auto& x : c.only_in_b) s += "only in B (no ok run of this cell in A): " + x + "\n";
+  for (const auto& w : c.warnings) s += "warning: " + w + "\n";
+  if (single > 0)
+    s += fmt::format("note: {} verdict(s) rest on one repeat per side: without a spread, run-to-run noise cannot be "
+                     "told apart from a real change; measure with --repeats 3 or more to separate them\n",
+                     single);
+  if (c.rows.empty()) return s + "no cell (device, model, batch size) is in both A and B: nothing was compared\n";
+  s += c.regressed ? fmt::format("\nregression: {} got worse by more than {} % beyond the noise\n", c.metric,
+                                 fmt_num(c.threshold_pct))
+                   : "\nno regression\n";
+  return s;
+}
+
+}  // namespace trainscope

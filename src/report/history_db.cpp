@@ -1,0 +1,334 @@
+// Run history storage in SQLite (schema in trainscope/history.h).
+#include "trainscope/history.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+
+#include "common/text.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
+
+namespace trainscope {
+
+using nlohmann::json;
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
+      throw_error(ErrorKind::kIo, fmt::format("{}: SQL error: {}", path, sqlite3_errmsg(db)));
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, std::optional<double> v) {
+    if (v && std::isfinite(*v))
+      sqlite3_bind_double(s_, i, *v);
+    else
+      sqlite3_bind_null(s_, i);
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw_error(ErrorKind::kIo, fmt::format("{}: database error: {}", path_, sqlite3_errmsg(db_)));
+  }
+  std::string text(int c) const {
+    auto* p = sqlite3_column_text(s_, c);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  std::optional<double> dbl(int c) const {
+    if (sqlite3_column_type(s_, c) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(s_, c);
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+  std::string path_;
+};
+
+void exec(sqlite3* db, const char* sql, const std::string& path) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw_error(ErrorKind::kIo, fmt::format("{}: database error: {} (in: {:.60})", path, m, sql));
+  }
+}
+
+bool process_alive(int64_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0) return true;
+  return errno == EPERM;
+}
+
+// A "running" row is only running while its process lives on this host.
+std::string effective_status(const std::string& status, const std::string& host, int64_t pid) {
+  if (status != "running") return status;
+  return host == host_name() && process_alive(pid) ? "running" : "incomplete";
+}
+
+const char* kSchema = R"SQL(
+CREATE TABLE IF NOT EXISTS matrices(
+  id INTEGER PRIMARY KEY,
+  run_dir TEXT NOT NULL,
+  started_utc TEXT, host TEXT, git_commit TEXT, command_line TEXT,
+  provenance_json TEXT);
+CREATE TABLE IF NOT EXISTS runs(
+  id INTEGER PRIMARY KEY,
+  matrix_id INTEGER NOT NULL REFERENCES matrices(id),
+  run_id TEXT NOT NULL, device TEXT, model TEXT, batch_size INTEGER, repeat INTEGER,
+  status TEXT NOT NULL, host TEXT, pid INTEGER,
+  started_utc TEXT, finished_utc TEXT,
+  steady_samples_per_s REAL, test_accuracy_pct REAL,
+  record_json TEXT,
+  UNIQUE(matrix_id, run_id));
+CREATE INDEX IF NOT EXISTS runs_by_cell ON runs(model, device, batch_size);
+CREATE INDEX IF NOT EXISTS matrices_by_dir ON matrices(run_dir);
+)SQL";
+
+// Version 1 -> 2: matrices.run_dir loses UNIQUE (one row per session of a matrix). SQLite cannot
+// drop a constraint, so the table is rebuilt (https://www.sqlite.org/lang_altertable.html,
+// "making other kinds of table schema changes"); ids are kept, so runs.matrix_id stays valid.
+const char* kMigrateV1ToV2 = R"SQL(
+CREATE TABLE matrices_v2(
+  id INTEGER PRIMARY KEY,
+  run_dir TEXT NOT NULL,
+  started_utc TEXT, host TEXT, git_commit TEXT, command_line TEXT,
+  provenance_json TEXT);
+INSERT INTO matrices_v2(id, run_dir, started_utc, host, git_commit, command_line, provenance_json)
+  SELECT id, run_dir, started_utc, host, git_commit, command_line, provenance_json FROM matrices;
+DROP TABLE matrices;
+ALTER TABLE matrices_v2 RENAME TO matrices;
+CREATE INDEX IF NOT EXISTS matrices_by_dir ON matrices(run_dir);
+)SQL";
+
+// Runs `sql` and sets user_version in one transaction (rolled back on error).
+void exec_versioned(sqlite3* db, const char* sql, const std::string& path) {
+  exec(db, "BEGIN IMMEDIATE", path);
+  try {
+    exec(db, sql, path);
+    exec(db, fmt::format("PRAGMA user_version={}", kHistorySchemaVersion).c_str(), path);
+    exec(db, "COMMIT", path);
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace
+
+struct HistoryDb::Impl {
+  sqlite3* db = nullptr;
+  ~Impl() {
+    if (db) sqlite3_close(db);
+  }
+};
+
+namespace {
+
+int user_version(sqlite3* db, const std::string& path) {
+  Stmt s(db, "PRAGMA user_version", path);
+  return s.step() ? static_cast<int>(s.i64(0)) : 0;
+}
+
+// Creates the schema in an empty database, migrates an older one; refuses newer or foreign files.
+void create_or_migrate(sqlite3* db, const std::string& path) {
+  int version = user_version(db, path);
+  if (version > kHistorySchemaVersion)
+    throw_error(ErrorKind::kIo, fmt::format("{}: history schema version {} is newer than this trainscope's ({}); "
+                                            "use a newer trainscope or another --db",
+                                            path, version, kHistorySchemaVersion));
+  if (version == 1) {
+    // The table rebuild needs foreign keys off; the pragma is a no-op inside a transaction.
+    exec(db, "PRAGMA foreign_keys=OFF", path);
+    exec_versioned(db, kMigrateV1ToV2, path);
+  }
+  exec(db, "PRAGMA foreign_keys=ON", path);
+  if (version != 0) return;
+  // A non-empty database without our version is someone else's file.
+  Stmt t(db, "SELECT count(*) FROM sqlite_master WHERE name NOT IN ('matrices','runs','runs_by_cell','matrices_by_dir')",
+         path);
+  if (t.step() && t.i64(0) > 0)
+    throw_error(ErrorKind::kIo, fmt::format("{}: not a trainscope history database (it has other tables); "
+                                            "pass another --db",
+                                            path));
+  exec_versioned(db, kSchema, path);
+}
+
+}  // namespace
+
+HistoryDb::HistoryDb(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+  auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) ensure_writable_dir(path.substr(0, slash));
+  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string m = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
+    throw_error(ErrorKind::kIo, fmt::format("{}: cannot open the history database: {}", path, m));
+  }
+  sqlite3_busy_timeout(impl_->db, 5000);  // another trainscope may be writing
+  // WAL: readers (history, compare) never block the writer; each run is its own transaction,
+  // so a killed process loses at most the statement in flight.
+  exec(impl_->db, "PRAGMA journal_mode=WAL", path_);
+  exec(impl_->db, "PRAGMA synchronous=NORMAL", path_);
+  create_or_migrate(impl_->db, path_);
+}
+
+HistoryDb::~HistoryDb() = default;
+
+int64_t HistoryDb::begin_matrix(const std::string& run_dir, const Provenance& p) {
+  Stmt ins(impl_->db,
+           "INSERT INTO matrices(run_dir, started_utc, host, git_commit, command_line, provenance_json) "
+           "VALUES(?,?,?,?,?,?)",
+           path_);
+  ins.bind(1, run_dir)
+      .bind(2, p.date_utc.empty() ? utc_timestamp() : p.date_utc)
+      .bind(3, p.host)
+      .bind(4, p.git_commit)
+      .bind(5, p.command_line)
+      .bind(6, to_json(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ins.step();
+  return sqlite3_last_insert_rowid(impl_->db);
+}
+
+std::optional<int64_t> HistoryDb::matrix_id_for_dir(const std::string& run_dir) const {
+  Stmt s(impl_->db, "SELECT id FROM matrices WHERE run_dir=? ORDER BY id DESC LIMIT 1", path_);
+  s.bind(1, run_dir);
+  if (s.step()) return s.i64(0);
+  return std::nullopt;
+}
+
+int64_t HistoryDb::run_started(int64_t matrix_id, const RunRecord& r) {
+  RunRecord open = r;
+  open.status = RunStatus::kRunning;
+  Stmt s(impl_->db,
+         "INSERT INTO runs(matrix_id, run_id, device, model, batch_size, repeat, status, host, pid, started_utc, "
+         "record_json) VALUES(?,?,?,?,?,?,'running',?,?,?,?) ON CONFLICT(matrix_id, run_id) DO UPDATE SET "
+         "status='running', host=excluded.host, pid=excluded.pid, started_utc=excluded.started_utc, "
+         "finished_utc=NULL, record_json=excluded.record_json",
+         path_);
+  s.bind(1, matrix_id)
+      .bind(2, r.run_id)
+      .bind(3, r.device)
+      .bind(4, r.model)
+      .bind(5, r.batch_size)
+      .bind(6, r.repeat)
+      .bind(7, host_name())
+      .bind(8, static_cast<int64_t>(::getpid()))
+      .bind(9, utc_timestamp())
+      .bind(10, to_json(open).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  s.step();
+  Stmt q(impl_->db, "SELECT id FROM runs WHERE matrix_id=? AND run_id=?", path_);
+  q.bind(1, matrix_id).bind(2, r.run_id);
+  TS_CHECK(q.step(), "run row missing right after insert");
+  return q.i64(0);
+}
+
+void HistoryDb::run_finished(int64_t matrix_id, const RunRecord& r) {
+  {
+    // Make sure the row exists (a run whose start was not seen) without moving its start time.
+    Stmt q(impl_->db, "SELECT id FROM runs WHERE matrix_id=? AND run_id=?", path_);
+    q.bind(1, matrix_id).bind(2, r.run_id);
+    if (!q.step()) run_started(matrix_id, r);
+  }
+  Stmt s(impl_->db,
+         "UPDATE runs SET status=?, finished_utc=?, steady_samples_per_s=?, test_accuracy_pct=?, record_json=? "
+         "WHERE matrix_id=? AND run_id=?",
+         path_);
+  s.bind(1, to_string(r.status))
+      .bind(2, utc_timestamp())
+      .bind(3, r.steady_samples_per_s)
+      .bind(4, r.test_accuracy_pct)
+      .bind(5, to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .bind(6, matrix_id)
+      .bind(7, r.run_id);
+  s.step();
+}
+
+std::vector<HistoryRow> HistoryDb::list(size_t limit) const {
+  std::string sql =
+      "SELECT r.id, r.matrix_id, m.run_dir, r.run_id, r.device, r.model, r.batch_size, r.repeat, r.status, r.host, "
+      "r.pid, r.started_utc, r.finished_utc, m.git_commit, r.steady_samples_per_s, r.test_accuracy_pct "
+      "FROM runs r JOIN matrices m ON m.id = r.matrix_id ORDER BY r.id DESC";
+  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+  Stmt s(impl_->db, sql.c_str(), path_);
+  std::vector<HistoryRow> out;
+  while (s.step()) {
+    HistoryRow h;
+    h.id = s.i64(0);
+    h.matrix_id = s.i64(1);
+    h.run_dir = s.text(2);
+    h.run_id = s.text(3);
+    h.device = s.text(4);
+    h.model = s.text(5);
+    h.batch_size = s.i64(6);
+    h.repeat = s.i64(7);
+    h.status = effective_status(s.text(8), s.text(9), s.i64(10));
+    h.started_utc = s.text(11);
+    h.finished_utc = s.text(12);
+    h.git_commit = s.text(13);
+    h.steady_samples_per_s = s.dbl(14);
+    h.test_accuracy_pct = s.dbl(15);
+    out.push_back(h);
+  }
+  return out;
+}
+
+namespace {
+
+ReportInput load_where(sqlite3* db, const std::string& path, const char* where, int64_t id) {
+  std::string sql = std::string("SELECT r.record_json, r.status, r.host, r.pid, m.provenance_json, m.run_dir "
+                                "FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE ") +
+                    where + " ORDER BY r.id";
+  Stmt s(db, sql.c_str(), path);
+  s.bind(1, id);
+  ReportInput in;
+  bool any = false;
+  while (s.step()) {
+    any = true;
+    try {
+      RunRecord r = run_record_from_json(json::parse(s.text(0)));
+      if (effective_status(s.text(1), s.text(2), s.i64(3)) == "incomplete") {
+        r.status = RunStatus::kInterrupted;
+        r.notes.push_back("incomplete: the process recording this run ended before the run did");
+      }
+      in.runs.push_back(std::move(r));
+      in.provenance = provenance_from_json(json::parse(s.text(4)));
+      in.run_dir = s.text(5);
+    } catch (const json::exception& e) {
+      throw_error(ErrorKind::kDataFormat, fmt::format("{}: a stored record is malformed ({})", path, e.what()));
+    }
+  }
+  if (!any) throw_error(ErrorKind::kInvalidArgument, fmt::format("{}: no runs with id {} (see `trainscope history`)", path, id));
+  return in;
+}
+
+}  // namespace
+
+ReportInput HistoryDb::load_matrix(int64_t matrix_id) const { return load_where(impl_->db, path_, "r.matrix_id = ?", matrix_id); }
+ReportInput HistoryDb::load_run(int64_t run_row_id) const { return load_where(impl_->db, path_, "r.id = ?", run_row_id); }
+
+}  // namespace trainscope
