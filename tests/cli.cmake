@@ -1,2 +1,7 @@
 ts_add_test(test_cli SOURCES cli/test_cli.cpp TORCH)
 add_dependencies(test_cli trainscope_cli)
+
+# The record end to end: the binary with a two-GPU fake NVML (tests/fake_nvml, built by telemetry.cmake).
+ts_add_test(test_record_e2e SOURCES cli/test_record_e2e.cpp)
+add_dependencies(test_record_e2e trainscope_cli fake_nvml)
+target_compile_definitions(test_record_e2e PRIVATE TS_FAKE_NVML="$<TARGET_FILE:fake_nvml>")

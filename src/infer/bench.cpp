@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "infer/executor.h"
+#include "results/record_json.h"
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/stats.h"
@@ -23,28 +24,41 @@ using json = nlohmann::json;
 double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
-json telemetry_window(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns, int64_t t1_ns,
-                      int64_t samples) {
-  if (!sampler) return {{"absent_reason", "telemetry is off (--no-telemetry, or the sampler could not start)"}};
-  if (tdev.empty()) return {{"absent_reason", "no telemetry device matches this device (NVML did not report it)"}};
-  json s = sampler->summarize(t0_ns, t1_ns, samples);
-  json out = {{"device", tdev}, {"window_s", static_cast<double>(t1_ns - t0_ns) * 1e-9}};
-  if (!s.contains("devices") || !s["devices"].contains(tdev)) {
-    out["absent_reason"] = fmt::format("telemetry has no readings for '{}' in this window", tdev);
+ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns,
+                                    int64_t t1_ns, int64_t samples) {
+  ScenarioTelemetry out;
+  if (!sampler) {
+    out.absent_reason = "telemetry is off (--no-telemetry, or the sampler could not start)";
     return out;
   }
-  const json& d = s["devices"][tdev];
-  for (const char* m : {"power_w", "package_power_w"})
-    if (d.contains("fields") && d["fields"].contains(m) && d["fields"][m].contains("mean"))
-      out[std::string(m) + "_mean"] = d["fields"][m]["mean"];
-  if (d.contains("energy")) {
-    const json& e = d["energy"];
-    for (const char* k : {"energy_j", "joules_per_sample", "energy_method", "short_window"})
-      if (e.contains(k)) out[k] = e[k];
+  if (tdev.empty()) {
+    out.absent_reason = "no telemetry device matches this device (NVML did not report it)";
+    return out;
+  }
+  const TelemetrySummary s = sampler->summarize(t0_ns, t1_ns, samples);
+  out.device = tdev;
+  out.window_s = static_cast<double>(t1_ns - t0_ns) * 1e-9;
+  const DeviceTelemetry* d = s.device(tdev);
+  if (!d) {
+    out.absent_reason = fmt::format("telemetry has no readings for '{}' in this window", tdev);
+    return out;
+  }
+  if (const auto* m = d->metric("power_w")) out.power_w_mean = m->mean;
+  if (const auto* m = d->metric("package_power_w")) out.package_power_w_mean = m->mean;
+  if (d->energy) {
+    out.energy_j = d->energy->energy_j;
+    out.joules_per_sample = d->energy->joules_per_sample;
+    out.energy_method = d->energy->energy_method;
+    out.short_window = d->energy->short_window;
   } else {
-    out["absent_reason"] = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
+    out.absent_reason = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
   }
   return out;
+}
+
+json telemetry_window(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns, int64_t t1_ns,
+                      int64_t samples) {
+  return record_json::write(telemetry_section(sampler, tdev, t0_ns, t1_ns, samples));
 }
 
 // The rows [first, first + n) of the pool, wrapping around; a view when they are contiguous.
@@ -92,7 +106,7 @@ json single_stream(Env& e) {
   }
   double wall = since_s(t0);
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
-  json j = to_json(summarize_latencies(e2e, opt.min_queries));
+  json j = to_json(LatencyFields(summarize_latencies(e2e, opt.min_queries)));
   j["warmup_queries"] = opt.warmup_queries;
   j["budget_s"] = opt.single_stream_budget_s;
   j["wall_s"] = wall;
@@ -201,7 +215,7 @@ json server_at(Env& e, double qps, uint64_t seed) {
     }
   }
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
-  json j = server_summary(qps, arrivals, done, opt.server_target_p99_ms, opt.min_queries);
+  json j = to_json(server_summary(qps, arrivals, done, opt.server_target_p99_ms, opt.min_queries));
   if (late > late_limit) {
     j["meets_target"] = false;
     if (stopped_early) {
@@ -209,8 +223,8 @@ json server_at(Env& e, double qps, uint64_t seed) {
       j["stop_reason"] = fmt::format("more than {} of {} queries already exceeded the p99 target: it cannot be met; "
                                      "percentiles are over the queries served",
                                      late_limit, count);
-      j.erase("too_few_queries");  // the verdict does not depend on the count
-      j.erase("too_few_reason");
+      j["too_few_queries"] = false;  // the verdict does not depend on the count
+      j["too_few_reason"] = "";
     }
   }
   j["served"] = static_cast<int64_t>(i);
@@ -308,7 +322,7 @@ InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed) {
   return o;
 }
 
-json measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
+InferenceSection measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
                        const InferenceOptions& opt, const TelemetrySampler* sampler, const std::string& tdev,
                        const std::function<void(const std::string&)>& log) {
   if (!samples.defined() || samples.dim() != 4 || samples.size(0) < 1)
@@ -354,10 +368,11 @@ json measure_inference(Model& model, const torch::Device& device, const torch::T
                   "the server scenario needs a rate: pass --qps N (queries per second) or --find-max-qps");
     j["server"] = server(env, mean_ms, log);
   }
-  return j;
+  // The typed section from the one field list (trainscope/record_sections.h).
+  return *record_json::section_from_json<InferenceSection>(j);
 }
 
-json inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
+InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
                               const std::string& tdev, const std::atomic<bool>* stop_requested) {
   try {
@@ -366,10 +381,15 @@ json inference_after_training(Model& model, const torch::Device& device, const t
     opt.stop_requested = stop_requested;
     return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
-    return {{"error_kind", std::string(to_string(e.kind()))}, {"error", e.what()}};
+    InferenceSection failed;
+    failed.error_kind = to_string(e.kind());
+    failed.error = e.what();
+    return failed;
   } catch (const c10::Error& e) {
-    return {{"error_kind", compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch"},
-            {"error", e.what_without_backtrace()}};
+    InferenceSection failed;
+    failed.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
+    failed.error = e.what_without_backtrace();
+    return failed;
   }
 }
 

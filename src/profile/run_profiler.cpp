@@ -11,6 +11,7 @@
 
 #include "profile/profile_data.h"
 #include "profile/recorder.h"
+#include "results/record_json.h"
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -175,20 +176,30 @@ std::string utc_now() {
 
 }  // namespace
 
-nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
+namespace {
+
+// The schedule as configured and the windows it recorded.
+nlohmann::json schedule_json(const ProfileConfig& c, const std::vector<std::pair<int64_t, int64_t>>& windows,
+                             int64_t active_steps, int64_t steps_seen) {
+  nlohmann::json win = nlohmann::json::array();
+  for (const auto& [a, b] : windows) win.push_back({{"first_step", a}, {"last_step", b}});
+  return {{"schedule",
+           {{"skip_first", c.skip_first}, {"wait", c.wait}, {"warmup", c.warmup}, {"active", c.active},
+            {"repeat", c.repeat}, {"record_shapes", c.record_shapes}, {"profile_memory", c.profile_memory},
+            {"with_flops", c.with_flops}}},
+          {"window", {{"windows", win}, {"active_steps", active_steps}, {"run_steps", steps_seen}}}};
+}
+
+}  // namespace
+
+ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
                                    const std::vector<CounterSeries>& counters, const Provenance* prov) {
   auto& m = *impl_;
   stop();
   for (const auto& [k, s] : m.steps) m.data.steps.push_back(s);
 
-  nlohmann::json out;
+  nlohmann::json out = schedule_json(m.cfg, m.window_steps, m.active_steps, m.steps_seen);
   out["backend"] = m.rec->backend();
-  out["schedule"] = {{"skip_first", m.cfg.skip_first}, {"wait", m.cfg.wait},     {"warmup", m.cfg.warmup},
-                     {"active", m.cfg.active},         {"repeat", m.cfg.repeat}, {"record_shapes", m.cfg.record_shapes},
-                     {"profile_memory", m.cfg.profile_memory}, {"with_flops", m.cfg.with_flops}};
-  nlohmann::json win = nlohmann::json::array();
-  for (const auto& [a, b] : m.window_steps) win.push_back({{"first_step", a}, {"last_step", b}});
-  out["window"] = {{"windows", win}, {"active_steps", m.active_steps}, {"run_steps", m.steps_seen}};
 
   int64_t need = profile_schedule_steps(m.cfg);
   if (need > 0 && m.steps_seen < need)
@@ -273,54 +284,56 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
   }
   out["files"] = files;
   out["warnings"] = m.warnings;
-  return out;
+  // The typed section from the one field list (trainscope/record_sections.h).
+  return *record_json::section_from_json<ProfileSection>(out);
 }
 
-std::string format_op_table(const nlohmann::json& p, int64_t top_n) {
-  if (!p.is_object() || !p.contains("op_table") || !p["op_table"].is_array()) return "";
-  const auto& rows = p["op_table"];
-  bool dev = false;
-  for (const auto& r : rows)
-    if (r.value("device_self_us", nlohmann::json(nullptr)).is_number() && r["device_self_us"].get<double>() > 0) dev = true;
-  std::vector<const nlohmann::json*> v;
-  for (const auto& r : rows) v.push_back(&r);
-  if (dev)
-    std::stable_sort(v.begin(), v.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
-      return (*a)["device_self_us"].get<double>() > (*b)["device_self_us"].get<double>();
-    });
-  auto num = [](const nlohmann::json& r, const char* k) {
-    return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
-  };
+namespace {
+
+// One operator row of the console table.
+std::string op_line(const OpRow& r, bool dev) {
   // "-0.0" for a tiny negative net would read as a measurement; print 0.0 for |x| < 0.05 MiB.
   auto mib = [](double b) {
     double m = b / 1048576.0;
     return fmt::format("{:.1f}", std::fabs(m) < 0.05 ? 0.0 : m);
   };
-  bool any_flops = false;
-  for (const auto& r : rows) any_flops = any_flops || (r.contains("flops") && r["flops"].is_number());
+  std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
+  std::string s = fmt::format("{:<44} {:>6} {:>10.3f} {:>7.2f} {:>10.3f}", name, r.calls, r.cpu_self_us / 1000,
+                              r.cpu_self_pct, r.cpu_total_us / 1000);
+  if (dev)
+    s += fmt::format(" {:>10.3f} {:>7.2f} {:>10.3f}", r.device_self_us.value_or(0) / 1000,
+                     r.device_self_pct.value_or(0), r.device_total_us.value_or(0) / 1000);
+  s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", mib(static_cast<double>(r.mem_alloc_bytes)),
+                   mib(static_cast<double>(r.mem_freed_bytes)), mib(static_cast<double>(r.mem_net_bytes)),
+                   r.flops ? fmt::format("{:.2f}", *r.flops / 1e9) : "—");
+  return s;
+}
+
+}  // namespace
+
+std::string format_op_table(const ProfileSection& p, int64_t top_n) {
+  const auto& rows = p.op_table;
+  if (rows.empty() && p.warnings.empty()) return "";
+  bool dev = false, any_flops = false;
+  for (const auto& r : rows) {
+    dev = dev || r.device_self_us.value_or(0) > 0;
+    any_flops = any_flops || r.flops.has_value();
+  }
+  std::vector<const OpRow*> v;
+  for (const auto& r : rows) v.push_back(&r);
+  if (dev)
+    std::stable_sort(v.begin(), v.end(), [](const OpRow* a, const OpRow* b) {
+      return a->device_self_us.value_or(0) > b->device_self_us.value_or(0);
+    });
   std::string s;
   s += fmt::format("{:<44} {:>6} {:>10} {:>7} {:>10}", "operator", "calls", "self CPU ms", "self %", "CPU tot ms");
   if (dev) s += fmt::format(" {:>10} {:>7} {:>10}", "self dev ms", "dev %", "dev tot ms");
   s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", "alloc MiB", "freed MiB", "net MiB", "GFLOP");
-  int64_t shown = 0;
-  for (const auto* r : v) {
-    if (shown++ >= top_n) break;
-    std::string name = (*r)["name"].get<std::string>();
-    if (name.size() > 44) name = name.substr(0, 41) + "...";
-    s += fmt::format("{:<44} {:>6} {:>10.3f} {:>7.2f} {:>10.3f}", name, (*r)["calls"].get<int64_t>(),
-                     num(*r, "cpu_self_us") / 1000, num(*r, "cpu_self_pct"), num(*r, "cpu_total_us") / 1000);
-    if (dev)
-      s += fmt::format(" {:>10.3f} {:>7.2f} {:>10.3f}", num(*r, "device_self_us") / 1000, num(*r, "device_self_pct"),
-                       num(*r, "device_total_us") / 1000);
-    s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", mib(num(*r, "mem_alloc_bytes")), mib(num(*r, "mem_freed_bytes")),
-                     mib(num(*r, "mem_net_bytes")),
-                     (*r)["flops"].is_number() ? fmt::format("{:.2f}", (*r)["flops"].get<double>() / 1e9) : "—");
-  }
+  for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < top_n; ++i) s += op_line(*v[i], dev);
   if (rows.size() > static_cast<size_t>(std::max<int64_t>(top_n, 0)))
     s += fmt::format("({} more operators in the CSV/JSON)\n", rows.size() - static_cast<size_t>(top_n));
   if (!any_flops) s += "GFLOP — : not recorded; --profile-flops counts them (it records input shapes: more overhead)\n";
-  if (p.contains("warnings"))
-    for (const auto& w : p["warnings"]) s += "warning: " + w.get<std::string>() + "\n";
+  for (const auto& w : p.warnings) s += "warning: " + w + "\n";
   return s;
 }
 

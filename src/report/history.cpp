@@ -16,6 +16,7 @@
 #include <set>
 
 #include "report/report_util.h"
+#include "results/record_json.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 
@@ -410,20 +411,7 @@ const std::vector<MetricInfo>& compare_metrics() {
 }
 
 std::optional<double> metric_value(const RunRecord& r, const std::string& m) {
-  auto i64 = [](const std::optional<int64_t>& v) { return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt; };
-  if (m == "steady_samples_per_s") return r.steady_samples_per_s;
-  if (m == "mean_epoch_time_s") return r.mean_epoch_time_s;
-  if (m == "time_for_requested_epochs_s") return r.time_for_requested_epochs_s;
-  if (m == "test_accuracy_pct") return r.test_accuracy_pct;
-  if (m == "train_time_s") return r.train_time_s > 0 ? std::optional<double>(r.train_time_s) : std::nullopt;
-  if (m == "peak_rss_bytes") return i64(r.peak_rss_bytes);
-  if (m == "device_peak_allocated_bytes") return i64(r.device_peak_allocated_bytes);
-  if (m == "device_peak_reserved_bytes") return i64(r.device_peak_reserved_bytes);
-  if (m == "inference_p50_ms") return jnum(r.inference, {"single_stream", "p50_ms"});
-  if (m == "inference_p99_ms") return jnum(r.inference, {"single_stream", "p99_ms"});
-  if (m == "inference_samples_per_s") return jnum(r.inference, {"offline", "best_samples_per_s"});
-  for (const char* k : {"energy_j", "joules_per_sample", "power_w_mean", "util_pct_mean", "sm_activity_pct_mean"})
-    if (m == k) return jnum(r.telemetry, {"headline", k});
+  if (const RunMetric* x = find_run_metric(m)) return x->value(r);  // trainscope/record_sections.h
   std::string names;
   for (const auto& x : compare_metrics()) names += (names.empty() ? "" : ", ") + x.name;
   throw_error(ErrorKind::kInvalidArgument, fmt::format("unknown metric '{}'; one of: {}", m, names));
