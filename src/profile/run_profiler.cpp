@@ -179,15 +179,19 @@ std::string utc_now() {
 namespace {
 
 // The schedule as configured and the windows it recorded.
-nlohmann::json schedule_json(const ProfileConfig& c, const std::vector<std::pair<int64_t, int64_t>>& windows,
-                             int64_t active_steps, int64_t steps_seen) {
-  nlohmann::json win = nlohmann::json::array();
-  for (const auto& [a, b] : windows) win.push_back({{"first_step", a}, {"last_step", b}});
-  return {{"schedule",
-           {{"skip_first", c.skip_first}, {"wait", c.wait}, {"warmup", c.warmup}, {"active", c.active},
-            {"repeat", c.repeat}, {"record_shapes", c.record_shapes}, {"profile_memory", c.profile_memory},
-            {"with_flops", c.with_flops}}},
-          {"window", {{"windows", win}, {"active_steps", active_steps}, {"run_steps", steps_seen}}}};
+void schedule_and_window(const ProfileConfig& c, const std::vector<std::pair<int64_t, int64_t>>& windows,
+                         int64_t active_steps, int64_t steps_seen, ProfileSection& out) {
+  out.schedule = {c.skip_first, c.wait, c.warmup, c.active, c.repeat, c.record_shapes, c.profile_memory, c.with_flops};
+  for (const auto& [a, b] : windows) out.window.windows.push_back({a, b});
+  out.window.active_steps = active_steps;
+  out.window.run_steps = steps_seen;
+}
+
+// The trainer's phase means, copied beside the profiled ones.
+std::optional<DevicePhases> device_phases(const RunRecord& rec) {
+  if (!rec.phases) return std::nullopt;
+  const auto& p = *rec.phases;
+  return DevicePhases{p.data_ms, p.h2d_ms, p.forward_ms, p.backward_ms, p.optimizer_ms, p.step_ms, p.steps, p.method};
 }
 
 }  // namespace
@@ -198,8 +202,9 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
   stop();
   for (const auto& [k, s] : m.steps) m.data.steps.push_back(s);
 
-  nlohmann::json out = schedule_json(m.cfg, m.window_steps, m.active_steps, m.steps_seen);
-  out["backend"] = m.rec->backend();
+  ProfileSection out;
+  schedule_and_window(m.cfg, m.window_steps, m.active_steps, m.steps_seen, out);
+  out.backend = m.rec->backend();
 
   int64_t need = profile_schedule_steps(m.cfg);
   if (need > 0 && m.steps_seen < need)
@@ -210,26 +215,15 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
                                      m.cfg.active, m.active_steps));
   if (m.active_steps == 0) m.warnings.push_back("no step was profiled: the operator table and trace hold no operators");
 
-  nlohmann::json totals;
-  auto table = build_op_table(m.data, &totals);
-  out["op_table"] = table;
-  out["op_table_totals"] = totals;
-  nlohmann::json dev_phases = nullptr;
-  if (rec.phases) {
-    const auto& p = *rec.phases;
-    dev_phases = {{"data_ms", p.data_ms},         {"h2d_ms", p.h2d_ms},   {"forward_ms", p.forward_ms},
-                  {"backward_ms", p.backward_ms}, {"optimizer_ms", p.optimizer_ms}, {"step_ms", p.step_ms},
-                  {"steps", p.steps},             {"method", p.method}};
-  }
-  out["step_breakdown"] = build_step_breakdown(m.data, m.device, dev_phases);
-  out["overhead"] = build_overhead(m.data, m.cfg.skip_first);
+  out.op_table = build_op_table(m.data, &out.op_table_totals);
+  out.step_breakdown = build_step_breakdown(m.data, m.device, device_phases(rec));
+  out.overhead = build_overhead(m.data, m.cfg.skip_first);
 
   nlohmann::json meta = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
                          {"libtorch_version", compat::torch_version()}, {"written_utc", utc_now()},
                          {"clock", "steady_clock since the matrix start; trace ts in us"}};
   if (prov) meta["provenance"] = to_json(*prov);
 
-  nlohmann::json files = nlohmann::json::object();
   namespace fs = std::filesystem;
   // Operator CSV.
   try {
@@ -243,8 +237,8 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
       head["command_line"] = prov->command_line;
     }
     std::string rel = "profiles/" + m.run_id + ".ops.csv";
-    write_file_atomic(run_dir + "/" + rel, op_table_csv(table, head));
-    files["ops_csv"] = rel;
+    write_file_atomic(run_dir + "/" + rel, op_table_csv(out.op_table, head));
+    out.files.ops_csv = rel;
   } catch (const std::exception& e) {
     m.warnings.push_back(fmt::format("operator CSV not written: {}", e.what()));
   }
@@ -262,9 +256,8 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
     if (!r.ok) {
       m.warnings.push_back(r.error);
     } else {
-      files["trace"] = rel;
-      out["trace"] = {{"bytes_uncompressed", r.bytes}, {"events", r.events}, {"dropped_events", r.dropped},
-                      {"truncated", r.truncated}, {"max_bytes", m.cfg.trace_max_bytes}};
+      out.files.trace = rel;
+      out.trace = TraceInfo{r.bytes, r.events, r.dropped, m.cfg.trace_max_bytes, r.truncated};
       if (r.truncated)
         m.warnings.push_back(fmt::format("trace cut at the size cap of {} bytes: {} event(s) dropped (CPU operators "
                                          "first); the summaries cover everything recorded. Raise trace_max_bytes or "
@@ -275,17 +268,13 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
     auto native = m.rec->save_native(run_dir + "/traces/" + m.run_id, &w);
     if (!w.empty()) m.warnings.push_back(w);
     if (!native.empty()) {
-      nlohmann::json nf = nlohmann::json::array();
-      for (const auto& f : native) nf.push_back(fs::relative(f, run_dir).string());
-      files["kineto_traces"] = nf;
+      for (const auto& f : native) out.files.kineto_traces.push_back(fs::relative(f, run_dir).string());
     }
   } catch (const std::exception& e) {
     m.warnings.push_back(fmt::format("trace not written: {}", e.what()));
   }
-  out["files"] = files;
-  out["warnings"] = m.warnings;
-  // The typed section from the one field list (trainscope/record_sections.h).
-  return *record_json::section_from_json<ProfileSection>(out);
+  out.warnings = m.warnings;
+  return out;
 }
 
 namespace {

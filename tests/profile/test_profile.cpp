@@ -127,8 +127,10 @@ TEST(ProfileSchedule, StatesFollowSkipWaitWarmupActiveRepeat) {
 
 TEST(ProfileOpTable, PercentagesSumTo100AndSelfWithinBusy) {
   auto d = synthetic_data(3, 4);
-  nlohmann::json totals;
-  auto rows = build_op_table(d, &totals);
+  OpTableTotals typed_totals;
+  const auto typed_rows = build_op_table(d, &typed_totals);
+  const auto rows = record_json::write(typed_rows);
+  const auto totals = record_json::write(typed_totals);
   ASSERT_FALSE(rows.empty());
   double cpu_pct = 0, dev_pct = 0, self_us = 0;
   for (const auto& r : rows) {
@@ -150,14 +152,14 @@ TEST(ProfileOpTable, PercentagesSumTo100AndSelfWithinBusy) {
       EXPECT_EQ(r["mem_net_bytes"].get<int64_t>(), 3 * 5 * 4 * (4096 - 1024));
       EXPECT_GT(r["flops"].get<double>(), 0);
     }
-  auto csv = op_table_csv(rows, {{"run_id", "x"}});
+  auto csv = op_table_csv(typed_rows, {{"run_id", "x"}});
   EXPECT_NE(csv.find("# run_id: x"), std::string::npos);
   EXPECT_NE(csv.find("name,calls,cpu_total_us,cpu_self_us,cpu_self_pct"), std::string::npos);
 }
 
 TEST(ProfileOpTable, GpuBusyIsUnionAndAtMost100) {
   auto d = synthetic_data(1, 2);
-  auto b = build_step_breakdown(d, "cuda:0", nullptr);
+  auto b = record_json::write(build_step_breakdown(d, "cuda:0", std::nullopt));
   ASSERT_TRUE(b["gpu"].contains("cuda:0"));
   const auto& g = b["gpu"]["cuda:0"];
   EXPECT_LE(g["busy_pct"].get<double>(), 100.0);
