@@ -88,6 +88,78 @@ struct Row {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+// Table rows sorted by self CPU time, then self device time, then name.
+std::vector<OpRow> op_rows(const std::map<std::string, Row>& rows, bool device_events, int64_t cpu_self_sum,
+                           int64_t dev_sum) {
+  std::vector<const Row*> sorted;
+  for (const auto& [k, r] : rows) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](const Row* a, const Row* b) {
+    if (a->cpu_self_ns != b->cpu_self_ns) return a->cpu_self_ns > b->cpu_self_ns;
+    if (a->dev_self_ns != b->dev_self_ns) return a->dev_self_ns > b->dev_self_ns;
+    return a->name < b->name;
+  });
+  std::vector<OpRow> out;
+  for (const Row* r : sorted) {
+    OpRow j;
+    j.name = r->name;
+    j.calls = r->calls;
+    j.cpu_total_us = us(r->cpu_total_ns);
+    j.cpu_self_us = us(r->cpu_self_ns);
+    j.cpu_self_pct = cpu_self_sum > 0 ? 100.0 * static_cast<double>(r->cpu_self_ns) / static_cast<double>(cpu_self_sum) : 0.0;
+    if (device_events) {
+      j.device_total_us = us(r->dev_total_ns);
+      j.device_self_us = us(r->dev_self_ns);
+      j.device_self_pct = dev_sum > 0 ? 100.0 * static_cast<double>(r->dev_self_ns) / static_cast<double>(dev_sum) : 0.0;
+    }
+    j.mem_alloc_bytes = r->alloc;
+    j.mem_freed_bytes = r->freed;
+    j.mem_net_bytes = r->alloc - r->freed;
+    if (r->has_flops) {
+      j.flops = r->flops;
+      int64_t t = r->dev_total_ns > 0 ? r->dev_total_ns : r->cpu_total_ns;
+      if (t > 0) j.tflops_per_s = r->flops / (static_cast<double>(t) * 1e-9) / 1e12;
+    }
+    if (!r->shapes.empty()) {
+      auto top = std::max_element(r->shapes.begin(), r->shapes.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+      j.input_shapes = top->first;  // the most frequent shapes of this operator
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+using NestedByTid = std::map<uint64_t, std::vector<std::pair<size_t, std::pair<int64_t, int64_t>>>>;  // op, clipped iv
+
+// Memory: to the innermost op on the reporting thread that contains the report's time; what no
+// op contains goes to outside_alloc / outside_freed.
+void attribute_memory(const ProfileData& d, NestedByTid& nested_by_tid, std::vector<int64_t>& alloc,
+                      std::vector<int64_t>& freed, int64_t& outside_alloc, int64_t& outside_freed) {
+  std::map<uint64_t, std::vector<const MemEvent*>> mem_by_tid;
+  for (const auto& m : d.mem_events) mem_by_tid[m.tid].push_back(&m);
+  for (auto& [tid, ms] : mem_by_tid) {
+    std::sort(ms.begin(), ms.end(), [](const MemEvent* a, const MemEvent* b) { return a->t_ns < b->t_ns; });
+    const auto& list = nested_by_tid[tid];  // in nesting order: sorted by start, parents first
+    std::vector<size_t> stack;              // positions in list
+    size_t k = 0;
+    for (const MemEvent* m : ms) {
+      // Advance: open every slice that starts at or before m.
+      while (k < list.size() && list[k].second.first <= m->t_ns) {
+        while (!stack.empty() && list[stack.back()].second.second <= list[k].second.first) stack.pop_back();
+        stack.push_back(k++);
+      }
+      while (!stack.empty() && list[stack.back()].second.second < m->t_ns) stack.pop_back();
+      if (stack.empty()) {
+        (m->bytes > 0 ? outside_alloc : outside_freed) += std::abs(m->bytes);
+        continue;
+      }
+      size_t op = list[stack.back()].first;
+      if (m->bytes > 0) alloc[op] += m->bytes;
+      else freed[op] += -m->bytes;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals) {
@@ -99,7 +171,7 @@ std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals) {
   std::map<uint64_t, std::vector<size_t>> by_tid;
   for (size_t i = 0; i < n; ++i) by_tid[d.ops[i].tid].push_back(i);
   int64_t busy_ns = 0;
-  std::map<uint64_t, std::vector<std::pair<size_t, std::pair<int64_t, int64_t>>>> nested_by_tid;  // op, clipped iv
+  NestedByTid nested_by_tid;
   for (auto& [tid, idx] : by_tid) {
     std::vector<std::pair<int64_t, int64_t>> iv;
     std::vector<std::pair<long long, long long>> ivl;
@@ -146,33 +218,8 @@ std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals) {
     for (int p = static_cast<int>(it->second); p >= 0; p = parent[static_cast<size_t>(p)]) dev_total[static_cast<size_t>(p)] += t;
   }
 
-  // Memory: to the innermost op on the reporting thread that contains the report's time.
   int64_t mem_outside_alloc = 0, mem_outside_freed = 0;
-  {
-    std::map<uint64_t, std::vector<const MemEvent*>> mem_by_tid;
-    for (const auto& m : d.mem_events) mem_by_tid[m.tid].push_back(&m);
-    for (auto& [tid, ms] : mem_by_tid) {
-      std::sort(ms.begin(), ms.end(), [](const MemEvent* a, const MemEvent* b) { return a->t_ns < b->t_ns; });
-      const auto& list = nested_by_tid[tid];  // in nesting order: sorted by start, parents first
-      std::vector<size_t> stack;              // positions in list
-      size_t k = 0;
-      for (const MemEvent* m : ms) {
-        // Advance: open every slice that starts at or before m.
-        while (k < list.size() && list[k].second.first <= m->t_ns) {
-          while (!stack.empty() && list[stack.back()].second.second <= list[k].second.first) stack.pop_back();
-          stack.push_back(k++);
-        }
-        while (!stack.empty() && list[stack.back()].second.second < m->t_ns) stack.pop_back();
-        if (stack.empty()) {
-          (m->bytes > 0 ? mem_outside_alloc : mem_outside_freed) += std::abs(m->bytes);
-          continue;
-        }
-        size_t op = list[stack.back()].first;
-        if (m->bytes > 0) alloc[op] += m->bytes;
-        else freed[op] += -m->bytes;
-      }
-    }
-  }
+  attribute_memory(d, nested_by_tid, alloc, freed, mem_outside_alloc, mem_outside_freed);
 
   std::map<std::string, Row> rows;
   for (size_t i = 0; i < n; ++i) {
@@ -199,41 +246,7 @@ std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals) {
 
   int64_t cpu_self_sum = 0;
   for (const auto& [k, r] : rows) cpu_self_sum += r.cpu_self_ns;
-  std::vector<const Row*> sorted;
-  for (const auto& [k, r] : rows) sorted.push_back(&r);
-  std::sort(sorted.begin(), sorted.end(), [](const Row* a, const Row* b) {
-    if (a->cpu_self_ns != b->cpu_self_ns) return a->cpu_self_ns > b->cpu_self_ns;
-    if (a->dev_self_ns != b->dev_self_ns) return a->dev_self_ns > b->dev_self_ns;
-    return a->name < b->name;
-  });
-  std::vector<OpRow> out;
-  for (const Row* r : sorted) {
-    OpRow j;
-    j.name = r->name;
-    j.calls = r->calls;
-    j.cpu_total_us = us(r->cpu_total_ns);
-    j.cpu_self_us = us(r->cpu_self_ns);
-    j.cpu_self_pct = cpu_self_sum > 0 ? 100.0 * static_cast<double>(r->cpu_self_ns) / static_cast<double>(cpu_self_sum) : 0.0;
-    if (!d.device_events.empty()) {
-      j.device_total_us = us(r->dev_total_ns);
-      j.device_self_us = us(r->dev_self_ns);
-      j.device_self_pct = dev_sum > 0 ? 100.0 * static_cast<double>(r->dev_self_ns) / static_cast<double>(dev_sum) : 0.0;
-    }
-    j.mem_alloc_bytes = r->alloc;
-    j.mem_freed_bytes = r->freed;
-    j.mem_net_bytes = r->alloc - r->freed;
-    if (r->has_flops) {
-      j.flops = r->flops;
-      int64_t t = r->dev_total_ns > 0 ? r->dev_total_ns : r->cpu_total_ns;
-      if (t > 0) j.tflops_per_s = r->flops / (static_cast<double>(t) * 1e-9) / 1e12;
-    }
-    if (!r->shapes.empty()) {
-      auto top = std::max_element(r->shapes.begin(), r->shapes.end(),
-                                  [](const auto& a, const auto& b) { return a.second < b.second; });
-      j.input_shapes = top->first;  // the most frequent shapes of this operator
-    }
-    out.push_back(std::move(j));
-  }
+  std::vector<OpRow> out = op_rows(rows, !d.device_events.empty(), cpu_self_sum, dev_sum);
   if (totals) {
     totals->operators = static_cast<int64_t>(out.size());
     totals->events = static_cast<int64_t>(n);
