@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "results/record_json.h"
 #include "trainscope/profile.h"
 #include "trainscope/runner.h"
 
@@ -71,14 +72,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& r = res.runs[0];
-  const auto& o = r.profile["overhead"];
+  if (!r.profile) {
+    fmt::print(stderr, "profile_overhead: the run has no profile section\n");
+    return 1;
+  }
+  const ProfilerOverhead& o = r.profile->overhead;
   fmt::print("device {} ({}), model {}, batch {}, {} steps, {} intra-op threads, backend {}, shapes {}, memory {}\n",
              r.device, r.device_name, r.model, r.batch_size, r.steps_completed, r.intra_op_threads,
-             r.profile.value("backend", "?"), m.profile.record_shapes, m.profile.profile_memory);
-  fmt::print("{}\n", o.dump(2));
-  if (o["overhead_pct"].is_number())
-    fmt::print("window overhead: {:.1f} % (mean), median {:.3f} ms vs {:.3f} ms\n", o["overhead_pct"].get<double>(),
-               o["window_step_ms_median"].get<double>(), o["outside_step_ms_median"].get<double>());
-  fmt::print("\n{}", format_op_table(r.profile, 10));
+             r.profile->backend, m.profile.record_shapes, m.profile.profile_memory);
+  fmt::print("{}\n", to_json(*r.profile)["overhead"].dump(2));
+  if (o.overhead_pct)
+    fmt::print("window overhead: {:.1f} % (mean), median {:.3f} ms vs {:.3f} ms\n", *o.overhead_pct,
+               o.window_step_ms_median.value_or(0), o.outside_step_ms_median.value_or(0));
+  fmt::print("\n{}", format_op_table(*r.profile, 10));
   return 0;
 }

@@ -2,3 +2,8 @@ ts_add_test(test_cli SOURCES cli/test_cli.cpp cli/test_settings_cli.cpp ${PROJEC
             TORCH LIBS CLI11::CLI11)
 target_include_directories(test_cli PRIVATE ${PROJECT_SOURCE_DIR}/tools/trainscope)
 add_dependencies(test_cli trainscope_cli)
+
+# The record end to end: the binary with a two-GPU fake NVML (tests/fake_nvml, built by telemetry.cmake).
+ts_add_test(test_record_e2e SOURCES cli/test_record_e2e.cpp)
+add_dependencies(test_record_e2e trainscope_cli fake_nvml)
+target_compile_definitions(test_record_e2e PRIVATE TS_FAKE_NVML="$<TARGET_FILE:fake_nvml>")

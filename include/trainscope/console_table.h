@@ -9,8 +9,9 @@
 
 namespace trainscope {
 
-/// Speed-up = median steady samples/s of the device / median steady samples/s of "cpu" for the
-/// same (model, batch size); absent when either side has no successful run.
+/// Speed-up: the report's (trainscope/report.h analyze, DeviceComparison::speedup) = median
+/// steady samples/s of the device / median steady samples/s of "cpu" for the same (model,
+/// batch size); absent when either side has no successful run.
 std::string format_matrix_table(const std::vector<RunRecord>& runs);
 
 /// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min"

@@ -35,10 +35,11 @@
 #include <atomic>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "trainscope/record_sections.h"
 
 namespace trainscope {
 
@@ -64,18 +65,13 @@ struct InferenceOptions {
   static constexpr double kServerMinCapS = 30;
 };
 
-/// Latency percentiles of one scenario (milliseconds).
-struct LatencySummary {
-  int64_t queries = 0;
-  std::optional<double> p50_ms, p90_ms, p99_ms, max_ms, mean_ms;
-  bool too_few_queries = false;
-  std::string too_few_reason;  // "" unless too_few_queries
-};
+/// Latency percentiles of one scenario (milliseconds; trainscope/record_sections.h
+/// LatencyFields: queries, p50/p90/p99/max/mean_ms, too_few_queries, too_few_reason).
+using LatencySummary = LatencyFields;
 
 /// Summarises latencies (ms, any order) by exact type-7 percentiles. Empty input gives absent
 /// values and too_few_queries. `min_queries` below 1 is treated as 1.
 LatencySummary summarize_latencies(const std::vector<double>& latencies_ms, int64_t min_queries);
-nlohmann::json to_json(const LatencySummary& s);
 
 /// Arrival times (seconds from 0, increasing) of `count` queries of a Poisson process with
 /// rate `qps` (> 0): cumulative sums of exponential(qps) inter-arrival times drawn from a
@@ -84,7 +80,7 @@ std::vector<double> poisson_arrivals(double qps, int64_t count, uint64_t seed);
 
 /// Result of a server run from per-query arrival and completion times (s): latency includes
 /// queueing. Exposed so tests can check the arithmetic without a clock.
-nlohmann::json server_summary(double qps, const std::vector<double>& arrival_s, const std::vector<double>& done_s,
-                              double target_p99_ms, int64_t min_queries);
+ServerRun server_summary(double qps, const std::vector<double>& arrival_s, const std::vector<double>& done_s,
+                         double target_p99_ms, int64_t min_queries);
 
 }  // namespace trainscope

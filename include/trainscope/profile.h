@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -67,11 +66,11 @@ class RunProfiler {
   /// Builds the summaries and writes <run_dir>/profiles/<run_id>.ops.csv and
   /// <run_dir>/traces/<run_id>.trace.json.gz (plus <run_id>.pt.trace.json from Kineto when
   /// available). `counters` are telemetry series; only points inside the run's
-  /// [rec.start_ns, rec.end_ns] go into the trace. Returns the record's profile section:
-  /// {"backend","schedule","window":{"steps":[...]},"op_table":[...],"op_table_totals":{...},
-  ///  "step_breakdown":{...},"overhead":{...},"files":{...},"warnings":[...]}.
+  /// [rec.start_ns, rec.end_ns] go into the trace. Returns the record's profile section
+  /// (trainscope/record_sections.h ProfileSection: backend, schedule, window, op_table,
+  /// op_table_totals, step_breakdown, overhead, trace, files, warnings).
   /// `prov` (optional) heads the CSV and the trace (docs/design.md#provenance-first).
-  nlohmann::json finish(const std::string& run_dir, const RunRecord& rec, const std::vector<CounterSeries>& counters,
+  ProfileSection finish(const std::string& run_dir, const RunRecord& rec, const std::vector<CounterSeries>& counters,
                         const Provenance* prov = nullptr);
 
  private:
@@ -80,7 +79,8 @@ class RunProfiler {
 };
 
 /// The top `top_n` operators of a profile section (by self CPU time, or self device time when
-/// the run had device events) as a console table; "" when the section has no operator table.
-std::string format_op_table(const nlohmann::json& profile_section, int64_t top_n);
+/// the run had device events) as a console table, then the section's warnings; "" when the
+/// section has neither operators nor warnings.
+std::string format_op_table(const ProfileSection& profile_section, int64_t top_n);
 
 }  // namespace trainscope

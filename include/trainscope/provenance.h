@@ -2,7 +2,7 @@
 // the shape follows google/benchmark's JSON "context" block).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,8 +39,7 @@ struct Provenance {
 /// libtorch/CUDA/GPU fields (see trainscope/runner.h).
 Provenance collect_host_provenance(const std::string& proc_root = "/proc");
 
-nlohmann::json to_json(const Provenance& p);
-Provenance provenance_from_json(const nlohmann::json& j);
+// JSON form: src/common/provenance_json.h (private).
 
 /// "# key: value" lines for the head of CSV files.
 std::string provenance_csv_comment(const Provenance& p);

@@ -92,11 +92,12 @@ struct BatchComparison {
   std::optional<double> mem_a_bytes, mem_b_bytes;  // GPU peak allocated (GPU) or RSS (CPU)
 };
 
-/// Per-GPU load while one run trained (multi-GPU runs; also reported for single-GPU runs so an
-/// idle second GPU is visible as in the study).
+/// Per-GPU load while one run trained, from the run's telemetry devices "gpu<N>" (NVML index):
+/// for GPU runs and runs on several processes (world_size > 1), whenever telemetry saw two or
+/// more GPUs, so an idle second GPU is visible as in the study.
 struct GpuBalance {
   std::string run_id, run_device;
-  bool multi_gpu_run = false;       // the run meant to use several GPUs
+  bool multi_gpu_run = false;       // the run trained on several GPUs (RunRecord::world_size > 1)
   struct Entry {
     std::string gpu;                // "gpu0"
     std::optional<double> util_pct_mean, power_w_mean, power_w_max, mem_used_bytes_max;

@@ -4,12 +4,12 @@
 // CSV), never 0; `notes` say why where it is not obvious.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "trainscope/provenance.h"
+#include "trainscope/record_sections.h"
 
 namespace trainscope {
 
@@ -51,6 +51,9 @@ struct RunRecord {
   std::string model;              // "mlp", "cnn", "resnet18", "vgg11", or a TorchScript path
   int64_t batch_size = 0;
   int64_t repeat = 0;
+  /// Processes (one per GPU) the run trained with; 1 today (no data-parallel training yet).
+  /// The unbalanced-GPU advice looks at runs with world_size > 1.
+  int64_t world_size = 1;
   RunStatus status = RunStatus::kRunning;
   std::string error_kind;         // trainscope::to_string(ErrorKind) when failed
   std::string failure_reason;     // human-readable, names the step/batch/memory where known
@@ -95,16 +98,15 @@ struct RunRecord {
   std::string checkpoint_path;       // relative to the run folder; "" when none was written
   std::vector<std::string> notes;    // why a value is absent, warnings
 
-  // sections filled by other components (null when absent)
-  nlohmann::json telemetry;       // trainscope/telemetry.h summary
-  nlohmann::json profile;         // op table + step breakdown (trainscope/profile.h)
-  nlohmann::json inference;       // trainscope/inference.h results
+  // sections filled by other components (trainscope/record_sections.h; null when absent)
+  std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section
+  std::optional<ProfileSection> profile;      // RunProfiler::finish
+  std::optional<InferenceSection> inference;  // trainscope/inference.h
 };
 
-nlohmann::json to_json(const RunRecord& r);
-RunRecord run_record_from_json(const nlohmann::json& j);
-
-/// The flat CSV columns (one row per run). Nested sections appear as selected scalar columns.
+/// The flat CSV columns (one row per run). Nested sections appear as selected scalar columns:
+/// every telemetry headline field as telemetry_<field> (TelemetryHeadline::fields) and the
+/// inference headline figures.
 std::vector<std::string> csv_header();
 std::vector<std::string> csv_row(const RunRecord& r);
 

@@ -29,11 +29,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "trainscope/record_sections.h"
 
 namespace trainscope {
 
@@ -81,6 +82,12 @@ struct TelemetryField {
   double min, max;     // valid range; readings outside are dropped as "out_of_range"
   const char* help;    // one line, for Prometheus HELP and docs
 };
+/// Headline of `device` in `s`: the mean and max of each headline metric of that device, its
+/// energy, the power limit of the GPU whose NVML index the name carries ("gpu<N>"), and the
+/// host-wide figures ("cpu", "process"). Missing readings stay std::nullopt.
+TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::string& device,
+                                     const std::vector<GpuInfo>& gpus);
+
 /// All metrics any source can produce (per-device prefixes such as "core" are not repeated).
 const std::vector<TelemetryField>& telemetry_fields();
 
@@ -101,20 +108,21 @@ class TelemetrySampler {
   TelemetrySnapshot sample_now();
 
   std::vector<GpuInfo> gpus() const;
-  /// [{name, available, reason, fields_supported:[...], details:{...}}]; reason is "" when
-  /// available. NVML details carry driver/NVML versions and lost GPUs.
-  nlohmann::json sources() const;
-  /// Summary of [t0_ns, t1_ns]:
-  /// {"t0_ns","t1_ns","duration_s","sources":[...],
-  ///  "devices":{"gpu0":{"fields":{"power_w":{"mean","p50","p95","max","count","dropped",
-  ///                                          "drop_reasons":{...},"update_period_s"}},
-  ///                     "energy":{"energy_j","energy_method":"counter"|"power_integration",
-  ///                               "counter_update_period_s","short_window",
-  ///                               "joules_per_sample" (when samples_processed > 0)}}}}
+  /// The sources as probed; reason is "" when available. NVML details carry driver/NVML
+  /// versions and lost GPUs.
+  std::vector<TelemetrySourceInfo> sources() const;
+  /// Summary of [t0_ns, t1_ns] (trainscope/record_sections.h TelemetrySummary): per device and
+  /// metric count, dropped readings with reasons, mean, p50, p95, max, update_period_s; per
+  /// device the energy (energy_method "counter" or "power_integration", counter_update_period_s,
+  /// short_window, joules_per_sample when samples_processed > 0).
   /// Percentiles are nearest-rank. update_period_s is the mean time between changes of the
   /// reading (a sensor polled faster than it updates repeats itself), null with < 2 changes.
   /// energy is absent for a device with neither an energy counter nor a power reading.
-  nlohmann::json summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed = 0) const;
+  TelemetrySummary summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed = 0) const;
+  /// The run record's telemetry section: summarize() plus the headline of `device` (the run's
+  /// telemetry device, "" when none matched), including its NVML power limit.
+  TelemetrySection run_section(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed,
+                               const std::string& device) const;
   std::vector<CounterSeries> series() const;  // for trace counter tracks and charts
   /// Raw samples, gzip CSV with header "t_ns,device,metric,value".
   /// Every sample so far as CSV text: "t_ns,device,metric,value" header, rows by time.

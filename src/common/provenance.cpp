@@ -1,4 +1,4 @@
-#include "trainscope/provenance.h"
+#include "common/provenance_json.h"
 
 #include "common/text.h"
 

@@ -18,31 +18,38 @@ namespace trainscope {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using json = nlohmann::json;
 
 double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
-json telemetry_window(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns, int64_t t1_ns,
-                      int64_t samples) {
-  if (!sampler) return {{"absent_reason", "telemetry is off (--no-telemetry, or the sampler could not start)"}};
-  if (tdev.empty()) return {{"absent_reason", "no telemetry device matches this device (NVML did not report it)"}};
-  json s = sampler->summarize(t0_ns, t1_ns, samples);
-  json out = {{"device", tdev}, {"window_s", static_cast<double>(t1_ns - t0_ns) * 1e-9}};
-  if (!s.contains("devices") || !s["devices"].contains(tdev)) {
-    out["absent_reason"] = fmt::format("telemetry has no readings for '{}' in this window", tdev);
+ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns,
+                                    int64_t t1_ns, int64_t samples) {
+  ScenarioTelemetry out;
+  if (!sampler) {
+    out.absent_reason = "telemetry is off (--no-telemetry, or the sampler could not start)";
     return out;
   }
-  const json& d = s["devices"][tdev];
-  for (const char* m : {"power_w", "package_power_w"})
-    if (d.contains("fields") && d["fields"].contains(m) && d["fields"][m].contains("mean"))
-      out[std::string(m) + "_mean"] = d["fields"][m]["mean"];
-  if (d.contains("energy")) {
-    const json& e = d["energy"];
-    for (const char* k : {"energy_j", "joules_per_sample", "energy_method", "short_window"})
-      if (e.contains(k)) out[k] = e[k];
+  if (tdev.empty()) {
+    out.absent_reason = "no telemetry device matches this device (NVML did not report it)";
+    return out;
+  }
+  const TelemetrySummary s = sampler->summarize(t0_ns, t1_ns, samples);
+  out.device = tdev;
+  out.window_s = static_cast<double>(t1_ns - t0_ns) * 1e-9;
+  const DeviceTelemetry* d = s.device(tdev);
+  if (!d) {
+    out.absent_reason = fmt::format("telemetry has no readings for '{}' in this window", tdev);
+    return out;
+  }
+  if (const auto* m = d->metric("power_w")) out.power_w_mean = m->mean;
+  if (const auto* m = d->metric("package_power_w")) out.package_power_w_mean = m->mean;
+  if (d->energy) {
+    out.energy_j = d->energy->energy_j;
+    out.joules_per_sample = d->energy->joules_per_sample;
+    out.energy_method = d->energy->energy_method;
+    out.short_window = d->energy->short_window;
   } else {
-    out["absent_reason"] = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
+    out.absent_reason = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
   }
   return out;
 }
@@ -56,10 +63,10 @@ torch::Tensor pool_rows(InferenceExecutor& ex, const torch::Tensor& pool, int64_
   return ex.prepare(pool.index_select(0, idx));
 }
 
-json split_json(const std::vector<double>& v) {
-  if (v.empty()) return nullptr;
+std::optional<SplitPart> split_part(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
   auto s = summarize_latencies(v, 1);
-  return {{"p50_ms", *s.p50_ms}, {"p99_ms", *s.p99_ms}, {"mean_ms", *s.mean_ms}};
+  return SplitPart{s.p50_ms, s.p99_ms, s.mean_ms};
 }
 
 bool stop_now(const InferenceOptions& opt) { return opt.stop_requested && opt.stop_requested->load(); }
@@ -72,7 +79,7 @@ struct Env {
   const std::string& tdev;
 };
 
-json single_stream(Env& e) {
+SingleStreamResult single_stream(Env& e) {
   const auto& opt = e.opt;
   for (int64_t i = 0; i < opt.warmup_queries; ++i) e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
   std::vector<double> e2e, h2d, compute, d2h;
@@ -92,19 +99,20 @@ json single_stream(Env& e) {
   }
   double wall = since_s(t0);
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
-  json j = to_json(summarize_latencies(e2e, opt.min_queries));
-  j["warmup_queries"] = opt.warmup_queries;
-  j["budget_s"] = opt.single_stream_budget_s;
-  j["wall_s"] = wall;
-  if (stop_now(opt)) j["interrupted"] = true;
+  SingleStreamResult j;
+  j.latency = summarize_latencies(e2e, opt.min_queries);
+  j.warmup_queries = opt.warmup_queries;
+  j.budget_s = opt.single_stream_budget_s;
+  j.wall_s = wall;
+  j.interrupted = stop_now(opt);
   if (!h2d.empty())
-    j["split"] = {{"h2d_ms", split_json(h2d)}, {"compute_ms", split_json(compute)}, {"d2h_ms", split_json(d2h)},
-                  {"method", "CUDA events on the compute stream around each copy and the forward"}};
-  j["telemetry"] = telemetry_window(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(e2e.size()));
+    j.split = LatencySplit{split_part(h2d), split_part(compute), split_part(d2h),
+                           "CUDA events on the compute stream around each copy and the forward"};
+  j.telemetry = telemetry_section(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(e2e.size()));
   return j;
 }
 
-json offline_one(Env& e, int64_t b) {
+OfflineBatch offline_one(Env& e, int64_t b) {
   const auto& opt = e.opt;
   int64_t n = e.pool.size(0);
   torch::Tensor big;  // a batch larger than the pool: the pool repeated, prepared once
@@ -119,43 +127,43 @@ json offline_one(Env& e, int64_t b) {
   e.ex.drain();
   double wall = since_s(t0);
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
-  return {{"batch_size", b},
-          {"samples_per_s", static_cast<double>(k * b) / wall},
-          {"batches", k},
-          {"samples", k * b},
-          {"wall_s", wall},
-          {"telemetry", telemetry_window(e.sampler, e.tdev, tel0, tel1, k * b)}};
+  OfflineBatch r;
+  r.batch_size = b;
+  r.samples_per_s = static_cast<double>(k * b) / wall;
+  r.batches = k;
+  r.samples = k * b;
+  r.wall_s = wall;
+  r.telemetry = telemetry_section(e.sampler, e.tdev, tel0, tel1, k * b);
+  return r;
 }
 
-json offline(Env& e) {
-  json per = json::array();
-  std::optional<double> best;
-  int64_t best_b = 0;
+OfflineResult offline(Env& e) {
+  OfflineResult out;
+  out.budget_s_per_batch = e.opt.offline_budget_s;
   for (int64_t b : e.opt.offline_batch_sizes) {
     if (stop_now(e.opt)) break;  // the batch sizes measured so far are kept
     try {
       auto r = offline_one(e, b);
-      double sps = r["samples_per_s"].get<double>();
-      if (!best || sps > *best) best = sps, best_b = b;
-      per.push_back(r);
+      if (!out.best_samples_per_s || *r.samples_per_s > *out.best_samples_per_s)
+        out.best_samples_per_s = r.samples_per_s, out.best_batch_size = b;
+      out.per_batch.push_back(r);
     } catch (const c10::Error& err) {
       if (!compat::is_out_of_memory(err)) throw;
       e.ex.drain();
-      per.push_back({{"batch_size", b}, {"samples_per_s", nullptr}, {"error_kind", "out_of_memory"},
-                     {"error", fmt::format("out of memory at batch size {}", b)}});
+      OfflineBatch failed;
+      failed.batch_size = b;
+      failed.error_kind = "out_of_memory";
+      failed.error = fmt::format("out of memory at batch size {}", b);
+      out.per_batch.push_back(failed);
     }
   }
-  json out = {{"per_batch", per},
-          {"budget_s_per_batch", e.opt.offline_budget_s},
-          {"best_samples_per_s", best ? json(*best) : json(nullptr)},
-          {"best_batch_size", best ? json(best_b) : json(nullptr)}};
-  if (stop_now(e.opt)) out["interrupted"] = true;
+  out.interrupted = stop_now(e.opt);
   return out;
 }
 
 // One server run at `qps`: a single worker serves queries in arrival order, up to max_batch
 // already-arrived queries at a time. Stops early once the p99 target can no longer be met.
-json server_at(Env& e, double qps, uint64_t seed) {
+ServerRun server_at(Env& e, double qps, uint64_t seed) {
   const auto& opt = e.opt;
   int64_t count = std::max<int64_t>(opt.min_queries, std::llround(qps * opt.server_budget_s));
   count = std::min<int64_t>(count, 1'000'000);
@@ -201,93 +209,102 @@ json server_at(Env& e, double qps, uint64_t seed) {
     }
   }
   int64_t tel1 = e.sampler ? e.sampler->now_ns() : 0;
-  json j = server_summary(qps, arrivals, done, opt.server_target_p99_ms, opt.min_queries);
+  ServerRun j = server_summary(qps, arrivals, done, opt.server_target_p99_ms, opt.min_queries);
   if (late > late_limit) {
-    j["meets_target"] = false;
+    j.meets_target = false;
     if (stopped_early) {
-      j["stopped_early"] = true;
-      j["stop_reason"] = fmt::format("more than {} of {} queries already exceeded the p99 target: it cannot be met; "
+      j.stopped_early = true;
+      j.stop_reason = fmt::format("more than {} of {} queries already exceeded the p99 target: it cannot be met; "
                                      "percentiles are over the queries served",
                                      late_limit, count);
-      j.erase("too_few_queries");  // the verdict does not depend on the count
-      j.erase("too_few_reason");
+      j.latency.too_few_queries = false;  // the verdict does not depend on the count
+      j.latency.too_few_reason.clear();
     }
   }
-  j["served"] = static_cast<int64_t>(i);
+  j.served = static_cast<int64_t>(i);
   if (capped) {
-    j["stopped_early"] = true;
-    j["stop_reason"] = fmt::format("time cap of {:.0f} s reached after {} of {} queries (at {} qps, {} queries take "
+    j.stopped_early = true;
+    j.stop_reason = fmt::format("time cap of {:.0f} s reached after {} of {} queries (at {} qps, {} queries take "
                                    "{:.0f} s); percentiles are over the queries served",
                                    cap_s, i, count, qps, count, static_cast<double>(count) / qps);
   }
-  if (interrupted) j["interrupted"] = true;
-  j["telemetry"] = telemetry_window(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(i));
+  j.interrupted = interrupted;
+  j.telemetry = telemetry_section(e.sampler, e.tdev, tel0, tel1, static_cast<int64_t>(i));
   return j;
 }
 
-json server(Env& e, std::optional<double> mean_service_ms, const std::function<void(const std::string&)>& log) {
+// Bisection over the rate for the highest one meeting the p99 target. Upper bracket from the
+// service time: one worker cannot keep up with more than max_batch / service time queries per
+// second. `probe` runs one rate and says whether it met the target.
+MaxQpsSearch find_max_qps(Env& e, std::optional<double> mean_service_ms, const std::function<bool(double)>& probe,
+                          const bool& interrupted) {
   const auto& opt = e.opt;
-  json out = {{"target_p99_ms", opt.server_target_p99_ms},
-              {"max_batch", opt.server_max_batch},
-              {"budget_s_per_rate", opt.server_budget_s},
-              {"worker", "one worker, first come first served; latency = result on host - arrival (queueing included)"},
-              {"arrivals", fmt::format("Poisson process: exponential inter-arrival times, mt19937_64 seed {}", opt.seed)},
-              {"runs", json::array()}};
+  if (!mean_service_ms) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < 50; ++i) v.push_back(e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1)).e2e_ms);
+    mean_service_ms = mean(v);
+  }
+  double cap = 1e3 / std::max(*mean_service_ms, 1e-3) * static_cast<double>(opt.server_max_batch);
+  // Start near the capacity: a low rate needs min_queries / rate seconds to measure.
+  double lo = 0.5 * cap, hi = 1.5 * cap;
+  bool lo_ok = probe(lo);
+  bool hi_known_failing = !lo_ok;
+  for (int t = 0; t < 4 && !lo_ok; ++t) hi = lo, lo_ok = probe(lo /= 2);
+  MaxQpsSearch search;
+  search.method = "bisection over the rate; stop when hi/lo < 1.05 or after 8 probes";
+  search.initial_upper_qps = hi;
+  if (!lo_ok) {
+    search.absent_reason = fmt::format("even {:.2f} qps misses the p99 target of {} ms: the service time alone is "
+                                       "too long; raise --target-p99-ms",
+                                       lo, opt.server_target_p99_ms);
+  } else {
+    while (!hi_known_failing && probe(hi) && hi < 64 * cap) lo = hi, hi *= 2;  // batching can beat the estimate
+    for (int t = 0; t < 8 && hi / lo > 1.05; ++t) {
+      double mid = std::sqrt(lo * hi);  // geometric midpoint: rates span orders of magnitude
+      (probe(mid) ? lo : hi) = mid;
+    }
+    search.max_qps_meeting_target = lo;
+    search.first_failing_qps = hi;
+  }
+  if (interrupted) {
+    search.max_qps_meeting_target.reset();
+    search.absent_reason = "interrupted (Ctrl-C) before the search finished";
+  }
+  return search;
+}
+
+ServerResult server(Env& e, std::optional<double> mean_service_ms, const std::function<void(const std::string&)>& log) {
+  const auto& opt = e.opt;
+  ServerResult out;
+  out.target_p99_ms = opt.server_target_p99_ms;
+  out.max_batch = opt.server_max_batch;
+  out.budget_s_per_rate = opt.server_budget_s;
+  out.worker = "one worker, first come first served; latency = result on host - arrival (queueing included)";
+  out.arrivals = fmt::format("Poisson process: exponential inter-arrival times, mt19937_64 seed {}", opt.seed);
   for (int64_t i = 0; i < opt.warmup_queries; ++i) e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1));
   uint64_t seed = opt.seed;
-  auto probe = [&](double qps) {
+  std::function<bool(double)> probe = [&](double qps) {
     if (stop_now(opt)) {  // Ctrl-C: no further rates; the search reports what it has
-      out["interrupted"] = true;
+      out.interrupted = true;
       return false;
     }
-    json r = server_at(e, qps, seed++);
-    if (r.value("interrupted", false)) out["interrupted"] = true;
-    if (log) log(fmt::format("server {:.1f} qps: p99 {} ms, {}", qps, r["p99_ms"].is_number() ? fmt::format("{:.3f}", r["p99_ms"].get<double>()) : "—",
-                             r["meets_target"].get<bool>() ? "meets target" : "misses target"));
-    out["runs"].push_back(r);
-    return r["meets_target"].get<bool>();
+    ServerRun r = server_at(e, qps, seed++);
+    out.interrupted = out.interrupted || r.interrupted;
+    if (log)
+      log(fmt::format("server {:.1f} qps: p99 {} ms, {}", qps,
+                      r.latency.p99_ms ? fmt::format("{:.3f}", *r.latency.p99_ms) : "—",
+                      r.meets_target ? "meets target" : "misses target"));
+    out.runs.push_back(r);
+    return r.meets_target;
   };
   if (opt.server_qps > 0) {
-    out["qps"] = opt.server_qps;
-    out["meets_target"] = probe(opt.server_qps);
-    if (!out["runs"].empty() && out["runs"].back().value("interrupted", false)) out["meets_target"] = nullptr;
+    out.qps = opt.server_qps;
+    out.meets_target = probe(opt.server_qps);
+    if (!out.runs.empty() && out.runs.back().interrupted) out.meets_target.reset();
   }
   if (opt.find_max_qps) {
-    // Bisection over the rate. Upper bracket from the service time: one worker cannot keep up
-    // with more than max_batch / service time queries per second.
-    if (!mean_service_ms) {
-      std::vector<double> v;
-      for (int64_t i = 0; i < 50; ++i) v.push_back(e.ex.run(e.pool.narrow(0, i % e.pool.size(0), 1)).e2e_ms);
-      mean_service_ms = mean(v);
-    }
-    double cap = 1e3 / std::max(*mean_service_ms, 1e-3) * static_cast<double>(opt.server_max_batch);
-    // Start near the capacity: a low rate needs min_queries / rate seconds to measure.
-    double lo = 0.5 * cap, hi = 1.5 * cap;
-    bool lo_ok = probe(lo);
-    bool hi_known_failing = !lo_ok;
-    for (int t = 0; t < 4 && !lo_ok; ++t) hi = lo, lo_ok = probe(lo /= 2);
-    json search = {{"method", "bisection over the rate; stop when hi/lo < 1.05 or after 8 probes"},
-                   {"initial_upper_qps", hi}};
-    if (!lo_ok) {
-      search["max_qps_meeting_target"] = nullptr;
-      search["absent_reason"] = fmt::format("even {:.2f} qps misses the p99 target of {} ms: the service time alone "
-                                            "is too long; raise --target-p99-ms",
-                                            lo, opt.server_target_p99_ms);
-    } else {
-      while (!hi_known_failing && probe(hi) && hi < 64 * cap) lo = hi, hi *= 2;  // batching can beat the estimate
-      for (int t = 0; t < 8 && hi / lo > 1.05; ++t) {
-        double mid = std::sqrt(lo * hi);  // geometric midpoint: rates span orders of magnitude
-        (probe(mid) ? lo : hi) = mid;
-      }
-      search["max_qps_meeting_target"] = lo;
-      search["first_failing_qps"] = hi;
-    }
-    if (out.value("interrupted", false)) {
-      search["max_qps_meeting_target"] = nullptr;
-      search["absent_reason"] = "interrupted (Ctrl-C) before the search finished";
-    }
-    out["find_max_qps"] = search;
-    out["max_qps_meeting_target"] = search["max_qps_meeting_target"];
+    out.find_max_qps = find_max_qps(e, mean_service_ms, probe, out.interrupted);
+    out.max_qps_meeting_target = out.find_max_qps->max_qps_meeting_target;
   }
   return out;
 }
@@ -308,7 +325,7 @@ InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed) {
   return o;
 }
 
-json measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
+InferenceSection measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
                        const InferenceOptions& opt, const TelemetrySampler* sampler, const std::string& tdev,
                        const std::function<void(const std::string&)>& log) {
   if (!samples.defined() || samples.dim() != 4 || samples.size(0) < 1)
@@ -320,31 +337,28 @@ json measure_inference(Model& model, const torch::Device& device, const torch::T
   model.set_training(false);
   auto ex = make_inference_executor(model, device);
   torch::Tensor pool = ex->prepare(samples.to(torch::kCPU, torch::kFloat));
-  json j = {{"device", device.str()},
-            {"intra_op_threads", at::get_num_threads()},
-            {"inter_op_threads", at::get_num_interop_threads()},
-            {"grad_mode", "inference_mode"},
-            {"eval_mode", true},
-            {"samples_in_pool", pool.size(0)},
-            {"timer", ex->timer()},
-            {"percentile_method", "exact, linear interpolation between closest ranks (Hyndman-Fan type 7)"},
-            {"notes", json::array()}};
-  if (device.is_cpu())
-    j["notes"].push_back("CPU: no host-device copies; latency is the forward call (steady clock)");
+  InferenceSection j;
+  j.device = device.str();
+  j.intra_op_threads = at::get_num_threads();
+  j.inter_op_threads = at::get_num_interop_threads();
+  j.grad_mode = "inference_mode";
+  j.eval_mode = true;
+  j.samples_in_pool = pool.size(0);
+  j.timer = ex->timer();
+  j.percentile_method = "exact, linear interpolation between closest ranks (Hyndman-Fan type 7)";
+  if (device.is_cpu()) j.notes.push_back("CPU: no host-device copies; latency is the forward call (steady clock)");
   Env env{*ex, pool, opt, sampler, tdev};
-  std::optional<double> mean_ms;
   if (opt.single_stream) {
-    j["single_stream"] = single_stream(env);
-    if (j["single_stream"]["mean_ms"].is_number()) mean_ms = j["single_stream"]["mean_ms"].get<double>();
-    if (log) log(fmt::format("single-stream: {} queries, p50 {:.3f} ms, p99 {:.3f} ms",
-                             j["single_stream"]["queries"].get<int64_t>(), j["single_stream"].value("p50_ms", 0.0),
-                             j["single_stream"].value("p99_ms", 0.0)));
+    j.single_stream = single_stream(env);
+    const auto& l = j.single_stream->latency;
+    if (log) log(fmt::format("single-stream: {} queries, p50 {:.3f} ms, p99 {:.3f} ms", l.queries, l.p50_ms.value_or(0),
+                             l.p99_ms.value_or(0)));
   }
   if (opt.offline) {
-    j["offline"] = offline(env);
-    if (log && j["offline"]["best_samples_per_s"].is_number())
-      log(fmt::format("offline: best {:.0f} samples/s at batch {}", j["offline"]["best_samples_per_s"].get<double>(),
-                      j["offline"]["best_batch_size"].get<int64_t>()));
+    j.offline = offline(env);
+    if (log && j.offline->best_samples_per_s)
+      log(fmt::format("offline: best {:.0f} samples/s at batch {}", *j.offline->best_samples_per_s,
+                      j.offline->best_batch_size.value_or(0)));
   }
   if (opt.server || opt.find_max_qps) {
     if (!(opt.server_target_p99_ms > 0))
@@ -352,12 +366,12 @@ json measure_inference(Model& model, const torch::Device& device, const torch::T
     if (opt.server && !(opt.server_qps > 0))
       throw_error(ErrorKind::kInvalidArgument,
                   "the server scenario needs a rate: pass --qps N (queries per second) or --find-max-qps");
-    j["server"] = server(env, mean_ms, log);
+    j.server = server(env, j.single_stream ? j.single_stream->latency.mean_ms : std::nullopt, log);
   }
   return j;
 }
 
-json inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
+InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
                               const std::string& tdev, const std::atomic<bool>* stop_requested) {
   try {
@@ -366,10 +380,15 @@ json inference_after_training(Model& model, const torch::Device& device, const t
     opt.stop_requested = stop_requested;
     return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
-    return {{"error_kind", std::string(to_string(e.kind()))}, {"error", e.what()}};
+    InferenceSection failed;
+    failed.error_kind = to_string(e.kind());
+    failed.error = e.what();
+    return failed;
   } catch (const c10::Error& e) {
-    return {{"error_kind", compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch"},
-            {"error", e.what_without_backtrace()}};
+    InferenceSection failed;
+    failed.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
+    failed.error = e.what_without_backtrace();
+    return failed;
   }
 }
 

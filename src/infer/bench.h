@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "trainscope/config.h"
@@ -21,7 +20,7 @@ namespace trainscope {
 /// set (reported). `sampler` (may be null) gives power and energy for `telemetry_device`
 /// ("cpu", "gpuN"; "" = none matches). `log` (may be empty) receives one line per scenario.
 /// LibTorch errors propagate (the caller decides whether they fail anything).
-nlohmann::json measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
+InferenceSection measure_inference(Model& model, const torch::Device& device, const torch::Tensor& samples,
                                  const InferenceOptions& opt, const TelemetrySampler* sampler = nullptr,
                                  const std::string& telemetry_device = "",
                                  const std::function<void(const std::string&)>& log = {});
@@ -30,9 +29,9 @@ nlohmann::json measure_inference(Model& model, const torch::Device& device, cons
 InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed);
 
 /// The matrix's on_trained hook body: measures on up to `kPoolSamples` test samples and never
-/// throws; a failure becomes {"error_kind", "error"} so the training run stays measured.
+/// throws; a failure sets error_kind and error so the training run stays measured.
 /// `stop_requested` (may be null): Ctrl-C ends the scenarios early (InferenceOptions).
-nlohmann::json inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
+InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                                         const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
                                         const std::string& telemetry_device,
                                         const std::atomic<bool>* stop_requested = nullptr);

@@ -32,15 +32,6 @@ LatencySummary summarize_latencies(const std::vector<double>& latencies_ms, int6
   return s;
 }
 
-nlohmann::json to_json(const LatencySummary& s) {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  nlohmann::json j = {{"queries", s.queries},     {"p50_ms", opt(s.p50_ms)}, {"p90_ms", opt(s.p90_ms)},
-                      {"p99_ms", opt(s.p99_ms)},  {"max_ms", opt(s.max_ms)}, {"mean_ms", opt(s.mean_ms)},
-                      {"too_few_queries", s.too_few_queries}};
-  if (s.too_few_queries) j["too_few_reason"] = s.too_few_reason;
-  return j;
-}
-
 std::vector<double> poisson_arrivals(double qps, int64_t count, uint64_t seed) {
   if (!(qps > 0)) throw_error(ErrorKind::kInvalidArgument, fmt::format("server rate {} qps: must be > 0", qps));
   if (count < 0) throw_error(ErrorKind::kInvalidArgument, fmt::format("server query count {}: must be >= 0", count));
@@ -52,8 +43,8 @@ std::vector<double> poisson_arrivals(double qps, int64_t count, uint64_t seed) {
   return t;
 }
 
-nlohmann::json server_summary(double qps, const std::vector<double>& arrival_s, const std::vector<double>& done_s,
-                              double target_p99_ms, int64_t min_queries) {
+ServerRun server_summary(double qps, const std::vector<double>& arrival_s, const std::vector<double>& done_s,
+                         double target_p99_ms, int64_t min_queries) {
   TS_CHECK(arrival_s.size() == done_s.size(), "server_summary: one completion time per arrival");
   std::vector<double> lat;
   lat.reserve(arrival_s.size());
@@ -64,12 +55,13 @@ nlohmann::json server_summary(double qps, const std::vector<double>& arrival_s, 
     last_arrival = std::max(last_arrival, arrival_s[i]);
   }
   auto s = summarize_latencies(lat, min_queries);
-  nlohmann::json j = to_json(s);
-  j["qps"] = qps;
-  j["target_p99_ms"] = target_p99_ms;
-  j["achieved_qps"] = last_arrival > 0 ? nlohmann::json(static_cast<double>(lat.size()) / last_arrival) : nlohmann::json(nullptr);
-  j["queries_issued"] = static_cast<int64_t>(arrival_s.size());
-  j["meets_target"] = !s.too_few_queries && s.p99_ms && *s.p99_ms <= target_p99_ms;
+  ServerRun j;
+  j.latency = s;
+  j.qps = qps;
+  j.target_p99_ms = target_p99_ms;
+  if (last_arrival > 0) j.achieved_qps = static_cast<double>(lat.size()) / last_arrival;
+  j.queries_issued = static_cast<int64_t>(arrival_s.size());
+  j.meets_target = !s.too_few_queries && s.p99_ms && *s.p99_ms <= target_p99_ms;
   return j;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/text.h"
 #include "profile/profile_data.h"
+#include "results/record_json.h"
 #include "trainscope/stats.h"
 
 namespace trainscope::profile {
@@ -88,9 +89,81 @@ struct Row {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+// Table rows sorted by self CPU time, then self device time, then name.
+std::vector<OpRow> op_rows(const std::map<std::string, Row>& rows, bool device_events, int64_t cpu_self_sum,
+                           int64_t dev_sum) {
+  std::vector<const Row*> sorted;
+  for (const auto& [k, r] : rows) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](const Row* a, const Row* b) {
+    if (a->cpu_self_ns != b->cpu_self_ns) return a->cpu_self_ns > b->cpu_self_ns;
+    if (a->dev_self_ns != b->dev_self_ns) return a->dev_self_ns > b->dev_self_ns;
+    return a->name < b->name;
+  });
+  std::vector<OpRow> out;
+  for (const Row* r : sorted) {
+    OpRow j;
+    j.name = r->name;
+    j.calls = r->calls;
+    j.cpu_total_us = us(r->cpu_total_ns);
+    j.cpu_self_us = us(r->cpu_self_ns);
+    j.cpu_self_pct = cpu_self_sum > 0 ? 100.0 * static_cast<double>(r->cpu_self_ns) / static_cast<double>(cpu_self_sum) : 0.0;
+    if (device_events) {
+      j.device_total_us = us(r->dev_total_ns);
+      j.device_self_us = us(r->dev_self_ns);
+      j.device_self_pct = dev_sum > 0 ? 100.0 * static_cast<double>(r->dev_self_ns) / static_cast<double>(dev_sum) : 0.0;
+    }
+    j.mem_alloc_bytes = r->alloc;
+    j.mem_freed_bytes = r->freed;
+    j.mem_net_bytes = r->alloc - r->freed;
+    if (r->has_flops) {
+      j.flops = r->flops;
+      int64_t t = r->dev_total_ns > 0 ? r->dev_total_ns : r->cpu_total_ns;
+      if (t > 0) j.tflops_per_s = r->flops / (static_cast<double>(t) * 1e-9) / 1e12;
+    }
+    if (!r->shapes.empty()) {
+      auto top = std::max_element(r->shapes.begin(), r->shapes.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+      j.input_shapes = top->first;  // the most frequent shapes of this operator
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+using NestedByTid = std::map<uint64_t, std::vector<std::pair<size_t, std::pair<int64_t, int64_t>>>>;  // op, clipped iv
+
+// Memory: to the innermost op on the reporting thread that contains the report's time; what no
+// op contains goes to outside_alloc / outside_freed.
+void attribute_memory(const ProfileData& d, NestedByTid& nested_by_tid, std::vector<int64_t>& alloc,
+                      std::vector<int64_t>& freed, int64_t& outside_alloc, int64_t& outside_freed) {
+  std::map<uint64_t, std::vector<const MemEvent*>> mem_by_tid;
+  for (const auto& m : d.mem_events) mem_by_tid[m.tid].push_back(&m);
+  for (auto& [tid, ms] : mem_by_tid) {
+    std::sort(ms.begin(), ms.end(), [](const MemEvent* a, const MemEvent* b) { return a->t_ns < b->t_ns; });
+    const auto& list = nested_by_tid[tid];  // in nesting order: sorted by start, parents first
+    std::vector<size_t> stack;              // positions in list
+    size_t k = 0;
+    for (const MemEvent* m : ms) {
+      // Advance: open every slice that starts at or before m.
+      while (k < list.size() && list[k].second.first <= m->t_ns) {
+        while (!stack.empty() && list[stack.back()].second.second <= list[k].second.first) stack.pop_back();
+        stack.push_back(k++);
+      }
+      while (!stack.empty() && list[stack.back()].second.second < m->t_ns) stack.pop_back();
+      if (stack.empty()) {
+        (m->bytes > 0 ? outside_alloc : outside_freed) += std::abs(m->bytes);
+        continue;
+      }
+      size_t op = list[stack.back()].first;
+      if (m->bytes > 0) alloc[op] += m->bytes;
+      else freed[op] += -m->bytes;
+    }
+  }
+}
+
 }  // namespace
 
-nlohmann::json build_op_table(const ProfileData& d, nlohmann::json* totals) {
+std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals) {
   const size_t n = d.ops.size();
   std::vector<int64_t> self(n, 0), dur(n, 0), dev_self(n, 0), dev_total(n, 0), alloc(n, 0), freed(n, 0);
   std::vector<int> parent(n, -1);  // op index of the direct parent on the same thread
@@ -99,7 +172,7 @@ nlohmann::json build_op_table(const ProfileData& d, nlohmann::json* totals) {
   std::map<uint64_t, std::vector<size_t>> by_tid;
   for (size_t i = 0; i < n; ++i) by_tid[d.ops[i].tid].push_back(i);
   int64_t busy_ns = 0;
-  std::map<uint64_t, std::vector<std::pair<size_t, std::pair<int64_t, int64_t>>>> nested_by_tid;  // op, clipped iv
+  NestedByTid nested_by_tid;
   for (auto& [tid, idx] : by_tid) {
     std::vector<std::pair<int64_t, int64_t>> iv;
     std::vector<std::pair<long long, long long>> ivl;
@@ -146,33 +219,8 @@ nlohmann::json build_op_table(const ProfileData& d, nlohmann::json* totals) {
     for (int p = static_cast<int>(it->second); p >= 0; p = parent[static_cast<size_t>(p)]) dev_total[static_cast<size_t>(p)] += t;
   }
 
-  // Memory: to the innermost op on the reporting thread that contains the report's time.
   int64_t mem_outside_alloc = 0, mem_outside_freed = 0;
-  {
-    std::map<uint64_t, std::vector<const MemEvent*>> mem_by_tid;
-    for (const auto& m : d.mem_events) mem_by_tid[m.tid].push_back(&m);
-    for (auto& [tid, ms] : mem_by_tid) {
-      std::sort(ms.begin(), ms.end(), [](const MemEvent* a, const MemEvent* b) { return a->t_ns < b->t_ns; });
-      const auto& list = nested_by_tid[tid];  // in nesting order: sorted by start, parents first
-      std::vector<size_t> stack;              // positions in list
-      size_t k = 0;
-      for (const MemEvent* m : ms) {
-        // Advance: open every slice that starts at or before m.
-        while (k < list.size() && list[k].second.first <= m->t_ns) {
-          while (!stack.empty() && list[stack.back()].second.second <= list[k].second.first) stack.pop_back();
-          stack.push_back(k++);
-        }
-        while (!stack.empty() && list[stack.back()].second.second < m->t_ns) stack.pop_back();
-        if (stack.empty()) {
-          (m->bytes > 0 ? mem_outside_alloc : mem_outside_freed) += std::abs(m->bytes);
-          continue;
-        }
-        size_t op = list[stack.back()].first;
-        if (m->bytes > 0) alloc[op] += m->bytes;
-        else freed[op] += -m->bytes;
-      }
-    }
-  }
+  attribute_memory(d, nested_by_tid, alloc, freed, mem_outside_alloc, mem_outside_freed);
 
   std::map<std::string, Row> rows;
   for (size_t i = 0; i < n; ++i) {
@@ -199,63 +247,24 @@ nlohmann::json build_op_table(const ProfileData& d, nlohmann::json* totals) {
 
   int64_t cpu_self_sum = 0;
   for (const auto& [k, r] : rows) cpu_self_sum += r.cpu_self_ns;
-  std::vector<const Row*> sorted;
-  for (const auto& [k, r] : rows) sorted.push_back(&r);
-  std::sort(sorted.begin(), sorted.end(), [](const Row* a, const Row* b) {
-    if (a->cpu_self_ns != b->cpu_self_ns) return a->cpu_self_ns > b->cpu_self_ns;
-    if (a->dev_self_ns != b->dev_self_ns) return a->dev_self_ns > b->dev_self_ns;
-    return a->name < b->name;
-  });
-  nlohmann::json out = nlohmann::json::array();
-  for (const Row* r : sorted) {
-    nlohmann::json j;
-    j["name"] = r->name;
-    j["calls"] = r->calls;
-    j["cpu_total_us"] = us(r->cpu_total_ns);
-    j["cpu_self_us"] = us(r->cpu_self_ns);
-    j["cpu_self_pct"] = cpu_self_sum > 0 ? 100.0 * static_cast<double>(r->cpu_self_ns) / static_cast<double>(cpu_self_sum) : 0.0;
-    if (!d.device_events.empty()) {
-      j["device_total_us"] = us(r->dev_total_ns);
-      j["device_self_us"] = us(r->dev_self_ns);
-      j["device_self_pct"] = dev_sum > 0 ? 100.0 * static_cast<double>(r->dev_self_ns) / static_cast<double>(dev_sum) : 0.0;
-    } else {
-      j["device_total_us"] = nullptr;
-      j["device_self_us"] = nullptr;
-      j["device_self_pct"] = nullptr;
-    }
-    j["mem_alloc_bytes"] = r->alloc;
-    j["mem_freed_bytes"] = r->freed;
-    j["mem_net_bytes"] = r->alloc - r->freed;
-    j["flops"] = r->has_flops ? nlohmann::json(r->flops) : nlohmann::json(nullptr);
-    j["tflops_per_s"] = nullptr;
-    if (r->has_flops) {
-      int64_t t = r->dev_total_ns > 0 ? r->dev_total_ns : r->cpu_total_ns;
-      if (t > 0) j["tflops_per_s"] = r->flops / (static_cast<double>(t) * 1e-9) / 1e12;
-    }
-    if (!r->shapes.empty()) {
-      auto top = std::max_element(r->shapes.begin(), r->shapes.end(),
-                                  [](const auto& a, const auto& b) { return a.second < b.second; });
-      j["input_shapes"] = top->first;  // the most frequent shapes of this operator
-    }
-    out.push_back(std::move(j));
-  }
+  std::vector<OpRow> out = op_rows(rows, !d.device_events.empty(), cpu_self_sum, dev_sum);
   if (totals) {
-    (*totals)["operators"] = out.size();
-    (*totals)["events"] = n;
-    (*totals)["cpu_self_us"] = us(cpu_self_sum);
-    (*totals)["cpu_busy_us"] = us(busy_ns);
-    (*totals)["device_busy_sum_us"] = d.device_events.empty() ? nlohmann::json(nullptr) : nlohmann::json(us(dev_sum));
-    (*totals)["mem_alloc_outside_ops_bytes"] = mem_outside_alloc;
-    (*totals)["mem_freed_outside_ops_bytes"] = mem_outside_freed;
-    (*totals)["threads"] = by_tid.size();
+    totals->operators = static_cast<int64_t>(out.size());
+    totals->events = static_cast<int64_t>(n);
+    totals->cpu_self_us = us(cpu_self_sum);
+    totals->cpu_busy_us = us(busy_ns);
+    if (!d.device_events.empty()) totals->device_busy_sum_us = us(dev_sum);
+    totals->mem_alloc_outside_ops_bytes = mem_outside_alloc;
+    totals->mem_freed_outside_ops_bytes = mem_outside_freed;
+    totals->threads = static_cast<int64_t>(by_tid.size());
   }
   return out;
 }
 
-nlohmann::json build_step_breakdown(const ProfileData& d, const std::string& device, const nlohmann::json& device_phases) {
-  nlohmann::json b;
-  b["device"] = device;
-  static const char* kPhases[] = {"data", "h2d", "forward", "backward", "optimizer"};
+namespace {
+
+// Mean host ms per phase over the profiled steps and each phase's share of the five.
+void host_phases(const ProfileData& d, StepBreakdown& b) {
   std::map<std::string, double> sum;
   int64_t steps = 0;
   double step_sum = 0;
@@ -265,97 +274,105 @@ nlohmann::json build_step_breakdown(const ProfileData& d, const std::string& dev
       step_sum += static_cast<double>(s.t1_ns - s.t0_ns) / 1e6;
     }
   for (const auto& p : d.phases) sum[p.phase] += static_cast<double>(p.t1_ns - p.t0_ns) / 1e6;
-  b["profiled_steps"] = steps;
-  nlohmann::json host = nlohmann::json::object(), pct = nlohmann::json::object();
-  double step_ms = steps > 0 ? step_sum / static_cast<double>(steps) : 0;
+  b.profiled_steps = steps;
+  struct Ph {
+    const char* name;
+    OptD PhaseMs::*ms;
+    OptD PhasePct::*pct;
+  };
+  static const Ph kPhases[] = {{"data", &PhaseMs::data_ms, &PhasePct::data_pct},
+                               {"h2d", &PhaseMs::h2d_ms, &PhasePct::h2d_pct},
+                               {"forward", &PhaseMs::forward_ms, &PhasePct::forward_pct},
+                               {"backward", &PhaseMs::backward_ms, &PhasePct::backward_pct},
+                               {"optimizer", &PhaseMs::optimizer_ms, &PhasePct::optimizer_pct}};
+  if (steps == 0) return;
   double phase_total = 0;
-  for (const char* ph : kPhases) phase_total += steps > 0 ? sum[ph] / static_cast<double>(steps) : 0;
-  for (const char* ph : kPhases) {
-    double m = steps > 0 ? sum[ph] / static_cast<double>(steps) : 0;
-    host[std::string(ph) + "_ms"] = steps > 0 ? nlohmann::json(m) : nlohmann::json(nullptr);
-    pct[std::string(ph) + "_pct"] = phase_total > 0 ? nlohmann::json(100.0 * m / phase_total) : nlohmann::json(nullptr);
+  for (const auto& ph : kPhases) phase_total += sum[ph.name] / static_cast<double>(steps);
+  for (const auto& ph : kPhases) {
+    double m = sum[ph.name] / static_cast<double>(steps);
+    b.phases_host_ms.*ph.ms = m;
+    if (phase_total > 0) b.phases_pct.*ph.pct = 100.0 * m / phase_total;
   }
-  host["step_ms"] = steps > 0 ? nlohmann::json(step_ms) : nlohmann::json(nullptr);
-  b["phases_host_ms"] = host;
-  b["phases_pct"] = pct;  // share of the sum of the five phases, sums to 100 %
-  b["phases_method"] = "steady_clock host spans over the profiled steps";
-  b["phases_device_ms"] = device_phases;  // the trainer's means over all steady steps (CUDA events on a GPU)
+  b.phases_host_ms.step_ms = step_sum / static_cast<double>(steps);
+}
 
+// One GPU's busy/idle time over the profiled window and its kernel time by category.
+GpuActivity gpu_activity(const ProfileData& d, const std::vector<const DeviceEvent*>& evs) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& s : d.steps)
+    if (s.profiled) lo = std::min(lo, s.t0_ns), hi = std::max(hi, s.t1_ns);
+  for (const auto* e : evs) {  // kernels queued in the window run past its host end
+    lo = std::min(lo, e->t0_ns);
+    hi = std::max(hi, e->t1_ns);
+  }
+  std::vector<std::pair<long long, long long>> iv;
+  std::map<std::string, int64_t> cat_ns;
+  for (const char* c : {"compute", "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset", "communication"}) cat_ns[c] = 0;
+  int64_t kernel_sum = 0;
+  for (const auto* e : evs) {
+    iv.emplace_back(e->t0_ns, std::max(e->t0_ns, e->t1_ns));
+    cat_ns[to_string(classify_device_event(e->name))] += std::max<int64_t>(0, e->t1_ns - e->t0_ns);
+    kernel_sum += std::max<int64_t>(0, e->t1_ns - e->t0_ns);
+  }
+  int64_t busy = union_length(iv);
+  int64_t span = std::max<int64_t>(hi - lo, 1);
+  GpuActivity g;
+  g.window_ms = static_cast<double>(span) / 1e6;
+  g.busy_ms = static_cast<double>(busy) / 1e6;
+  g.idle_ms = static_cast<double>(span - busy) / 1e6;
+  g.busy_pct = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
+  g.idle_pct = 100.0 - g.busy_pct;
+  for (const auto& [c, ns] : cat_ns) {
+    g.kernel_ms_by_category[c + "_ms"] = static_cast<double>(ns) / 1e6;
+    // of Σ kernel time (streams may overlap), sums to 100 %
+    g.kernel_pct_by_category[c + "_pct"] =
+        kernel_sum > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(kernel_sum) : 0.0;
+  }
+  g.kernels = static_cast<int64_t>(evs.size());
+  return g;
+}
+
+}  // namespace
+
+StepBreakdown build_step_breakdown(const ProfileData& d, const std::string& device,
+                                   const std::optional<DevicePhases>& device_phases) {
+  StepBreakdown b;
+  b.device = device;
+  host_phases(d, b);
+  b.phases_method = "steady_clock host spans over the profiled steps";
+  b.phases_device_ms = device_phases;  // the trainer's means over all steady steps (CUDA events on a GPU)
   if (d.device_events.empty()) {
-    b["gpu"] = nullptr;
-    b["gpu_absent_reason"] = device == "cpu" ? "CPU run: no device kernels"
-                                             : "no device activity recorded (LibTorch without Kineto/CUPTI)";
+    b.gpu_absent_reason = device == "cpu" ? "CPU run: no device kernels"
+                                          : "no device activity recorded (LibTorch without Kineto/CUPTI)";
     return b;
   }
   // Window: union of profiled steps' spans; busy = union of kernel intervals across streams.
-  nlohmann::json gpus = nlohmann::json::object();
   std::map<int, std::vector<const DeviceEvent*>> by_dev;
   for (const auto& e : d.device_events) by_dev[e.device].push_back(&e);
-  std::vector<std::pair<long long, long long>> window;
-  for (const auto& s : d.steps)
-    if (s.profiled) window.emplace_back(s.t0_ns, s.t1_ns);
-  for (auto& [dev, evs] : by_dev) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (const auto& w : window) {
-      lo = std::min<int64_t>(lo, w.first);
-      hi = std::max<int64_t>(hi, w.second);
-    }
-    for (const auto* e : evs) {  // kernels queued in the window run past its host end
-      lo = std::min(lo, e->t0_ns);
-      hi = std::max(hi, e->t1_ns);
-    }
-    std::vector<std::pair<long long, long long>> iv;
-    std::map<std::string, int64_t> cat_ns;
-    for (const char* c : {"compute", "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset", "communication"}) cat_ns[c] = 0;
-    int64_t kernel_sum = 0;
-    for (const auto* e : evs) {
-      iv.emplace_back(e->t0_ns, std::max(e->t0_ns, e->t1_ns));
-      cat_ns[to_string(classify_device_event(e->name))] += std::max<int64_t>(0, e->t1_ns - e->t0_ns);
-      kernel_sum += std::max<int64_t>(0, e->t1_ns - e->t0_ns);
-    }
-    int64_t busy = union_length(iv);
-    int64_t span = std::max<int64_t>(hi - lo, 1);
-    nlohmann::json g;
-    g["window_ms"] = static_cast<double>(span) / 1e6;
-    g["busy_ms"] = static_cast<double>(busy) / 1e6;
-    g["idle_ms"] = static_cast<double>(span - busy) / 1e6;
-    g["busy_pct"] = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
-    g["idle_pct"] = 100.0 - g["busy_pct"].get<double>();
-    nlohmann::json cm = nlohmann::json::object(), cp = nlohmann::json::object();
-    for (const auto& [c, ns] : cat_ns) {
-      cm[c + "_ms"] = static_cast<double>(ns) / 1e6;
-      cp[c + "_pct"] = kernel_sum > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(kernel_sum) : 0.0;
-    }
-    g["kernel_ms_by_category"] = cm;
-    g["kernel_pct_by_category"] = cp;  // of Σ kernel time (streams may overlap), sums to 100 %
-    g["kernels"] = evs.size();
-    gpus[fmt::format("cuda:{}", dev)] = g;
-  }
-  b["gpu"] = gpus;
+  b.gpu.emplace();
+  for (auto& [dev, evs] : by_dev) (*b.gpu)[fmt::format("cuda:{}", dev)] = gpu_activity(d, evs);
   return b;
 }
 
-nlohmann::json build_overhead(const ProfileData& d, int64_t skip_first) {
+ProfilerOverhead build_overhead(const ProfileData& d, int64_t skip_first) {
   std::vector<double> in, out;
   for (const auto& s : d.steps) {
     if (s.step < skip_first || s.warmup || s.t1_ns <= s.t0_ns) continue;
     (s.profiled ? in : out).push_back(static_cast<double>(s.t1_ns - s.t0_ns) / 1e6);
   }
-  nlohmann::json o;
-  o["window_steps"] = in.size();
-  o["outside_steps"] = out.size();
+  ProfilerOverhead o;
+  o.window_steps = static_cast<int64_t>(in.size());
+  o.outside_steps = static_cast<int64_t>(out.size());
   auto mi = mean(in), mo = mean(out);
-  o["window_step_ms_mean"] = mi ? nlohmann::json(*mi) : nlohmann::json(nullptr);
-  o["outside_step_ms_mean"] = mo ? nlohmann::json(*mo) : nlohmann::json(nullptr);
-  auto medi = median(in), medo = median(out);
-  o["window_step_ms_median"] = medi ? nlohmann::json(*medi) : nlohmann::json(nullptr);
-  o["outside_step_ms_median"] = medo ? nlohmann::json(*medo) : nlohmann::json(nullptr);
-  if (mi && mo && *mo > 0) o["overhead_pct"] = 100.0 * (*mi - *mo) / *mo;
-  else {
-    o["overhead_pct"] = nullptr;
-    o["overhead_absent_reason"] = "needs steps both inside and outside the profiled window (after skip_first)";
-  }
-  o["method"] = "host step time (data start to optimizer end), warm-up steps of the schedule excluded";
+  o.window_step_ms_mean = mi;
+  o.outside_step_ms_mean = mo;
+  o.window_step_ms_median = median(in);
+  o.outside_step_ms_median = median(out);
+  if (mi && mo && *mo > 0)
+    o.overhead_pct = 100.0 * (*mi - *mo) / *mo;
+  else
+    o.overhead_absent_reason = "needs steps both inside and outside the profiled window (after skip_first)";
+  o.method = "host step time (data start to optimizer end), warm-up steps of the schedule excluded";
   return o;
 }
 
@@ -368,24 +385,22 @@ std::string csv_value(const nlohmann::json& v) {
 }
 }  // namespace
 
-std::string op_table_csv(const nlohmann::json& rows, const nlohmann::json& provenance) {
+std::string op_table_csv(const std::vector<OpRow>& rows, const nlohmann::json& provenance) {
   std::string s;
   for (auto it = provenance.begin(); it != provenance.end(); ++it)
     s += fmt::format("# {}: {}\n", it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  static const char* kCols[] = {"name", "calls", "cpu_total_us", "cpu_self_us", "cpu_self_pct", "device_total_us",
-                                "device_self_us", "device_self_pct", "mem_alloc_bytes", "mem_freed_bytes",
-                                "mem_net_bytes", "flops", "tflops_per_s", "input_shapes"};
-  for (size_t i = 0; i < std::size(kCols); ++i) {
-    if (i) s += ',';
-    s += kCols[i];
-  }
-  s += "\n";
+  std::string header;
+  OpRow probe;
+  OpRow::fields(probe, [&](const char* name, const auto&, Better) { header += (header.empty() ? "" : ",") + std::string(name); });
+  s += header + "\n";
   for (const auto& r : rows) {
-    for (size_t i = 0; i < std::size(kCols); ++i) {
-      if (i) s += ",";
-      s += r.contains(kCols[i]) ? csv_value(r[kCols[i]]) : "";
-    }
-    s += "\n";
+    std::string line;
+    bool first = true;
+    OpRow::fields(r, [&](const char*, const auto& v, Better) {
+      line += (first ? "" : ",") + csv_value(record_json::write(v));
+      first = false;
+    });
+    s += line + "\n";
   }
   return s;
 }

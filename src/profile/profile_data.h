@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/record_sections.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope::profile {
@@ -86,18 +87,18 @@ struct Nested {
 /// that ends after its parent is clipped to the parent's end. `rank` breaks ties (lower = outer).
 std::vector<Nested> nest_intervals(const std::vector<std::pair<int64_t, int64_t>>& iv, const std::vector<int>& rank);
 
-/// Operator table rows (one per name), sorted by self CPU time then self device time.
-/// Columns: calls, cpu_total_us, cpu_self_us, cpu_self_pct, device_total_us, device_self_us,
-/// device_self_pct, mem_alloc_bytes, mem_freed_bytes, mem_net_bytes, flops, input_shapes.
-/// `totals` receives Σ self CPU, busy CPU (Σ per-thread union), Σ device self, memory outside ops.
-nlohmann::json build_op_table(const ProfileData& d, nlohmann::json* totals);
+/// Operator table rows (one per name, trainscope/record_sections.h OpRow), sorted by self CPU
+/// time then self device time. `totals` receives Σ self CPU, busy CPU (Σ per-thread union),
+/// Σ device self, memory outside ops.
+std::vector<OpRow> build_op_table(const ProfileData& d, OpTableTotals* totals);
 
 /// Step breakdown: phases (mean ms and share of the step over profiled steps), and per GPU the
 /// kernel time by category and busy/idle time over the profiled window.
-nlohmann::json build_step_breakdown(const ProfileData& d, const std::string& device, const nlohmann::json& device_phases);
+StepBreakdown build_step_breakdown(const ProfileData& d, const std::string& device,
+                                   const std::optional<DevicePhases>& device_phases);
 
 /// Mean step time inside active windows against steps outside (skip_first excluded).
-nlohmann::json build_overhead(const ProfileData& d, int64_t skip_first);
+ProfilerOverhead build_overhead(const ProfileData& d, int64_t skip_first);
 
 // ---- outputs (trace_writer.cpp) ----
 
@@ -118,7 +119,8 @@ struct TraceResult {
 TraceResult write_trace(const std::string& path, const ProfileData& d, const std::vector<CounterSeries>& counters,
                         const TraceOptions& o);
 
-/// The op table as CSV text with "# key: value" provenance lines first.
-std::string op_table_csv(const nlohmann::json& rows, const nlohmann::json& provenance);
+/// The op table as CSV text with "# key: value" provenance lines first; columns are the fields
+/// of OpRow.
+std::string op_table_csv(const std::vector<OpRow>& rows, const nlohmann::json& provenance);
 
 }  // namespace trainscope::profile

@@ -12,6 +12,7 @@
 #include "common/text.h"
 #include "profile/profile_data.h"
 #include "profile/recorder.h"
+#include "results/record_json.h"
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -163,20 +164,35 @@ void RunProfiler::stop() {
   }
 }
 
-nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
+namespace {
+
+// The schedule as configured and the windows it recorded.
+void schedule_and_window(const ProfileConfig& c, const std::vector<std::pair<int64_t, int64_t>>& windows,
+                         int64_t active_steps, int64_t steps_seen, ProfileSection& out) {
+  out.schedule = {c.skip_first, c.wait, c.warmup, c.active, c.repeat, c.record_shapes, c.profile_memory, c.with_flops};
+  for (const auto& [a, b] : windows) out.window.windows.push_back({a, b});
+  out.window.active_steps = active_steps;
+  out.window.run_steps = steps_seen;
+}
+
+// The trainer's phase means, copied beside the profiled ones.
+std::optional<DevicePhases> device_phases(const RunRecord& rec) {
+  if (!rec.phases) return std::nullopt;
+  const auto& p = *rec.phases;
+  return DevicePhases{p.data_ms, p.h2d_ms, p.forward_ms, p.backward_ms, p.optimizer_ms, p.step_ms, p.steps, p.method};
+}
+
+}  // namespace
+
+ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& rec,
                                    const std::vector<CounterSeries>& counters, const Provenance* prov) {
   auto& m = *impl_;
   stop();
   for (const auto& [k, s] : m.steps) m.data.steps.push_back(s);
 
-  nlohmann::json out;
-  out["backend"] = m.rec->backend();
-  out["schedule"] = {{"skip_first", m.cfg.skip_first}, {"wait", m.cfg.wait},     {"warmup", m.cfg.warmup},
-                     {"active", m.cfg.active},         {"repeat", m.cfg.repeat}, {"record_shapes", m.cfg.record_shapes},
-                     {"profile_memory", m.cfg.profile_memory}, {"with_flops", m.cfg.with_flops}};
-  nlohmann::json win = nlohmann::json::array();
-  for (const auto& [a, b] : m.window_steps) win.push_back({{"first_step", a}, {"last_step", b}});
-  out["window"] = {{"windows", win}, {"active_steps", m.active_steps}, {"run_steps", m.steps_seen}};
+  ProfileSection out;
+  schedule_and_window(m.cfg, m.window_steps, m.active_steps, m.steps_seen, out);
+  out.backend = m.rec->backend();
 
   int64_t need = profile_schedule_steps(m.cfg);
   if (need > 0 && m.steps_seen < need)
@@ -187,26 +203,15 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
                                      m.cfg.active, m.active_steps));
   if (m.active_steps == 0) m.warnings.push_back("no step was profiled: the operator table and trace hold no operators");
 
-  nlohmann::json totals;
-  auto table = build_op_table(m.data, &totals);
-  out["op_table"] = table;
-  out["op_table_totals"] = totals;
-  nlohmann::json dev_phases = nullptr;
-  if (rec.phases) {
-    const auto& p = *rec.phases;
-    dev_phases = {{"data_ms", p.data_ms},         {"h2d_ms", p.h2d_ms},   {"forward_ms", p.forward_ms},
-                  {"backward_ms", p.backward_ms}, {"optimizer_ms", p.optimizer_ms}, {"step_ms", p.step_ms},
-                  {"steps", p.steps},             {"method", p.method}};
-  }
-  out["step_breakdown"] = build_step_breakdown(m.data, m.device, dev_phases);
-  out["overhead"] = build_overhead(m.data, m.cfg.skip_first);
+  out.op_table = build_op_table(m.data, &out.op_table_totals);
+  out.step_breakdown = build_step_breakdown(m.data, m.device, device_phases(rec));
+  out.overhead = build_overhead(m.data, m.cfg.skip_first);
 
   nlohmann::json meta = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
                          {"libtorch_version", compat::torch_version()}, {"written_utc", utc_timestamp()},
                          {"clock", "steady_clock since the matrix start; trace ts in us"}};
   if (prov) meta["provenance"] = to_json(*prov);
 
-  nlohmann::json files = nlohmann::json::object();
   namespace fs = std::filesystem;
   // Operator CSV.
   try {
@@ -220,8 +225,8 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
       head["command_line"] = prov->command_line;
     }
     std::string rel = "profiles/" + m.run_id + ".ops.csv";
-    write_file_atomic(run_dir + "/" + rel, op_table_csv(table, head));
-    files["ops_csv"] = rel;
+    write_file_atomic(run_dir + "/" + rel, op_table_csv(out.op_table, head));
+    out.files.ops_csv = rel;
   } catch (const std::exception& e) {
     m.warnings.push_back(fmt::format("operator CSV not written: {}", e.what()));
   }
@@ -239,9 +244,8 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
     if (!r.ok) {
       m.warnings.push_back(r.error);
     } else {
-      files["trace"] = rel;
-      out["trace"] = {{"bytes_uncompressed", r.bytes}, {"events", r.events}, {"dropped_events", r.dropped},
-                      {"truncated", r.truncated}, {"max_bytes", m.cfg.trace_max_bytes}};
+      out.files.trace = rel;
+      out.trace = TraceInfo{r.bytes, r.events, r.dropped, m.cfg.trace_max_bytes, r.truncated};
       if (r.truncated)
         m.warnings.push_back(fmt::format("trace cut at the size cap of {} bytes: {} event(s) dropped (CPU operators "
                                          "first); the summaries cover everything recorded. Raise trace_max_bytes or "
@@ -252,63 +256,61 @@ nlohmann::json RunProfiler::finish(const std::string& run_dir, const RunRecord& 
     auto native = m.rec->save_native(run_dir + "/traces/" + m.run_id, &w);
     if (!w.empty()) m.warnings.push_back(w);
     if (!native.empty()) {
-      nlohmann::json nf = nlohmann::json::array();
-      for (const auto& f : native) nf.push_back(fs::relative(f, run_dir).string());
-      files["kineto_traces"] = nf;
+      for (const auto& f : native) out.files.kineto_traces.push_back(fs::relative(f, run_dir).string());
     }
   } catch (const std::exception& e) {
     m.warnings.push_back(fmt::format("trace not written: {}", e.what()));
   }
-  out["files"] = files;
-  out["warnings"] = m.warnings;
+  out.warnings = m.warnings;
   return out;
 }
 
-std::string format_op_table(const nlohmann::json& p, int64_t top_n) {
-  if (!p.is_object() || !p.contains("op_table") || !p["op_table"].is_array()) return "";
-  const auto& rows = p["op_table"];
-  bool dev = false;
-  for (const auto& r : rows)
-    if (r.value("device_self_us", nlohmann::json(nullptr)).is_number() && r["device_self_us"].get<double>() > 0) dev = true;
-  std::vector<const nlohmann::json*> v;
-  for (const auto& r : rows) v.push_back(&r);
-  if (dev)
-    std::stable_sort(v.begin(), v.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
-      return (*a)["device_self_us"].get<double>() > (*b)["device_self_us"].get<double>();
-    });
-  auto num = [](const nlohmann::json& r, const char* k) {
-    return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
-  };
+namespace {
+
+// One operator row of the console table.
+std::string op_line(const OpRow& r, bool dev) {
   // "-0.0" for a tiny negative net would read as a measurement; print 0.0 for |x| < 0.05 MiB.
   auto mib = [](double b) {
     double m = b / 1048576.0;
     return fmt::format("{:.1f}", std::fabs(m) < 0.05 ? 0.0 : m);
   };
-  bool any_flops = false;
-  for (const auto& r : rows) any_flops = any_flops || (r.contains("flops") && r["flops"].is_number());
+  std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
+  std::string s = fmt::format("{:<44} {:>6} {:>10.3f} {:>7.2f} {:>10.3f}", name, r.calls, r.cpu_self_us / 1000,
+                              r.cpu_self_pct, r.cpu_total_us / 1000);
+  if (dev)
+    s += fmt::format(" {:>10.3f} {:>7.2f} {:>10.3f}", r.device_self_us.value_or(0) / 1000,
+                     r.device_self_pct.value_or(0), r.device_total_us.value_or(0) / 1000);
+  s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", mib(static_cast<double>(r.mem_alloc_bytes)),
+                   mib(static_cast<double>(r.mem_freed_bytes)), mib(static_cast<double>(r.mem_net_bytes)),
+                   r.flops ? fmt::format("{:.2f}", *r.flops / 1e9) : "—");
+  return s;
+}
+
+}  // namespace
+
+std::string format_op_table(const ProfileSection& p, int64_t top_n) {
+  const auto& rows = p.op_table;
+  if (rows.empty() && p.warnings.empty()) return "";
+  bool dev = false, any_flops = false;
+  for (const auto& r : rows) {
+    dev = dev || r.device_self_us.value_or(0) > 0;
+    any_flops = any_flops || r.flops.has_value();
+  }
+  std::vector<const OpRow*> v;
+  for (const auto& r : rows) v.push_back(&r);
+  if (dev)
+    std::stable_sort(v.begin(), v.end(), [](const OpRow* a, const OpRow* b) {
+      return a->device_self_us.value_or(0) > b->device_self_us.value_or(0);
+    });
   std::string s;
   s += fmt::format("{:<44} {:>6} {:>10} {:>7} {:>10}", "operator", "calls", "self CPU ms", "self %", "CPU tot ms");
   if (dev) s += fmt::format(" {:>10} {:>7} {:>10}", "self dev ms", "dev %", "dev tot ms");
   s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", "alloc MiB", "freed MiB", "net MiB", "GFLOP");
-  int64_t shown = 0;
-  for (const auto* r : v) {
-    if (shown++ >= top_n) break;
-    std::string name = (*r)["name"].get<std::string>();
-    if (name.size() > 44) name = name.substr(0, 41) + "...";
-    s += fmt::format("{:<44} {:>6} {:>10.3f} {:>7.2f} {:>10.3f}", name, (*r)["calls"].get<int64_t>(),
-                     num(*r, "cpu_self_us") / 1000, num(*r, "cpu_self_pct"), num(*r, "cpu_total_us") / 1000);
-    if (dev)
-      s += fmt::format(" {:>10.3f} {:>7.2f} {:>10.3f}", num(*r, "device_self_us") / 1000, num(*r, "device_self_pct"),
-                       num(*r, "device_total_us") / 1000);
-    s += fmt::format(" {:>9} {:>9} {:>9} {:>8}\n", mib(num(*r, "mem_alloc_bytes")), mib(num(*r, "mem_freed_bytes")),
-                     mib(num(*r, "mem_net_bytes")),
-                     (*r)["flops"].is_number() ? fmt::format("{:.2f}", (*r)["flops"].get<double>() / 1e9) : "—");
-  }
+  for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < top_n; ++i) s += op_line(*v[i], dev);
   if (rows.size() > static_cast<size_t>(std::max<int64_t>(top_n, 0)))
     s += fmt::format("({} more operators in the CSV/JSON)\n", rows.size() - static_cast<size_t>(top_n));
   if (!any_flops) s += "GFLOP — : not recorded; --profile-flops counts them (it records input shapes: more overhead)\n";
-  if (p.contains("warnings"))
-    for (const auto& w : p["warnings"]) s += "warning: " + w.get<std::string>() + "\n";
+  for (const auto& w : p.warnings) s += "warning: " + w + "\n";
   return s;
 }
 

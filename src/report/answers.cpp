@@ -35,12 +35,16 @@ std::string gpu_absence(const ReportInput& in, const Analysis& a) {
 
 }  // namespace
 
-void build_answers(const ReportInput& in, Analysis& a) {
-  const std::string no_gpu = gpu_absence(in, a);
-  const std::string nvml_why = source_reason(in.runs, "nvml");
-  const std::string rapl_why = source_reason(in.runs, "rapl");
-  const std::string hwmon_why = source_reason(in.runs, "hwmon");
+namespace {
 
+// Why a source gave no number ("" when it did), shared by the answers.
+struct Reasons {
+  std::string no_gpu, nvml, rapl, hwmon;
+};
+
+Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- RQ1 utilisation
   Answer q1{"RQ1", "How busy are the CPU and the GPU while training, and how does the batch size change it?", {}};
   for (const auto& c : a.cells) {
@@ -83,8 +87,12 @@ void build_answers(const ReportInput& in, Analysis& a) {
                                          b.batch_a, b.batch_b, b.device, b.model, pct(*b.util_a_pct),
                                          pct(*b.util_b_pct)));
   if (!no_gpu.empty()) q1.sentences.push_back(no_gpu);
-  a.answers.push_back(q1);
+  return q1;
+}
 
+Answer answer_rq2(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- RQ2 memory vs batch size
   Answer q2{"RQ2", "How does memory use change with the batch size?", {}};
   for (const auto& b : a.batch_comparisons) {
@@ -119,8 +127,12 @@ void build_answers(const ReportInput& in, Analysis& a) {
     q2.sentences.push_back("Only one batch size per device and model was run, so memory cannot be compared across "
                            "batch sizes (use --batch-sizes 64,128).");
   if (!no_gpu.empty()) q2.sentences.push_back(no_gpu);
-  a.answers.push_back(q2);
+  return q2;
+}
 
+Answer answer_rq3(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- RQ3 power and temperature
   Answer q3{"RQ3", "How much power do the devices draw, how hot do they get, and how balanced are the GPUs?", {}};
   for (const auto& c : a.cells) {
@@ -160,8 +172,12 @@ void build_answers(const ReportInput& in, Analysis& a) {
     q3.sentences.push_back(s + ".");
   }
   if (!no_gpu.empty()) q3.sentences.push_back(no_gpu);
-  a.answers.push_back(q3);
+  return q3;
+}
 
+Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- RQ4 training time
   Answer q4{"RQ4", "How long does training take on the CPU and on the GPU, and is the accuracy the same?", {}};
   for (const auto& d : a.device_comparisons) {
@@ -211,8 +227,12 @@ void build_answers(const ReportInput& in, Analysis& a) {
                                      : "",
             c.test_accuracy_pct.ok() ? fmt::format("; test accuracy {} %", fmt_num(c.test_accuracy_pct.median)) : ""));
   }
-  a.answers.push_back(q4);
+  return q4;
+}
 
+Answer answer_rq5(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- RQ5 inference
   Answer q5{"RQ5", "How fast is inference on the CPU and on the GPU?", {}};
   for (const auto& c : a.cells) {
@@ -242,8 +262,12 @@ void build_answers(const ReportInput& in, Analysis& a) {
   if (q5.sentences.empty())
     q5.sentences.push_back("No inference measurements in these runs (the run records carry no inference section: "
                            "the inference benchmark did not run), so RQ5 has no answer here.");
-  a.answers.push_back(q5);
+  return q5;
+}
 
+Answer answer_simple_network(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
+                                     &hwmon_why = why.hwmon;
   // ---- simple network: a model the GPU does not speed up
   std::set<std::string> models;
   for (const auto& d : a.device_comparisons) models.insert(d.model);
@@ -270,7 +294,16 @@ void build_answers(const ReportInput& in, Analysis& a) {
     sn.sentences.push_back(a.device_comparisons.empty()
                                ? "Not answerable without both CPU and GPU runs of the same model."
                                : "Every model measured here gains at least 1.5× from the GPU.");
-  a.answers.push_back(sn);
+  return sn;
+}
+
+}  // namespace
+
+void build_answers(const ReportInput& in, Analysis& a) {
+  const Reasons why{gpu_absence(in, a), source_reason(in.runs, "nvml"), source_reason(in.runs, "rapl"),
+                    source_reason(in.runs, "hwmon")};
+  for (auto* f : {answer_rq1, answer_rq2, answer_rq3, answer_rq4, answer_rq5, answer_simple_network})
+    a.answers.push_back(f(in, a, why));
 }
 
 }  // namespace trainscope::report_detail

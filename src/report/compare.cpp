@@ -12,38 +12,25 @@
 
 #include "report/report_util.h"
 #include "trainscope/error.h"
+#include "trainscope/record_sections.h"
 
 namespace trainscope {
 
 using namespace report_detail;
 
+// The metrics a comparison can use are the record's own list (trainscope/record_sections.h
+// run_metrics()), so a metric and its direction are defined once.
 const std::vector<MetricInfo>& compare_metrics() {
-  static const std::vector<MetricInfo> m = {
-      {"steady_samples_per_s", true},   {"mean_epoch_time_s", false},        {"time_for_requested_epochs_s", false},
-      {"test_accuracy_pct", true},      {"train_time_s", false},             {"peak_rss_bytes", false},
-      {"device_peak_allocated_bytes", false}, {"device_peak_reserved_bytes", false}, {"energy_j", false},
-      {"joules_per_sample", false},     {"power_w_mean", false},             {"util_pct_mean", true},
-      {"sm_activity_pct_mean", true},   {"inference_p50_ms", false},         {"inference_p99_ms", false},
-      {"inference_samples_per_s", true},
-  };
+  static const std::vector<MetricInfo> m = [] {
+    std::vector<MetricInfo> v;
+    for (const auto& x : run_metrics()) v.push_back({x.name, x.higher_is_better});
+    return v;
+  }();
   return m;
 }
 
 std::optional<double> metric_value(const RunRecord& r, const std::string& m) {
-  auto i64 = [](const std::optional<int64_t>& v) { return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt; };
-  if (m == "steady_samples_per_s") return r.steady_samples_per_s;
-  if (m == "mean_epoch_time_s") return r.mean_epoch_time_s;
-  if (m == "time_for_requested_epochs_s") return r.time_for_requested_epochs_s;
-  if (m == "test_accuracy_pct") return r.test_accuracy_pct;
-  if (m == "train_time_s") return r.train_time_s > 0 ? std::optional<double>(r.train_time_s) : std::nullopt;
-  if (m == "peak_rss_bytes") return i64(r.peak_rss_bytes);
-  if (m == "device_peak_allocated_bytes") return i64(r.device_peak_allocated_bytes);
-  if (m == "device_peak_reserved_bytes") return i64(r.device_peak_reserved_bytes);
-  if (m == "inference_p50_ms") return jnum(r.inference, {"single_stream", "p50_ms"});
-  if (m == "inference_p99_ms") return jnum(r.inference, {"single_stream", "p99_ms"});
-  if (m == "inference_samples_per_s") return jnum(r.inference, {"offline", "best_samples_per_s"});
-  for (const char* k : {"energy_j", "joules_per_sample", "power_w_mean", "util_pct_mean", "sm_activity_pct_mean"})
-    if (m == k) return jnum(r.telemetry, {"headline", k});
+  if (const RunMetric* x = find_run_metric(m)) return x->value(r);
   std::string names;
   for (const auto& x : compare_metrics()) names += (names.empty() ? "" : ", ") + x.name;
   throw_error(ErrorKind::kInvalidArgument, fmt::format("unknown metric '{}'; one of: {}", m, names));

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "common/text.h"
+#include "results/record_json.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "report/report_util.h"
 #include "trainscope/error.h"
@@ -181,10 +182,10 @@ std::string render_console(const ReportInput& in, const Analysis& a) {
 
 // ---------------------------------------------------------------- markdown
 
-std::string render_markdown(const ReportInput& in, const Analysis& a) {
-  std::string s = "# trainscope report\n\n";
-  s += fmt::format("{}\n\n", provenance_line(in.provenance));
-  if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
+namespace {
+
+std::string md_summary_table(const Analysis& a) {
+  std::string s;
   s += "## Summary per device, model and batch size\n\n";
   s += "Median over repeats; (±half the spread, n = repeats) where there are several. — = not measured.\n\n";
   s += "| model | batch | device | runs ok/failed | samples/s | speed-up | epoch time | time for N epochs | test acc. | "
@@ -211,6 +212,11 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
         fmt_stat(c.energy_per_sample_j, " mJ", 1000), fmt_stat(c.data_share_pct, " %"), fmt_stat(c.h2d_share_pct, " %"),
         fmt_stat(c.latency_p50_ms, " ms"), fmt_stat(c.inference_samples_per_s, ""));
   }
+  return s;
+}
+
+std::string md_answers_and_advice(const Analysis& a) {
+  std::string s;
   s += "\n## Answers to the study's research questions\n\n";
   for (const auto& q : a.answers) {
     s += fmt::format("### {}: {}\n\n", q.id == "simple_network" ? "Simple network" : q.id, q.question);
@@ -220,6 +226,11 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
   s += "## Advice\n\nEach piece of advice names the measurement that fired its rule (thresholds: README, section Advice rules).\n\n";
   if (a.advice.empty()) s += "No rule fired: no measurement points to a problem.\n";
   for (const auto& x : a.advice) s += fmt::format("- **{}**: {}\n  - measured: {}\n", x.rule, x.advice, x.evidence);
+  return s;
+}
+
+std::string md_comparisons(const Analysis& a) {
+  std::string s;
   if (!a.batch_comparisons.empty()) {
     s += "\n## Batch sizes\n\n| device | model | batches | samples/s ratio | utilisation | memory |\n|---|---|---|---|---|---|\n";
     for (const auto& b : a.batch_comparisons)
@@ -237,6 +248,11 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
                          opt_num(e.util_pct_mean, " %"), opt_num(e.power_w_mean, " W"), opt_num(e.power_w_max, " W"),
                          e.mem_used_bytes_max ? fmt_bytes(*e.mem_used_bytes_max) : "—");
   }
+  return s;
+}
+
+std::string md_definitions_and_notes(const Analysis& a) {
+  std::string s;
   s += "\n## Definitions\n\n";
   for (const auto& d : kDefinitions) s += fmt::format("- **{}**: {}\n", d[0], d[1]);
   std::vector<std::string> reasons;
@@ -249,6 +265,15 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
     for (const auto& n : reasons) s += "- " + n + "\n";
   }
   return s;
+}
+
+}  // namespace
+
+std::string render_markdown(const ReportInput& in, const Analysis& a) {
+  std::string s = "# trainscope report\n\n";
+  s += fmt::format("{}\n\n", provenance_line(in.provenance));
+  if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
+  return s + md_summary_table(a) + md_answers_and_advice(a) + md_comparisons(a) + md_definitions_and_notes(a);
 }
 
 // ---------------------------------------------------------------- html
@@ -291,38 +316,16 @@ std::string md_inline(const std::string& s) {  // `code` -> <code>, the rest esc
   return o;
 }
 
+// The top `n` operators of a run's profile by self time: self device time when the profiler
+// recorded device events (OpRow::device_self_us), else self CPU time (OpRow::cpu_self_us).
 json top_operators(const RunRecord& r, size_t n) {
-  // profile.op_table layout belongs to trainscope/profile.h; read it defensively: an array of
-  // objects with a name and a time in µs or ms (self device time preferred, then self CPU time).
-  const json& p = r.profile;
-  if (!p.is_object() || !p.contains("op_table")) return nullptr;
-  const json* t = &p["op_table"];
-  if (t->is_object() && t->contains("ops")) t = &(*t)["ops"];
-  if (!t->is_array()) return nullptr;
-  static const char* kTimeKeys[] = {"device_self_us", "cpu_self_us", "self_device_time_us", "self_cuda_time_us", "device_self_time_us",
-                                    "self_device_us",      "self_cpu_time_us",  "self_time_us",
-                                    "cpu_self_time_us",    "device_time_us",    "total_time_us",
-                                    "self_device_time_ms", "self_cpu_time_ms",  "total_time_ms"};
+  if (!r.profile || r.profile->op_table.empty()) return nullptr;
+  const auto& rows = r.profile->op_table;
+  const bool dev = std::any_of(rows.begin(), rows.end(), [](const OpRow& o) { return o.device_self_us.value_or(0) > 0; });
   std::vector<std::pair<double, std::string>> ops;
-  std::string used;
-  for (const auto& o : *t) {
-    if (!o.is_object()) continue;
-    std::string name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>()
-                       : o.contains("op") && o["op"].is_string() ? o["op"].get<std::string>()
-                                                                 : "";
-    if (name.empty()) continue;
-    for (const char* k : kTimeKeys)
-      if (auto v = jnum(o, {k})) {
-        std::string key = k;
-        double ms = key.size() > 3 && key.substr(key.size() - 3) == "_us" ? *v / 1000 : *v;
-        ops.emplace_back(ms, name);
-        if (used.empty()) used = key;
-        break;
-      }
-  }
-  if (ops.empty()) return nullptr;
-  std::sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  json out = {{"labels", json::array()}, {"ms", json::array()}, {"key", used}};
+  for (const auto& o : rows) ops.emplace_back((dev ? o.device_self_us.value_or(0) : o.cpu_self_us) / 1000, o.name);
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  json out = {{"labels", json::array()}, {"ms", json::array()}, {"key", dev ? "device_self_us" : "cpu_self_us"}};
   for (size_t i = 0; i < ops.size() && i < n; ++i) {
     out["labels"].push_back(ops[i].second.size() > 48 ? ops[i].second.substr(0, 45) + "..." : ops[i].second);
     out["ms"].push_back(ops[i].first);
@@ -435,66 +438,72 @@ const char* kPageScript = R"JS(
 
 }  // namespace
 
-std::string render_html(const ReportInput& in, const Analysis& a, const std::vector<CounterSeries>& series,
-                        const std::string& telemetry_absent_reason) {
-  json d;
-  // speed-up / throughput
-  d["speedup"] = {{"labels", json::array()}, {"values", json::array()}};
+namespace {
+
+json speedup_chart(const ReportInput& in, const Analysis& a) {
+  json d = {{"labels", json::array()}, {"values", json::array()}};
   for (const auto& c : a.device_comparisons)
     if (c.speedup) {
-      d["speedup"]["labels"].push_back(fmt::format("{} b{} {}{}", c.model, c.batch_size, c.gpu_device, c.noise ? " (noise)" : ""));
-      d["speedup"]["values"].push_back(*c.speedup);
+      d["labels"].push_back(fmt::format("{} b{} {}{}", c.model, c.batch_size, c.gpu_device, c.noise ? " (noise)" : ""));
+      d["values"].push_back(*c.speedup);
     }
-  d["speedup"]["absent"] = a.has_gpu ? "no GPU cell has a CPU cell of the same model and batch size to compare with"
-                                     : "no speed-up: no GPU run in these results (provenance lists " +
-                                           std::to_string(in.provenance.gpus.size()) + " GPU(s))";
-  {
-    std::vector<std::string> labels, devices;
-    for (const auto& c : a.cells) {
-      std::string l = fmt::format("{} b{}", c.model, c.batch_size);
-      if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
-      if (std::find(devices.begin(), devices.end(), c.device) == devices.end()) devices.push_back(c.device);
-    }
-    json sets = json::array();
-    for (const auto& dev : devices) {
-      json vals = json::array();
-      for (const auto& l : labels) {
-        json v = nullptr;
-        for (const auto& c : a.cells)
-          if (c.device == dev && fmt::format("{} b{}", c.model, c.batch_size) == l) v = nullable(c.samples_per_s);
-        vals.push_back(v);
-      }
-      sets.push_back({{"label", dev}, {"data", vals}});
-    }
-    d["throughput"] = {{"labels", labels}, {"sets", sets}};
+  d["absent"] = a.has_gpu ? "no GPU cell has a CPU cell of the same model and batch size to compare with"
+                          : "no speed-up: no GPU run in these results (provenance lists " +
+                                std::to_string(in.provenance.gpus.size()) + " GPU(s))";
+  return d;
+}
+
+json throughput_chart(const Analysis& a) {
+  std::vector<std::string> labels, devices;
+  for (const auto& c : a.cells) {
+    std::string l = fmt::format("{} b{}", c.model, c.batch_size);
+    if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
+    if (std::find(devices.begin(), devices.end(), c.device) == devices.end()) devices.push_back(c.device);
   }
-  // energy
-  d["energy"] = {{"labels", json::array()}, {"values", json::array()}};
+  json sets = json::array();
+  for (const auto& dev : devices) {
+    json vals = json::array();
+    for (const auto& l : labels) {
+      json v = nullptr;
+      for (const auto& c : a.cells)
+        if (c.device == dev && fmt::format("{} b{}", c.model, c.batch_size) == l) v = nullable(c.samples_per_s);
+      vals.push_back(v);
+    }
+    sets.push_back({{"label", dev}, {"data", vals}});
+  }
+  return {{"labels", labels}, {"sets", sets}};
+}
+
+json energy_chart(const ReportInput& in, const Analysis& a) {
+  json d = {{"labels", json::array()}, {"values", json::array()}};
   for (const auto& c : a.cells)
     if (c.energy_per_sample_j.ok()) {
-      d["energy"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
-      d["energy"]["values"].push_back(c.energy_per_sample_j.median * 1000);
+      d["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+      d["values"].push_back(c.energy_per_sample_j.median * 1000);
     }
-  {
-    std::string why = source_reason(in.runs, "nvml");
-    std::string rapl = source_reason(in.runs, "rapl");
-    d["energy"]["absent"] = fmt::format("energy not measured: GPU: {}; CPU: {}", why.empty() ? "no energy reading" : why,
-                                        rapl.empty() ? "no energy reading" : rapl);
-  }
-  // latency
-  d["latency"] = {{"labels", json::array()}, {"sets", json::array()}};
-  {
-    json p50 = json::array(), p99 = json::array();
-    for (const auto& c : a.cells)
-      if (c.latency_p50_ms.ok()) {
-        d["latency"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
-        p50.push_back(c.latency_p50_ms.median);
-        p99.push_back(nullable(c.latency_p99_ms));
-      }
-    d["latency"]["sets"] = json::array({{{"label", "p50"}, {"data", p50}}, {{"label", "p99"}, {"data", p99}}});
-    d["latency"]["absent"] = "no inference measurements in these runs (the inference benchmark did not run)";
-  }
-  // time series, grouped by what they measure
+  std::string why = source_reason(in.runs, "nvml");
+  std::string rapl = source_reason(in.runs, "rapl");
+  d["absent"] = fmt::format("energy not measured: GPU: {}; CPU: {}", why.empty() ? "no energy reading" : why,
+                            rapl.empty() ? "no energy reading" : rapl);
+  return d;
+}
+
+json latency_chart(const Analysis& a) {
+  json d = {{"labels", json::array()}, {"sets", json::array()}};
+  json p50 = json::array(), p99 = json::array();
+  for (const auto& c : a.cells)
+    if (c.latency_p50_ms.ok()) {
+      d["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+      p50.push_back(c.latency_p50_ms.median);
+      p99.push_back(nullable(c.latency_p99_ms));
+    }
+  d["sets"] = json::array({{{"label", "p50"}, {"data", p50}}, {{"label", "p99"}, {"data", p99}}});
+  d["absent"] = "no inference measurements in these runs (the inference benchmark did not run)";
+  return d;
+}
+
+// Time series, grouped by what they measure.
+json series_chart(const std::vector<CounterSeries>& series, const std::string& telemetry_absent_reason) {
   struct Group {
     const char* title;
     const char* unit;
@@ -505,7 +514,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
                           {"Power over time", "W", {"power_w", "package_power_w"}, 1},
                           {"Temperature over time", "°C", {"temp_c"}, 1},
                           {"Memory over time", "GiB", {"mem_used_bytes", "rss_bytes"}, 1.0 / (1024.0 * 1024 * 1024)}};
-  d["series"] = {{"groups", json::array()}};
+  json d = {{"groups", json::array()}};
   for (const auto& g : groups) {
     json sets = json::array();
     for (const auto& s : series) {
@@ -516,55 +525,71 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
       if (s.device == "cpu" && s.metric == "mem_used_bytes") label = "host mem_used_bytes";
       sets.push_back({{"label", label}, {"points", pts}});
     }
-    if (!sets.empty()) d["series"]["groups"].push_back({{"title", g.title}, {"unit", g.unit}, {"sets", sets}});
+    if (!sets.empty()) d["groups"].push_back({{"title", g.title}, {"unit", g.unit}, {"sets", sets}});
   }
-  d["series"]["absent"] = telemetry_absent_reason.empty() ? "no telemetry samples" : telemetry_absent_reason;
+  d["absent"] = telemetry_absent_reason.empty() ? "no telemetry samples" : telemetry_absent_reason;
+  return d;
+}
+
+// Step breakdown per cell (the last ok run of the cell with phases).
+json steps_chart(const ReportInput& in, const Analysis& a) {
+  json d = {{"labels", json::array()}, {"sets", json::array()}};
+  const char* names[] = {"data", "h2d", "forward", "backward", "optimizer", "other"};
+  std::vector<json> vals(6, json::array());
+  for (const auto& c : a.cells) {
+    const RunRecord* r = nullptr;
+    for (const auto& x : in.runs)
+      if (x.status == RunStatus::kOk && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size &&
+          x.phases)
+        r = &x;
+    if (!r) continue;
+    const auto& p = *r->phases;
+    d["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
+    double known = p.data_ms + p.h2d_ms + p.forward_ms + p.backward_ms + p.optimizer_ms;
+    double parts[] = {p.data_ms, p.h2d_ms, p.forward_ms, p.backward_ms, p.optimizer_ms, std::max(0.0, p.step_ms - known)};
+    for (int i = 0; i < 6; ++i) vals[i].push_back(parts[i]);
+  }
+  for (int i = 0; i < 6; ++i) d["sets"].push_back({{"label", names[i]}, {"data", vals[i]}});
+  d["absent"] = "no phase breakdown in these runs";
+  return d;
+}
+
+// Top operators of the first profiled run of each device.
+json ops_chart(const ReportInput& in) {
+  json ops = json::array();
+  std::vector<std::string> seen;
+  for (const auto& r : in.runs) {
+    if (r.status != RunStatus::kOk || std::find(seen.begin(), seen.end(), r.device) != seen.end()) continue;
+    json t = top_operators(r, 10);
+    if (t.is_null()) continue;
+    seen.push_back(r.device);
+    t["device"] = r.device;
+    t["run"] = r.run_id;
+    ops.push_back(t);
+  }
+  return ops;
+}
+
+json chart_data(const ReportInput& in, const Analysis& a, const std::vector<CounterSeries>& series,
+                const std::string& telemetry_absent_reason) {
+  json d;
+  d["speedup"] = speedup_chart(in, a);
+  d["throughput"] = throughput_chart(a);
+  d["energy"] = energy_chart(in, a);
+  d["latency"] = latency_chart(a);
+  d["series"] = series_chart(series, telemetry_absent_reason);
   d["epochs"] = json::array();
   for (const auto& r : in.runs)
     for (const auto& e : r.epochs)
       d["epochs"].push_back({{"t_s", static_cast<double>(e.start_ns) / 1e9}, {"epoch", e.epoch}, {"run", r.run_id}});
-  // step breakdown per cell (median run: the first ok run of the cell)
-  d["steps"] = {{"labels", json::array()}, {"sets", json::array()}};
-  {
-    const char* names[] = {"data", "h2d", "forward", "backward", "optimizer", "other"};
-    std::vector<json> vals(6, json::array());
-    for (const auto& c : a.cells) {
-      const RunRecord* r = nullptr;
-      for (const auto& x : in.runs)
-        if (x.status == RunStatus::kOk && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size &&
-            x.phases)
-          r = &x;
-      if (!r) continue;
-      const auto& p = *r->phases;
-      d["steps"]["labels"].push_back(fmt::format("{} b{} {}", c.model, c.batch_size, c.device));
-      double known = p.data_ms + p.h2d_ms + p.forward_ms + p.backward_ms + p.optimizer_ms;
-      double parts[] = {p.data_ms, p.h2d_ms, p.forward_ms, p.backward_ms, p.optimizer_ms, std::max(0.0, p.step_ms - known)};
-      for (int i = 0; i < 6; ++i) vals[i].push_back(parts[i]);
-    }
-    for (int i = 0; i < 6; ++i) d["steps"]["sets"].push_back({{"label", names[i]}, {"data", vals[i]}});
-    d["steps"]["absent"] = "no phase breakdown in these runs";
-  }
-  // top operators per device
-  d["ops"] = json::array();
-  {
-    std::vector<std::string> seen;
-    for (const auto& r : in.runs) {
-      if (r.status != RunStatus::kOk || std::find(seen.begin(), seen.end(), r.device) != seen.end()) continue;
-      json t = top_operators(r, 10);
-      if (t.is_null()) continue;
-      seen.push_back(r.device);
-      t["device"] = r.device;
-      t["run"] = r.run_id;
-      d["ops"].push_back(t);
-    }
-    d["opsAbsent"] = "no operator profile in these runs (the profiler did not run; rec.profile is empty)";
-  }
+  d["steps"] = steps_chart(in, a);
+  d["ops"] = ops_chart(in);
+  d["opsAbsent"] = "no operator profile in these runs (the profiler did not run; rec.profile is empty)";
+  return d;
+}
 
-  std::string h = kHtmlHead;
-  h += "<h1>trainscope report</h1>\n<p class=\"prov\">" + html_escape(provenance_line(in.provenance)) + "</p>\n";
-  if (!in.provenance.command_line.empty())
-    h += "<p class=\"prov\">Command: <code>" + html_escape(in.provenance.command_line) + "</code></p>\n";
-  h += "<h2>Research questions</h2>\n";
+std::string html_answers_and_advice(const Analysis& a) {
+  std::string h = "<h2>Research questions</h2>\n";
   for (const auto& q : a.answers) {
     h += "<h3>" + html_escape(q.id == "simple_network" ? "Simple network" : q.id) + ": " + html_escape(q.question) +
          "</h3>\n<ul>\n";
@@ -576,19 +601,16 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
   for (const auto& x : a.advice)
     h += "<li><span class=\"rule\">" + html_escape(x.rule) + "</span>: " + md_inline(x.advice) +
          "<br><span class=\"ev\">measured: " + md_inline(x.evidence) + "</span></li>\n";
-  h += "</ul>\n";
-  h += "<section id=\"speedup\"><h2>Training speed and speed-up</h2></section>\n";
-  h += "<section id=\"energy\"><h2>Energy</h2></section>\n";
-  h += "<section id=\"latency\"><h2>Inference latency</h2></section>\n";
-  h += "<section id=\"timeseries\"><h2>Utilisation, power, temperature and memory over time</h2>"
-       "<p class=\"prov\">Dashed lines: epoch starts (labelled with the run at its first epoch).</p></section>\n";
-  h += "<section id=\"steps\"><h2>Step breakdown</h2></section>\n";
-  h += "<section id=\"operators\"><h2>Top operators per device</h2></section>\n";
-  // the summary table, as in report.md
-  h += "<h2>Summary per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
-       "<th>samples/s</th><th>speed-up</th><th>epoch time</th><th>test acc.</th><th>GPU util</th><th>SM activity</th>"
-       "<th>CPU util</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
-       "<th>temp peak</th><th>energy/sample</th><th>latency p50</th></tr>\n";
+  return h + "</ul>\n";
+}
+
+// The summary table, as in report.md.
+std::string html_summary_table(const Analysis& a) {
+  std::string h =
+      "<h2>Summary per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
+      "<th>samples/s</th><th>speed-up</th><th>epoch time</th><th>test acc.</th><th>GPU util</th><th>SM activity</th>"
+      "<th>CPU util</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
+      "<th>temp peak</th><th>energy/sample</th><th>latency p50</th></tr>\n";
   for (const auto& c : a.cells)
     h += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
@@ -600,7 +622,31 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
         c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),
         fmt_stat(c.power_w_max, " W"), fmt_stat(c.temp_c_max, " °C"), fmt_stat(c.energy_per_sample_j, " mJ", 1000),
         fmt_stat(c.latency_p50_ms, " ms"));
-  h += "</table>\n<h2>Definitions</h2>\n<ul>\n";
+  return h + "</table>\n";
+}
+
+const char* kChartSections =
+    "<section id=\"speedup\"><h2>Training speed and speed-up</h2></section>\n"
+    "<section id=\"energy\"><h2>Energy</h2></section>\n"
+    "<section id=\"latency\"><h2>Inference latency</h2></section>\n"
+    "<section id=\"timeseries\"><h2>Utilisation, power, temperature and memory over time</h2>"
+    "<p class=\"prov\">Dashed lines: epoch starts (labelled with the run at its first epoch).</p></section>\n"
+    "<section id=\"steps\"><h2>Step breakdown</h2></section>\n"
+    "<section id=\"operators\"><h2>Top operators per device</h2></section>\n";
+
+}  // namespace
+
+std::string render_html(const ReportInput& in, const Analysis& a, const std::vector<CounterSeries>& series,
+                        const std::string& telemetry_absent_reason) {
+  const json d = chart_data(in, a, series, telemetry_absent_reason);
+  std::string h = kHtmlHead;
+  h += "<h1>trainscope report</h1>\n<p class=\"prov\">" + html_escape(provenance_line(in.provenance)) + "</p>\n";
+  if (!in.provenance.command_line.empty())
+    h += "<p class=\"prov\">Command: <code>" + html_escape(in.provenance.command_line) + "</code></p>\n";
+  h += html_answers_and_advice(a);
+  h += kChartSections;
+  h += html_summary_table(a);
+  h += "<h2>Definitions</h2>\n<ul>\n";
   for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";
   for (const auto& n : a.notes) h += "<li>" + md_inline(n) + "</li>\n";
   h += "</ul>\n<p class=\"prov\">Charts: " + html_escape(chartjs_version()) + " (MIT), embedded.</p>\n";

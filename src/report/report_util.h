@@ -1,8 +1,6 @@
 // Helpers shared by the report's analysis, renderers and history (private to src/report).
 #pragma once
 
-#include <initializer_list>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +11,6 @@
 
 namespace trainscope::report_detail {
 
-/// Number at `path` in `j`; nullopt when a key is missing or the value is not a finite number.
-std::optional<double> jnum(const nlohmann::json& j, std::initializer_list<const char*> path);
 bool is_gpu(const std::string& device);
 std::optional<int> cuda_index(const std::string& device);
 // The shared number and duration formatters (src/common/text.h) under the report's short names.
@@ -26,6 +22,14 @@ std::string fmt_stat(const Stat& s, const std::string& unit, double scale = 1);
 /// "" when the telemetry source (nvml, proc, rapl, hwmon) was available in some run, else its reason.
 std::string source_reason(const std::vector<RunRecord>& runs, const std::string& source);
 
+/// Speed-up = GPU cell's median steady samples/s / CPU cell's (trainscope/report.h); the one
+/// place it is computed (the report and the console table use it).
+std::optional<double> speedup(const Cell& gpu, const Cell& cpu);
+const Cell* find_cell(const std::vector<Cell>& cells, const std::string& device, const std::string& model,
+                      int64_t batch_size);
+
+/// The advice rules (src/report/advice.cpp) over the cells, comparisons and GPU balance.
+void add_advice(const ReportInput& in, const AdviceThresholds& t, Analysis& a);
 void build_answers(const ReportInput& in, Analysis& a);
 
 }  // namespace trainscope::report_detail

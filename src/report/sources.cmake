@@ -1,6 +1,7 @@
 # files of src/report (owned by the report component)
 target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/analysis.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/advice.cpp
   ${CMAKE_CURRENT_LIST_DIR}/answers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/render.cpp
   ${CMAKE_CURRENT_LIST_DIR}/history_db.cpp

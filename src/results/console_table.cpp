@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include <map>
 
-#include "trainscope/stats.h"
+#include "trainscope/report.h"
 
 namespace trainscope {
 
@@ -15,17 +14,24 @@ std::string format_rate(double v) {
   return fmt::format("{:.0f}", v);
 }
 
+namespace {
+
+// The "vs cpu" column: the report's speed-up of the run's cell (trainscope/report.h analyze).
+std::string speedup_column(const RunRecord& r, const Analysis& a) {
+  const bool measured = r.status == RunStatus::kOk && r.steady_samples_per_s;
+  if (r.device == "cpu") return measured ? "1.00×" : "—";
+  for (const auto& d : a.device_comparisons)
+    if (measured && d.gpu_device == r.device && d.model == r.model && d.batch_size == r.batch_size && d.speedup)
+      return fmt::format("{:.2f}×", *d.speedup);
+  return "—";
+}
+
+}  // namespace
+
 std::string format_matrix_table(const std::vector<RunRecord>& runs) {
-  // median steady samples/s per (model, batch, device)
-  std::map<std::tuple<std::string, int64_t, std::string>, std::vector<double>> rates;
-  for (const auto& r : runs)
-    if (r.status == RunStatus::kOk && r.steady_samples_per_s)
-      rates[{r.model, r.batch_size, r.device}].push_back(*r.steady_samples_per_s);
-  auto med = [&](const std::string& m, int64_t b, const std::string& d) -> std::optional<double> {
-    auto it = rates.find({m, b, d});
-    if (it == rates.end()) return std::nullopt;
-    return median(it->second);
-  };
+  ReportInput in;
+  in.runs = runs;
+  const Analysis analysis = analyze(in);
   std::vector<const RunRecord*> order;
   for (const auto& r : runs) order.push_back(&r);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
@@ -50,10 +56,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
                                (r->time_for_requested_epochs_is_estimate ? " (est.)" : "")
                          : "—";
     std::string acc = r->test_accuracy_pct ? fmt::format("{:.1f} %", *r->test_accuracy_pct) : "—";
-    std::string sp = "—";
-    if (r->device == "cpu") sp = (r->status == RunStatus::kOk && r->steady_samples_per_s) ? "1.00×" : "—";
-    else if (auto c = med(r->model, r->batch_size, "cpu"); c && r->steady_samples_per_s && *c > 0)
-      sp = fmt::format("{:.2f}×", *r->steady_samples_per_s / *c);
+    std::string sp = speedup_column(*r, analysis);
     std::string st = to_string(r->status);
     if (r->status != RunStatus::kOk && !r->failure_reason.empty()) {
       st += ": " + r->failure_reason;

@@ -1,6 +1,7 @@
 #include "trainscope/run_record.h"
 
 #include "common/text.h"
+#include "results/record_json.h"
 
 #include <fmt/format.h>
 
@@ -30,178 +31,6 @@ RunStatus run_status_from_string(const std::string& s) {
 
 namespace {
 
-template <typename T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-template <typename T>
-std::optional<T> get_opt(const json& j, const char* k) {
-  if (!j.contains(k) || j[k].is_null()) return std::nullopt;
-  return j[k].get<T>();
-}
-
-}  // namespace
-
-json to_json(const RunRecord& r) {
-  json epochs = json::array();
-  for (const auto& e : r.epochs)
-    epochs.push_back({{"epoch", e.epoch},
-                      {"steps", e.steps},
-                      {"samples", e.samples},
-                      {"train_loss", e.train_loss},
-                      {"train_accuracy_pct", e.train_accuracy_pct},
-                      {"test_accuracy_pct", opt(e.test_accuracy_pct)},
-                      {"test_loss", opt(e.test_loss)},
-                      {"epoch_time_s", e.epoch_time_s},
-                      {"eval_time_s", e.eval_time_s},
-                      {"samples_per_s", e.samples_per_s},
-                      {"complete", e.complete},
-                      {"start_ns", e.start_ns},
-                      {"end_ns", e.end_ns},
-                      {"energy_j", opt(e.energy_j)}});
-  json phases = nullptr;
-  if (r.phases)
-    phases = {{"data_ms", r.phases->data_ms},         {"h2d_ms", r.phases->h2d_ms},
-              {"forward_ms", r.phases->forward_ms},   {"backward_ms", r.phases->backward_ms},
-              {"optimizer_ms", r.phases->optimizer_ms}, {"step_ms", r.phases->step_ms},
-              {"steps", r.phases->steps},             {"method", r.phases->method}};
-  return {{"run_id", r.run_id},
-          {"device", r.device},
-          {"device_name", r.device_name},
-          {"model", r.model},
-          {"batch_size", r.batch_size},
-          {"repeat", r.repeat},
-          {"status", to_string(r.status)},
-          {"error_kind", r.error_kind.empty() ? json(nullptr) : json(r.error_kind)},
-          {"failure_reason", r.failure_reason.empty() ? json(nullptr) : json(r.failure_reason)},
-          {"dataset", r.dataset},
-          {"train_samples", r.train_samples},
-          {"test_samples", r.test_samples},
-          {"input_shape", r.input_shape},
-          {"num_classes", r.num_classes},
-          {"parameters", opt(r.parameters)},
-          {"forward_flops_per_sample", opt(r.forward_flops_per_sample)},
-          {"optimizer", r.optimizer},
-          {"optimizer_impl", r.optimizer_impl},
-          {"learning_rate", r.learning_rate},
-          {"seed", r.seed},
-          {"intra_op_threads", r.intra_op_threads},
-          {"epochs_requested", r.epochs_requested},
-          {"warmup_steps", r.warmup_steps},
-          {"epochs_completed", r.epochs_completed},
-          {"steps_completed", r.steps_completed},
-          {"steps_per_epoch", r.steps_per_epoch},
-          {"train_time_s", r.train_time_s},
-          {"steady_samples_per_s", opt(r.steady_samples_per_s)},
-          {"mean_epoch_time_s", opt(r.mean_epoch_time_s)},
-          {"time_for_requested_epochs_s", opt(r.time_for_requested_epochs_s)},
-          {"time_for_requested_epochs_is_estimate", r.time_for_requested_epochs_is_estimate},
-          {"stopped_early", r.stopped_early},
-          {"stop_reason", r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason)},
-          {"final_train_loss", opt(r.final_train_loss)},
-          {"final_train_accuracy_pct", opt(r.final_train_accuracy_pct)},
-          {"test_accuracy_pct", opt(r.test_accuracy_pct)},
-          {"phases", phases},
-          {"peak_rss_bytes", opt(r.peak_rss_bytes)},
-          {"device_peak_allocated_bytes", opt(r.device_peak_allocated_bytes)},
-          {"device_peak_reserved_bytes", opt(r.device_peak_reserved_bytes)},
-          {"epochs", epochs},
-          {"start_ns", r.start_ns},
-          {"end_ns", r.end_ns},
-          {"checkpoint_path", r.checkpoint_path.empty() ? json(nullptr) : json(r.checkpoint_path)},
-          {"notes", r.notes},
-          {"telemetry", r.telemetry},
-          {"profile", r.profile},
-          {"inference", r.inference}};
-}
-
-RunRecord run_record_from_json(const json& j) {
-  RunRecord r;
-  auto s = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
-  r.run_id = s("run_id");
-  r.device = s("device");
-  r.device_name = s("device_name");
-  r.model = s("model");
-  r.batch_size = j.value("batch_size", int64_t{0});
-  r.repeat = j.value("repeat", int64_t{0});
-  r.status = run_status_from_string(j.value("status", std::string("failed")));
-  r.error_kind = s("error_kind");
-  r.failure_reason = s("failure_reason");
-  r.dataset = s("dataset");
-  r.train_samples = j.value("train_samples", int64_t{0});
-  r.test_samples = j.value("test_samples", int64_t{0});
-  if (j.contains("input_shape")) r.input_shape = j["input_shape"].get<std::vector<int64_t>>();
-  r.num_classes = j.value("num_classes", int64_t{0});
-  r.parameters = get_opt<int64_t>(j, "parameters");
-  r.forward_flops_per_sample = get_opt<double>(j, "forward_flops_per_sample");
-  r.optimizer = s("optimizer");
-  r.optimizer_impl = s("optimizer_impl");
-  r.learning_rate = j.value("learning_rate", 0.0);
-  r.seed = j.value("seed", uint64_t{0});
-  r.intra_op_threads = j.value("intra_op_threads", int64_t{0});
-  r.epochs_requested = j.value("epochs_requested", int64_t{0});
-  r.warmup_steps = j.value("warmup_steps", int64_t{0});
-  r.epochs_completed = j.value("epochs_completed", int64_t{0});
-  r.steps_completed = j.value("steps_completed", int64_t{0});
-  r.steps_per_epoch = j.value("steps_per_epoch", int64_t{0});
-  r.train_time_s = j.value("train_time_s", 0.0);
-  r.steady_samples_per_s = get_opt<double>(j, "steady_samples_per_s");
-  r.mean_epoch_time_s = get_opt<double>(j, "mean_epoch_time_s");
-  r.time_for_requested_epochs_s = get_opt<double>(j, "time_for_requested_epochs_s");
-  r.time_for_requested_epochs_is_estimate = j.value("time_for_requested_epochs_is_estimate", false);
-  r.stopped_early = j.value("stopped_early", false);
-  r.stop_reason = s("stop_reason");
-  r.final_train_loss = get_opt<double>(j, "final_train_loss");
-  r.final_train_accuracy_pct = get_opt<double>(j, "final_train_accuracy_pct");
-  r.test_accuracy_pct = get_opt<double>(j, "test_accuracy_pct");
-  if (j.contains("phases") && j["phases"].is_object()) {
-    const auto& p = j["phases"];
-    PhaseBreakdown b;
-    b.data_ms = p.value("data_ms", 0.0);
-    b.h2d_ms = p.value("h2d_ms", 0.0);
-    b.forward_ms = p.value("forward_ms", 0.0);
-    b.backward_ms = p.value("backward_ms", 0.0);
-    b.optimizer_ms = p.value("optimizer_ms", 0.0);
-    b.step_ms = p.value("step_ms", 0.0);
-    b.steps = p.value("steps", int64_t{0});
-    b.method = p.value("method", "");
-    r.phases = b;
-  }
-  r.peak_rss_bytes = get_opt<int64_t>(j, "peak_rss_bytes");
-  r.device_peak_allocated_bytes = get_opt<int64_t>(j, "device_peak_allocated_bytes");
-  r.device_peak_reserved_bytes = get_opt<int64_t>(j, "device_peak_reserved_bytes");
-  if (j.contains("epochs"))
-    for (const auto& e : j["epochs"]) {
-      EpochRecord er;
-      er.epoch = e.value("epoch", int64_t{0});
-      er.steps = e.value("steps", int64_t{0});
-      er.samples = e.value("samples", int64_t{0});
-      er.train_loss = e.value("train_loss", 0.0);
-      er.train_accuracy_pct = e.value("train_accuracy_pct", 0.0);
-      er.test_accuracy_pct = get_opt<double>(e, "test_accuracy_pct");
-      er.test_loss = get_opt<double>(e, "test_loss");
-      er.epoch_time_s = e.value("epoch_time_s", 0.0);
-      er.eval_time_s = e.value("eval_time_s", 0.0);
-      er.samples_per_s = e.value("samples_per_s", 0.0);
-      er.complete = e.value("complete", true);
-      er.start_ns = e.value("start_ns", int64_t{0});
-      er.end_ns = e.value("end_ns", int64_t{0});
-      er.energy_j = get_opt<double>(e, "energy_j");
-      r.epochs.push_back(er);
-    }
-  r.start_ns = j.value("start_ns", int64_t{0});
-  r.end_ns = j.value("end_ns", int64_t{0});
-  r.checkpoint_path = s("checkpoint_path");
-  if (j.contains("notes")) r.notes = j["notes"].get<std::vector<std::string>>();
-  r.telemetry = j.value("telemetry", json(nullptr));
-  r.profile = j.value("profile", json(nullptr));
-  r.inference = j.value("inference", json(nullptr));
-  return r;
-}
-
-namespace {
-
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 template <typename T>
@@ -210,21 +39,37 @@ std::string num(const std::optional<T>& v) {
 }
 std::string numd(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); }
 
-// A scalar from a nested JSON section, or "" when absent.
-std::string jnum(const json& section, std::initializer_list<const char*> path) {
-  const json* cur = &section;
-  for (auto* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return "";
-    cur = &(*cur)[k];
+// CSV cell of a headline field (numbers: 6 significant digits; absent: empty).
+struct CsvCell {
+  std::vector<std::string>* out;
+  std::string operator()(const std::string& v) const { return csv_field(v); }
+  std::string operator()(const OptD& v) const { return numd(v); }
+  std::string operator()(const OptI& v) const { return num(v); }
+  std::string operator()(const std::optional<bool>& v) const { return v ? (*v ? "true" : "false") : ""; }
+  template <class T>
+  void operator()(const char*, const T& v, Better) const {
+    out->push_back((*this)(v));
   }
-  if (cur->is_number()) return fmt::format("{:.6g}", cur->get<double>());
-  return "";
+};
+
+std::vector<std::string> headline_cells(const std::optional<TelemetrySection>& t) {
+  std::vector<std::string> out;
+  TelemetryHeadline h = t ? t->headline : TelemetryHeadline{};
+  TelemetryHeadline::fields(h, CsvCell{&out});
+  return out;
+}
+
+std::vector<std::string> inference_cells(const std::optional<InferenceSection>& i) {
+  const auto* ss = i && i->single_stream ? &*i->single_stream : nullptr;
+  const auto* off = i && i->offline ? &*i->offline : nullptr;
+  return {numd(ss ? ss->latency.p50_ms : std::nullopt), numd(ss ? ss->latency.p99_ms : std::nullopt),
+          numd(off ? off->best_samples_per_s : std::nullopt)};
 }
 
 }  // namespace
 
 std::vector<std::string> csv_header() {
-  return {"run_id", "device", "device_name", "model", "batch_size", "repeat", "status", "error_kind", "failure_reason",
+  std::vector<std::string> cols = {"run_id", "device", "device_name", "model", "batch_size", "repeat", "status", "error_kind", "failure_reason",
           "dataset", "train_samples", "test_samples", "parameters", "forward_flops_per_sample", "optimizer",
           "learning_rate", "seed", "intra_op_threads", "epochs_requested", "epochs_completed", "steps_completed",
           "steps_per_epoch", "train_time_s", "steady_samples_per_s", "mean_epoch_time_s",
@@ -232,12 +77,15 @@ std::vector<std::string> csv_header() {
           "final_train_loss", "final_train_accuracy_pct", "test_accuracy_pct", "phase_data_ms", "phase_h2d_ms",
           "phase_forward_ms", "phase_backward_ms", "phase_optimizer_ms", "phase_step_ms", "phase_method",
           "peak_rss_bytes", "device_peak_allocated_bytes", "device_peak_reserved_bytes",
-          "infer_single_stream_p50_ms", "infer_single_stream_p99_ms", "infer_offline_samples_per_s"};
+          "infer_single_stream_p50_ms", "infer_single_stream_p99_ms", "infer_offline_samples_per_s", "world_size"};
+  TelemetryHeadline h;
+  TelemetryHeadline::fields(h, [&](const char* name, const auto&, Better) { cols.push_back(std::string("telemetry_") + name); });
+  return cols;
 }
 
 std::vector<std::string> csv_row(const RunRecord& r) {
   auto ph = [&](double PhaseBreakdown::*m) { return r.phases ? num(r.phases.value().*m) : std::string(); };
-  return {csv_field(r.run_id), r.device, csv_field(r.device_name), csv_field(r.model), std::to_string(r.batch_size),
+  std::vector<std::string> row = {csv_field(r.run_id), r.device, csv_field(r.device_name), csv_field(r.model), std::to_string(r.batch_size),
           std::to_string(r.repeat), to_string(r.status), r.error_kind, csv_field(r.failure_reason),
           csv_field(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), num(r.parameters),
           numd(r.forward_flops_per_sample), r.optimizer, num(r.learning_rate), std::to_string(r.seed),
@@ -249,8 +97,11 @@ std::vector<std::string> csv_row(const RunRecord& r) {
           ph(&PhaseBreakdown::data_ms), ph(&PhaseBreakdown::h2d_ms), ph(&PhaseBreakdown::forward_ms),
           ph(&PhaseBreakdown::backward_ms), ph(&PhaseBreakdown::optimizer_ms), ph(&PhaseBreakdown::step_ms),
           r.phases ? r.phases->method : "", num(r.peak_rss_bytes), num(r.device_peak_allocated_bytes),
-          num(r.device_peak_reserved_bytes), jnum(r.inference, {"single_stream", "p50_ms"}),
-          jnum(r.inference, {"single_stream", "p99_ms"}), jnum(r.inference, {"offline", "best_samples_per_s"})};
+          num(r.device_peak_reserved_bytes)};
+  for (auto& c : inference_cells(r.inference)) row.push_back(std::move(c));
+  row.push_back(std::to_string(r.world_size));
+  for (auto& c : headline_cells(r.telemetry)) row.push_back(std::move(c));
+  return row;
 }
 
 std::string results_json(const Provenance& p, const std::vector<RunRecord>& runs) {

@@ -1,3 +1,5 @@
 target_sources(trainscope_core PRIVATE
   results/run_record.cpp
+  results/record_json.cpp
+  results/run_metrics.cpp
   results/console_table.cpp)

@@ -76,7 +76,7 @@ struct TelemetrySampler::Impl {
 
   mutable std::mutex data_mu;
   std::map<FieldKey, FieldStore> store;
-  nlohmann::json sources_json = nlohmann::json::array();
+  std::vector<TelemetrySourceInfo> sources_info;
   std::vector<GpuInfo> gpus;
 
   std::mutex stop_mu;
@@ -98,12 +98,15 @@ struct TelemetrySampler::Impl {
   };
   std::vector<Probe> probes;
 
-  nlohmann::json describe_sources() const {
-    nlohmann::json out = nlohmann::json::array();
+  std::vector<TelemetrySourceInfo> describe_sources() const {
+    std::vector<TelemetrySourceInfo> out;
     for (const auto& p : probes) {
-      nlohmann::json j = {{"name", p.name}, {"available", p.available}, {"reason", p.reason}};
-      j["fields_supported"] = p.source ? nlohmann::json(p.source->fields_supported()) : nlohmann::json::array();
-      j["details"] = p.source ? p.source->details() : nlohmann::json::object();
+      TelemetrySourceInfo j;
+      j.name = p.name;
+      j.available = p.available;
+      j.reason = p.reason;
+      if (p.source) j.fields_supported = p.source->fields_supported();
+      j.details.text = p.source ? p.source->details().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}";
       out.push_back(std::move(j));
     }
     return out;
@@ -138,10 +141,10 @@ struct TelemetrySampler::Impl {
       auto more = s->gpus();
       g.insert(g.end(), more.begin(), more.end());
     }
-    nlohmann::json desc = describe_sources();
+    auto desc = describe_sources();
     std::lock_guard data_lock(data_mu);
     gpus = std::move(g);
-    sources_json = std::move(desc);
+    sources_info = std::move(desc);
   }
 
   TelemetrySnapshot poll() {
@@ -153,7 +156,7 @@ struct TelemetrySampler::Impl {
       s->sample(b.t_ns, b);
       batches.push_back(std::move(b));
     }
-    nlohmann::json desc = describe_sources();
+    auto desc = describe_sources();
     TelemetrySnapshot snap;
     snap.t_ns = batches.empty() ? now_ns() : batches.front().t_ns;
     std::lock_guard data_lock(data_mu);
@@ -168,7 +171,7 @@ struct TelemetrySampler::Impl {
       }
       for (auto& d : b.drops) store[{d.device, d.metric}].drops.emplace_back(b.t_ns, d.reason);
     }
-    sources_json = std::move(desc);
+    sources_info = std::move(desc);
     return snap;
   }
 
@@ -187,16 +190,16 @@ struct TelemetrySampler::Impl {
     }
   }
 
-  nlohmann::json energy_for(const std::string& device, const std::map<std::string, const FieldStore*>& fields, int64_t t0,
-                            int64_t t1, int64_t samples_processed) const {
+  std::optional<EnergySummary> energy_for(const std::map<std::string, const FieldStore*>& fields, int64_t t0,
+                                          int64_t t1, int64_t samples_processed) const {
     const double window_s = static_cast<double>(t1 - t0) * 1e-9;
-    nlohmann::json e;
+    EnergySummary e;
     // 1. Counters (NVML total energy, RAPL package + DRAM).
     double total = 0;
     bool counter_ok = false;
     double period_s = 0;
     bool short_window = false;
-    nlohmann::json parts = nlohmann::json::object();
+    std::map<std::string, double> parts;
     for (const auto& [metric, f] : fields) {
       if (!ends_with(metric, "energy_j")) continue;
       auto b = std::lower_bound(f->t.begin(), f->t.end(), t0);
@@ -216,23 +219,23 @@ struct TelemetrySampler::Impl {
       if (!covers) short_window = true;
     }
     if (counter_ok) {
-      e["energy_j"] = total;
-      e["energy_method"] = "counter";
-      e["components_j"] = parts;
-      e["counter_update_period_s"] = period_s;
-      e["short_window"] = short_window || window_s < period_s;
+      e.energy_j = total;
+      e.energy_method = "counter";
+      e.components_j = parts;
+      e.counter_update_period_s = period_s;
+      e.short_window = short_window || window_s < period_s;
     } else {
       // 2. Fallback: trapezoid over the power readings.
       const FieldStore* p = nullptr;
       for (const char* m : {"power_instant_w", "power_w"})
         if (auto it = fields.find(m); it != fields.end() && it->second->t.size() >= 2) {
           p = it->second;
-          e["power_field"] = m;
+          e.power_field = m;
           break;
         }
-      if (!p) return nullptr;
+      if (!p) return std::nullopt;
       int64_t a = std::max(t0, p->t.front()), z = std::min(t1, p->t.back());
-      if (z <= a) return nullptr;
+      if (z <= a) return std::nullopt;
       std::vector<std::pair<int64_t, double>> pts{{a, interpolate(*p, a)}};
       for (size_t i = 0; i < p->t.size(); ++i)
         if (p->t[i] > a && p->t[i] < z) pts.emplace_back(p->t[i], p->v[i]);
@@ -242,14 +245,13 @@ struct TelemetrySampler::Impl {
         j += 0.5 * (pts[i].second + pts[i - 1].second) * static_cast<double>(pts[i].first - pts[i - 1].first) * 1e-9;
       double poll_s = static_cast<double>(p->t.back() - p->t.front()) * 1e-9 / static_cast<double>(p->t.size() - 1);
       double upd_s = mean_update_period_s(p->change_t, p->t.front(), p->t.back()).value_or(poll_s);
-      e["energy_j"] = j;
-      e["energy_method"] = "power_integration";
-      e["covered_s"] = static_cast<double>(z - a) * 1e-9;
-      e["counter_update_period_s"] = std::max(poll_s, upd_s);
-      e["short_window"] = window_s < std::max(poll_s, upd_s) || (z - a) < (t1 - t0);
+      e.energy_j = j;
+      e.energy_method = "power_integration";
+      e.covered_s = static_cast<double>(z - a) * 1e-9;
+      e.counter_update_period_s = std::max(poll_s, upd_s);
+      e.short_window = window_s < std::max(poll_s, upd_s) || (z - a) < (t1 - t0);
     }
-    if (samples_processed > 0) e["joules_per_sample"] = e["energy_j"].get<double>() / static_cast<double>(samples_processed);
-    (void)device;
+    if (samples_processed > 0) e.joules_per_sample = *e.energy_j / static_cast<double>(samples_processed);
     return e;
   }
 };
@@ -301,60 +303,58 @@ std::vector<GpuInfo> TelemetrySampler::gpus() const {
   return impl_->gpus;
 }
 
-nlohmann::json TelemetrySampler::sources() const {
+std::vector<TelemetrySourceInfo> TelemetrySampler::sources() const {
   std::lock_guard lk(impl_->data_mu);
-  return impl_->sources_json;
+  return impl_->sources_info;
 }
 
 int64_t TelemetrySampler::now_ns() const { return impl_->now_ns(); }
 
-nlohmann::json TelemetrySampler::summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed) const {
+namespace {
+
+// Statistics of one stored field over [t0_ns, t1_ns].
+MetricStats field_stats(const FieldStore& f, int64_t t0_ns, int64_t t1_ns) {
+  auto b = std::lower_bound(f.t.begin(), f.t.end(), t0_ns);
+  auto e = std::upper_bound(f.t.begin(), f.t.end(), t1_ns);
+  std::vector<double> vals(f.v.begin() + (b - f.t.begin()), f.v.begin() + (e - f.t.begin()));
+  MetricStats s;
+  s.count = static_cast<int64_t>(vals.size());
+  for (const auto& [t, why] : f.drops)
+    if (t >= t0_ns && t <= t1_ns) {
+      ++s.dropped;
+      ++s.drop_reasons[why];
+    }
+  if (!vals.empty()) {
+    double sum = 0;
+    for (double v : vals) sum += v;
+    std::sort(vals.begin(), vals.end());
+    s.mean = sum / static_cast<double>(vals.size());
+    s.p50 = percentile_nearest_rank(vals, 50);
+    s.p95 = percentile_nearest_rank(vals, 95);
+    s.max = vals.back();
+  }
+  s.update_period_s = mean_update_period_s(f.change_t, t0_ns, t1_ns);
+  return s;
+}
+
+}  // namespace
+
+TelemetrySummary TelemetrySampler::summarize(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed) const {
   if (t1_ns < t0_ns)
     throw_error(ErrorKind::kInvalidArgument, fmt::format("summarize: window end {} ns is before its start {} ns", t1_ns, t0_ns));
   std::lock_guard lk(impl_->data_mu);
-  nlohmann::json out = {{"t0_ns", t0_ns}, {"t1_ns", t1_ns}, {"duration_s", static_cast<double>(t1_ns - t0_ns) * 1e-9},
-                        {"sources", impl_->sources_json}};
-  nlohmann::json devices = nlohmann::json::object();
+  TelemetrySummary out;
+  out.t0_ns = t0_ns;
+  out.t1_ns = t1_ns;
+  out.duration_s = static_cast<double>(t1_ns - t0_ns) * 1e-9;
+  out.sources = impl_->sources_info;
   std::map<std::string, std::map<std::string, const FieldStore*>> by_device;
   for (const auto& [key, f] : impl_->store) by_device[key.first][key.second] = &f;
   for (const auto& [device, fields] : by_device) {
-    nlohmann::json fj = nlohmann::json::object();
-    for (const auto& [metric, f] : fields) {
-      auto b = std::lower_bound(f->t.begin(), f->t.end(), t0_ns);
-      auto e = std::upper_bound(f->t.begin(), f->t.end(), t1_ns);
-      std::vector<double> vals(f->v.begin() + (b - f->t.begin()), f->v.begin() + (e - f->t.begin()));
-      nlohmann::json s;
-      s["count"] = vals.size();
-      uint64_t dropped = 0;
-      nlohmann::json reasons = nlohmann::json::object();
-      for (const auto& [t, why] : f->drops)
-        if (t >= t0_ns && t <= t1_ns) {
-          ++dropped;
-          reasons[why] = reasons.value(why, 0) + 1;
-        }
-      s["dropped"] = dropped;
-      if (dropped) s["drop_reasons"] = reasons;
-      if (!vals.empty()) {
-        double sum = 0;
-        for (double v : vals) sum += v;
-        std::sort(vals.begin(), vals.end());
-        s["mean"] = sum / static_cast<double>(vals.size());
-        s["p50"] = percentile_nearest_rank(vals, 50);
-        s["p95"] = percentile_nearest_rank(vals, 95);
-        s["max"] = vals.back();
-      } else {
-        s["mean"] = s["p50"] = s["p95"] = s["max"] = nullptr;
-      }
-      auto upd = mean_update_period_s(f->change_t, t0_ns, t1_ns);
-      s["update_period_s"] = upd ? nlohmann::json(*upd) : nlohmann::json(nullptr);
-      fj[metric] = s;
-    }
-    nlohmann::json dj = {{"fields", fj}};
-    nlohmann::json energy = impl_->energy_for(device, fields, t0_ns, t1_ns, samples_processed);
-    if (!energy.is_null()) dj["energy"] = energy;
-    devices[device] = dj;
+    DeviceTelemetry& d = out.devices[device];
+    for (const auto& [metric, f] : fields) d.fields_[metric] = field_stats(*f, t0_ns, t1_ns);
+    d.energy = impl_->energy_for(fields, t0_ns, t1_ns, samples_processed);
   }
-  out["devices"] = devices;
   return out;
 }
 

@@ -8,4 +8,5 @@ target_sources(trainscope_core PRIVATE
   telemetry/nvml_loader.cpp
   telemetry/nvml_source.cpp
   telemetry/sampler.cpp
+  telemetry/headline.cpp
   telemetry/prometheus.cpp)

@@ -16,6 +16,7 @@
 
 #include "common/text.h"
 #include "infer/bench.h"
+#include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
@@ -47,48 +48,6 @@ Provenance collect_provenance(const std::string& command_line, uint64_t seed) {
   p.intra_op_threads = at::get_num_threads();
   return p;
 }
-
-namespace {
-
-// Headline numbers of a telemetry summary for one device (means/peaks over the window).
-nlohmann::json telemetry_headline(const nlohmann::json& summary, const std::string& device) {
-  nlohmann::json h = nlohmann::json::object();
-  h["device"] = device.empty() ? nlohmann::json(nullptr) : nlohmann::json(device);
-  auto field = [&](const std::string& dev, const std::string& metric, const char* stat) -> nlohmann::json {
-    if (!summary.contains("devices") || !summary["devices"].contains(dev)) return nullptr;
-    const auto& d = summary["devices"][dev];
-    if (!d.contains("fields") || !d["fields"].contains(metric)) return nullptr;
-    const auto& f = d["fields"][metric];
-    return f.contains(stat) ? f[stat] : nlohmann::json(nullptr);
-  };
-  if (!device.empty()) {
-    for (const char* m : {"util_pct", "sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct", "mem_util_pct",
-                          "power_w", "power_avg_w", "power_instant_w", "temp_c", "sm_clock_mhz", "package_power_w"}) {
-      h[std::string(m) + "_mean"] = field(device, m, "mean");
-      h[std::string(m) + "_max"] = field(device, m, "max");
-    }
-    h["mem_used_bytes_max"] = field(device, "mem_used_bytes", "max");
-    h["process_mem_bytes_max"] = field(device, "process_mem_bytes", "max");
-    h["clocks_event_reasons_mask_max"] = field(device, "clocks_event_reasons_mask", "max");
-    if (summary.contains("devices") && summary["devices"].contains(device) &&
-        summary["devices"][device].contains("energy")) {
-      const auto& e = summary["devices"][device]["energy"];
-      h["energy_j"] = e.value("energy_j", nlohmann::json(nullptr));
-      h["joules_per_sample"] = e.value("joules_per_sample", nlohmann::json(nullptr));
-      h["energy_method"] = e.value("energy_method", nlohmann::json(nullptr));
-      h["energy_short_window"] = e.value("short_window", nlohmann::json(nullptr));
-    }
-  }
-  h["cpu_util_pct_mean"] = field("cpu", "util_pct", "mean");
-  h["cpu_util_pct_max"] = field("cpu", "util_pct", "max");
-  h["process_cpu_pct_mean"] = field("process", "cpu_pct", "mean");
-  h["process_rss_bytes_max"] = field("process", "rss_bytes", "max");
-  h["host_mem_used_bytes_max"] = field("cpu", "mem_used_bytes", "max");
-  h["cpu_temp_c_max"] = field("cpu", "temp_c", "max");
-  return h;
-}
-
-}  // namespace
 
 nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
   const auto& tr = w.data.train;
@@ -307,11 +266,9 @@ void Matrix::start_telemetry() {
     sampler_->start();
     telemetry_gpus_ = sampler_->gpus();
     for (const auto& src : sampler_->sources())
-      if (!src.value("available", false))
-        notice(fmt::format("telemetry source '{}' unavailable: {}", src.value("name", "?"), src.value("reason", "")));
+      if (!src.available) notice(fmt::format("telemetry source '{}' unavailable: {}", src.name, src.reason));
     for (const auto& src : sampler_->sources())
-      if (src.value("name", "") == "nvml" && src.contains("details")) {
-        const auto& d = src["details"];
+      if (auto d = nlohmann::json::parse(src.details.text, nullptr, false); src.name == "nvml" && d.is_object()) {
         if (d.contains("driver_version") && d["driver_version"].is_string())
           res_.provenance.gpu_driver = d["driver_version"].get<std::string>();
         if (d.contains("nvml_version") && d["nvml_version"].is_string())
@@ -446,15 +403,12 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
     std::string tdev = telemetry_device(dev, res.provenance, telemetry_gpus);
     int64_t samples = 0;
     for (const auto& e : rec.epochs) samples += e.samples;
-    auto summary = sampler->summarize(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples);
     for (auto& e : rec.epochs) {
       if (tdev.empty()) break;
-      auto es = sampler->summarize(e.start_ns, e.end_ns, e.samples);
-      if (es.contains("devices") && es["devices"].contains(tdev) && es["devices"][tdev].contains("energy") &&
-          es["devices"][tdev]["energy"]["energy_j"].is_number())
-        e.energy_j = es["devices"][tdev]["energy"]["energy_j"].get<double>();
+      const auto es = sampler->summarize(e.start_ns, e.end_ns, e.samples);
+      if (const auto* d = es.device(tdev); d && d->energy) e.energy_j = d->energy->energy_j;
     }
-    rec.telemetry = {{"headline", telemetry_headline(summary, tdev)}, {"summary", summary}};
+    rec.telemetry = sampler->run_section(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples, tdev);
     if (tdev.empty() && dev != "cpu")
       rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
   }

@@ -9,6 +9,7 @@
 
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
+#include "results/record_json.h"
 #include "train/trainer.h"
 #include "trainscope/error.h"
 #include "trainscope/inference.h"
@@ -190,13 +191,13 @@ TEST(InferServer, PoissonArrivalsHaveTheAskedForRate) {
 TEST(InferServer, SummaryIncludesQueueingAndJudgesTheTarget) {
   // Latencies 5, 5, 30 ms. p99 rank 1.98 -> 5 + 0.98 * 25 = 29.5 ms.
   std::vector<double> arr = {0.0, 0.1, 0.2}, done = {0.005, 0.105, 0.230};
-  auto j = server_summary(10, arr, done, 10, 1);
+  auto j = to_json(server_summary(10, arr, done, 10, 1));
   EXPECT_NEAR(j["p99_ms"].get<double>(), 29.5, 1e-9);
   EXPECT_NEAR(j["p50_ms"].get<double>(), 5.0, 1e-9);
   EXPECT_FALSE(j["meets_target"].get<bool>());
-  EXPECT_TRUE(server_summary(10, arr, done, 40, 1)["meets_target"].get<bool>());
+  EXPECT_TRUE(server_summary(10, arr, done, 40, 1).meets_target);
   // Too few queries never meets the target, whatever the numbers.
-  EXPECT_FALSE(server_summary(10, arr, done, 40, 100)["meets_target"].get<bool>());
+  EXPECT_FALSE(server_summary(10, arr, done, 40, 100).meets_target);
 }
 
 // ---- checkpoints ----
@@ -240,9 +241,11 @@ TEST(InferCheckpoint, RunMatrixWritesInferenceAndLoadableCheckpoints) {
   m.inference.offline_budget_s = 0.02;
   auto res = run_matrix(m);
   ASSERT_EQ(res.runs.size(), 1u);
-  const auto& inf = res.runs[0].inference;
+  ASSERT_TRUE(res.runs[0].inference);
+  const auto inf = to_json(*res.runs[0].inference);
   ASSERT_TRUE(inf.is_object()) << inf.dump();
-  ASSERT_FALSE(inf.contains("error")) << inf.dump();
+  ASSERT_FALSE(res.runs[0].inference->failed()) << inf.dump();
+  ASSERT_TRUE(inf["error"].is_null()) << inf.dump();
   for (const char* k : {"p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms", "queries"})
     EXPECT_TRUE(inf["single_stream"].contains(k)) << k;
   EXPECT_EQ(inf["offline"]["per_batch"].size(), 2u);
@@ -311,7 +314,7 @@ TEST(InferScenarios, TooFewQueriesFlaggedAndServerServesEveryQuery) {
   o.warmup_queries = 2;
   o.offline_batch_sizes = {4, 100};  // 100 > pool size: the pool is repeated
   o.offline_budget_s = 0.005;
-  auto j = measure_inference(*m, torch::kCPU, x, o);
+  auto j = to_json(measure_inference(*m, torch::kCPU, x, o));
   EXPECT_TRUE(j["single_stream"]["too_few_queries"].get<bool>());
   EXPECT_TRUE(j["single_stream"]["too_few_reason"].is_string());
   EXPECT_EQ(j["offline"]["per_batch"][1]["batch_size"].get<int64_t>(), 100);
@@ -324,7 +327,7 @@ TEST(InferScenarios, TooFewQueriesFlaggedAndServerServesEveryQuery) {
   s.server_qps = 2000;
   s.server_budget_s = 0.02;
   s.server_target_p99_ms = 1e6;  // generous: the verdict must not depend on machine speed
-  auto js = measure_inference(*m, torch::kCPU, x, s);
+  auto js = to_json(measure_inference(*m, torch::kCPU, x, s));
   const auto& srv = js["server"]["runs"][0];
   EXPECT_TRUE(js["server"]["meets_target"].get<bool>());
   EXPECT_EQ(srv["served"].get<int64_t>(), srv["queries_issued"].get<int64_t>());

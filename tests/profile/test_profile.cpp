@@ -10,6 +10,7 @@
 #include <random>
 
 #include "profile/profile_data.h"
+#include "results/record_json.h"
 #include "trainscope/config.h"
 #include "trainscope/profile.h"
 #include "trainscope/runner.h"
@@ -126,8 +127,10 @@ TEST(ProfileSchedule, StatesFollowSkipWaitWarmupActiveRepeat) {
 
 TEST(ProfileOpTable, PercentagesSumTo100AndSelfWithinBusy) {
   auto d = synthetic_data(3, 4);
-  nlohmann::json totals;
-  auto rows = build_op_table(d, &totals);
+  OpTableTotals typed_totals;
+  const auto typed_rows = build_op_table(d, &typed_totals);
+  const auto rows = record_json::write(typed_rows);
+  const auto totals = record_json::write(typed_totals);
   ASSERT_FALSE(rows.empty());
   double cpu_pct = 0, dev_pct = 0, self_us = 0;
   for (const auto& r : rows) {
@@ -149,14 +152,14 @@ TEST(ProfileOpTable, PercentagesSumTo100AndSelfWithinBusy) {
       EXPECT_EQ(r["mem_net_bytes"].get<int64_t>(), 3 * 5 * 4 * (4096 - 1024));
       EXPECT_GT(r["flops"].get<double>(), 0);
     }
-  auto csv = op_table_csv(rows, {{"run_id", "x"}});
+  auto csv = op_table_csv(typed_rows, {{"run_id", "x"}});
   EXPECT_NE(csv.find("# run_id: x"), std::string::npos);
   EXPECT_NE(csv.find("name,calls,cpu_total_us,cpu_self_us,cpu_self_pct"), std::string::npos);
 }
 
 TEST(ProfileOpTable, GpuBusyIsUnionAndAtMost100) {
   auto d = synthetic_data(1, 2);
-  auto b = build_step_breakdown(d, "cuda:0", nullptr);
+  auto b = record_json::write(build_step_breakdown(d, "cuda:0", std::nullopt));
   ASSERT_TRUE(b["gpu"].contains("cuda:0"));
   const auto& g = b["gpu"]["cuda:0"];
   EXPECT_LE(g["busy_pct"].get<double>(), 100.0);
@@ -252,7 +255,8 @@ TEST(ProfileRun, CnnOnCpuTopOperatorsAreConvAndMatmul) {
   ASSERT_EQ(res.runs.size(), 1u);
   const auto& r = res.runs[0];
   ASSERT_EQ(r.status, RunStatus::kOk) << r.failure_reason;
-  const auto& p = r.profile;
+  ASSERT_TRUE(r.profile.has_value());
+  const auto p = to_json(*r.profile);
   ASSERT_TRUE(p.is_object());
   EXPECT_TRUE(p["warnings"].empty()) << p["warnings"].dump();
   ASSERT_FALSE(p["op_table"].empty());
@@ -263,8 +267,8 @@ TEST(ProfileRun, CnnOnCpuTopOperatorsAreConvAndMatmul) {
     if (n.find("conv") != std::string::npos || n.find("Convolution") != std::string::npos) conv = true;
     if (n == "aten::addmm" || n == "aten::mm" || n.find("Addmm") != std::string::npos || n.find("MmBackward") != std::string::npos) mm = true;
   }
-  EXPECT_TRUE(conv) << format_op_table(p, 10);
-  EXPECT_TRUE(mm || conv) << format_op_table(p, 10);
+  EXPECT_TRUE(conv) << format_op_table(*r.profile, 10);
+  EXPECT_TRUE(mm || conv) << format_op_table(*r.profile, 10);
   double pct = 0;
   bool any_mem = false;
   for (const auto& row : p["op_table"]) {
@@ -294,7 +298,7 @@ TEST(ProfileRun, CnnOnCpuTopOperatorsAreConvAndMatmul) {
   EXPECT_GT(counters, 0);
   EXPECT_GE(names, 2);
   EXPECT_EQ(phases, 3);
-  EXPECT_FALSE(format_op_table(p, 5).empty());
+  EXPECT_FALSE(format_op_table(*r.profile, 5).empty());
 }
 
 TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
@@ -305,7 +309,8 @@ TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
   m.profile.active = 10;  // the run ends inside the window
   auto res = run_matrix(m, {}, nullptr);
   ASSERT_EQ(res.runs.size(), 1u);
-  const auto& p = res.runs[0].profile;
+  ASSERT_TRUE(res.runs[0].profile);
+  const auto p = to_json(*res.runs[0].profile);
   ASSERT_FALSE(p["warnings"].empty());
   EXPECT_NE(p["warnings"].dump().find("schedule needs"), std::string::npos) << p["warnings"].dump();
   EXPECT_EQ(p["window"]["active_steps"], 2);
@@ -316,7 +321,8 @@ TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
   m = cnn_matrix(out2, 4);
   m.profile.skip_first = 50;
   res = run_matrix(m, {}, nullptr);
-  const auto& p2 = res.runs[0].profile;
+  ASSERT_TRUE(res.runs[0].profile);
+  const auto p2 = to_json(*res.runs[0].profile);
   EXPECT_NE(p2["warnings"].dump().find("no step was profiled"), std::string::npos);
   EXPECT_TRUE(fs::exists(res.run_dir + "/profiles/" + res.runs[0].run_id + ".ops.csv"));
 }
@@ -327,7 +333,8 @@ TEST(ProfileRun, SizeCapOnARealRunWarns) {
   m.profile.active = 6;
   m.profile.trace_max_bytes = 32 * 1024;
   auto res = run_matrix(m, {}, nullptr);
-  const auto& p = res.runs[0].profile;
+  ASSERT_TRUE(res.runs[0].profile);
+  const auto p = to_json(*res.runs[0].profile);
   EXPECT_TRUE(p["trace"]["truncated"].get<bool>());
   EXPECT_NE(p["warnings"].dump().find("size cap"), std::string::npos);
   EXPECT_FALSE(p["op_table"].empty());  // summaries still produced

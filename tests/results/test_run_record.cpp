@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
+#include "results/record_json.h"
 #include "trainscope/console_table.h"
 #include "trainscope/run_record.h"
 
@@ -24,7 +28,11 @@ RunRecord sample(const std::string& dev, double sps) {
   p.forward_ms = 2;
   p.method = "steady_clock";
   r.phases = p;
-  r.inference = {{"single_stream", {{"p50_ms", 0.5}, {"p99_ms", 0.9}}}};
+  InferenceSection inf;
+  inf.single_stream.emplace();
+  inf.single_stream->latency.p50_ms = 0.5;
+  inf.single_stream->latency.p99_ms = 0.9;
+  r.inference = inf;
   return r;
 }
 }  // namespace
@@ -97,4 +105,80 @@ TEST(Format, Durations) {
   EXPECT_EQ(format_duration(30), "30.0 s");
   EXPECT_EQ(format_duration(600), "10.0 min");
   EXPECT_EQ(format_duration(13 * 3600), "13.0 h");
+}
+
+TEST(RunRecord, CsvHasEveryTelemetryHeadlineColumn) {
+  auto r = sample("cuda:0", 1000);
+  TelemetrySection t;
+  t.headline.device = "gpu0";
+  t.headline.util_pct_mean = 42.5;
+  t.headline.power_limit_w = 700;
+  r.telemetry = t;
+  auto h = csv_header();
+  auto row = csv_row(r);
+  ASSERT_EQ(h.size(), row.size());
+  size_t n = 0;
+  TelemetryHeadline::fields(t.headline, [&](const char* name, const auto&, Better) {
+    ++n;
+    EXPECT_NE(std::find(h.begin(), h.end(), std::string("telemetry_") + name), h.end()) << name;
+  });
+  EXPECT_GT(n, 30u);
+  auto at = [&](const char* col) { return row[static_cast<size_t>(std::find(h.begin(), h.end(), col) - h.begin())]; };
+  EXPECT_EQ(at("telemetry_util_pct_mean"), "42.5");
+  EXPECT_EQ(at("telemetry_power_limit_w"), "700");
+  EXPECT_EQ(at("telemetry_device"), "gpu0");
+  EXPECT_EQ(at("telemetry_sm_activity_pct_mean"), "");  // not measured: empty, never 0
+  EXPECT_EQ(at("world_size"), "1");
+}
+
+TEST(RunRecord, TypedSectionsRoundTripThroughJson) {
+  auto r = sample("cuda:0", 1000);
+  TelemetrySection t;
+  t.headline.energy_j = 12.5;
+  t.summary.devices["gpu1"].fields_["power_w"].mean = 23;
+  t.summary.devices["gpu1"].fields_["power_w"].drop_reasons["sentinel"] = 2;
+  t.summary.sources.push_back({"nvml", "", true, {"power_w"}, {R"({"driver_version":"580.0"})"}});
+  r.telemetry = t;
+  ProfileSection p;
+  p.op_table.push_back({});
+  p.op_table[0].name = "aten::addmm";
+  p.op_table[0].device_self_us = 9000;
+  p.step_breakdown.gpu = std::map<std::string, GpuActivity>{{"cuda:0", GpuActivity{}}};
+  r.profile = p;
+  r.world_size = 2;
+  auto j = to_json(r);
+  EXPECT_EQ(j["telemetry"]["summary"]["devices"]["gpu1"]["fields"]["power_w"]["mean"], 23);
+  EXPECT_EQ(j["telemetry"]["summary"]["sources"][0]["details"]["driver_version"], "580.0");
+  EXPECT_EQ(j["profile"]["op_table"][0]["device_self_us"], 9000);
+  EXPECT_FALSE(j["inference"].contains("server"));  // a scenario not run has no key
+  auto back = run_record_from_json(j);
+  EXPECT_EQ(back.world_size, 2);
+  ASSERT_TRUE(back.telemetry);
+  EXPECT_EQ(*back.telemetry->summary.metric("gpu1", "power_w")->mean, 23);
+  EXPECT_EQ(to_json(back), j);
+  // A record written before world_size existed: one process.
+  j.erase("world_size");
+  EXPECT_EQ(run_record_from_json(j).world_size, 1);
+}
+
+TEST(RunMetrics, EveryMetricHasAUniqueNameAUnitAndReadsTypedFields) {
+  std::set<std::string> names;
+  for (const auto& m : run_metrics()) {
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;
+    EXPECT_FALSE(m.unit.empty()) << m.name;
+  }
+  for (const char* n : {"steady_samples_per_s", "energy_j", "joules_per_sample", "power_w_mean", "util_pct_mean",
+                        "sm_activity_pct_mean", "inference_p50_ms", "inference_p99_ms", "inference_samples_per_s"})
+    EXPECT_NE(find_run_metric(n), nullptr) << n;
+  auto r = sample("cuda:0", 1000);
+  TelemetrySection t;
+  t.headline.util_pct_mean = 77;
+  r.telemetry = t;
+  EXPECT_EQ(find_run_metric("util_pct_mean")->value(r), 77);
+  EXPECT_TRUE(find_run_metric("util_pct_mean")->higher_is_better);
+  EXPECT_FALSE(find_run_metric("power_w_mean")->higher_is_better);
+  EXPECT_EQ(find_run_metric("inference_p50_ms")->value(r), 0.5);
+  EXPECT_EQ(find_run_metric("inference_p50_ms")->unit, "ms");
+  EXPECT_FALSE(find_run_metric("energy_j")->value(r));  // not measured
+  EXPECT_EQ(find_run_metric("no_such_metric"), nullptr);
 }

@@ -6,12 +6,15 @@
 #include <cstdlib>
 #include <thread>
 
+#include "results/record_json.h"
 #include "test_util.h"
 #include "trainscope/error.h"
 #include "trainscope/telemetry.h"
 
 using trainscope::TelemetryOptions;
 using trainscope::TelemetrySampler;
+using trainscope::to_json;
+namespace record_json = trainscope::record_json;
 
 namespace {
 
@@ -53,7 +56,7 @@ TEST(telemetry_Nvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
   write_config("two", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
   s.probe();
-  auto src = s.sources();
+  auto src = record_json::write(s.sources());
   ASSERT_EQ(src.size(), 4u);
   ASSERT_TRUE(src[0]["available"].get<bool>()) << src.dump(2);
   EXPECT_EQ(src[0]["details"]["driver_version"], "580.159.04");
@@ -67,7 +70,7 @@ TEST(telemetry_Nvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
   EXPECT_EQ(gpus[0].memory_total_bytes.value(), 150000000000ull);
 
   for (int i = 0; i < 8; ++i) s.sample_now();
-  auto sum = s.summarize(0, s.now_ns(), 1000);
+  auto sum = to_json(s.summarize(0, s.now_ns(), 1000));
   auto g0 = sum["devices"]["gpu0"]["fields"];
   // power_mw: 8 readings, one sentinel -> 7 stored, 1 dropped.
   EXPECT_EQ(g0["power_w"]["count"], 7);
@@ -84,14 +87,14 @@ TEST(telemetry_Nvml, FakeLibraryFieldsSentinelsUnsupportedAndLostGpu) {
   // PCIe is absent from the config: not supported, counted once, not polled again.
   EXPECT_EQ(g0["pcie_tx_bytes_per_s"]["count"], 0);
   EXPECT_EQ(g0["pcie_tx_bytes_per_s"]["dropped"], 1);
-  auto fields = s.sources()[0]["fields_supported"];
+  auto fields = record_json::write(s.sources())[0]["fields_supported"];
   EXPECT_EQ(std::count(fields.begin(), fields.end(), "pcie_tx_bytes_per_s"), 0);
   EXPECT_EQ(std::count(fields.begin(), fields.end(), "power_w"), 1);
   // GPM needs two samples an interval apart: the first slow poll only primes it.
   EXPECT_FALSE(g0.contains("sm_activity_pct"));
 
   // gpu1 is lost after 12 calls; gpu0 goes on.
-  auto details = s.sources()[0]["details"];
+  auto details = record_json::write(s.sources())[0]["details"];
   EXPECT_TRUE(details["gpus"][1]["lost"].get<bool>()) << details.dump(2);
   EXPECT_FALSE(details["gpus"][0]["lost"].get<bool>());
   auto g1 = sum["devices"]["gpu1"]["fields"];
@@ -121,7 +124,7 @@ TEST(telemetry_Nvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
   auto a = s.sample_now();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto b = s.sample_now();
-  auto sum = s.summarize(a.t_ns, b.t_ns + 1'000'000, 10);
+  auto sum = to_json(s.summarize(a.t_ns, b.t_ns + 1'000'000, 10));
   auto e = sum["devices"]["gpu0"]["energy"];
   EXPECT_EQ(e["energy_method"], "counter");
   EXPECT_NEAR(e["energy_j"].get<double>(), 500.0, 1e-6);  // 1 500 000 - 1 000 000 mJ
@@ -136,12 +139,26 @@ TEST(telemetry_Nvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
   EXPECT_NEAR(e1["energy_j"].get<double>(), 23.0 * static_cast<double>(b.t_ns - a.t_ns) * 1e-9, 1e-6);
 }
 
+TEST(telemetry_Nvml, RunSectionHeadlineCarriesThePowerLimitOfTheRunsGpu) {
+  write_config("limit", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
+  for (int i = 0; i < 4; ++i) s.sample_now();
+  auto sec = s.run_section(0, s.now_ns(), 10, "gpu0");
+  EXPECT_EQ(sec.headline.device, "gpu0");
+  ASSERT_TRUE(sec.headline.power_limit_w);
+  EXPECT_DOUBLE_EQ(*sec.headline.power_limit_w, 700.0);  // power_limit_mw 700000
+  EXPECT_TRUE(sec.headline.power_w_mean);
+  EXPECT_TRUE(sec.summary.metric("gpu1", "power_w"));  // the other GPU stays in the summary
+  // The second GPU reports no limit: its headline has none.
+  EXPECT_FALSE(s.run_section(0, s.now_ns(), 10, "gpu1").headline.power_limit_w);
+}
+
 TEST(telemetry_Nvml, OldLibraryFallsBackPerEntryPoint) {
   write_config("old", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML_OLD), std::chrono::steady_clock::now());
   s.sample_now();
   auto snap = s.sample_now();
-  auto src = s.sources()[0];
+  auto src = record_json::write(s.sources())[0];
   ASSERT_TRUE(src["available"].get<bool>()) << src.dump(2);
   auto missing = src["details"]["missing_entry_points"];
   EXPECT_GE(std::count(missing.begin(), missing.end(), "memory_info_v2"), 1);
@@ -161,7 +178,7 @@ TEST(telemetry_Nvml, OldLibraryFallsBackPerEntryPoint) {
 TEST(telemetry_Nvml, MissingLibraryOrInitFailureIsUnavailable) {
   TelemetrySampler s(nvml_only("/nonexistent/libnvidia-ml.so.1"), std::chrono::steady_clock::now());
   s.probe();
-  auto src = s.sources()[0];
+  auto src = record_json::write(s.sources())[0];
   EXPECT_FALSE(src["available"].get<bool>());
   EXPECT_NE(src["reason"].get<std::string>().find("dlopen"), std::string::npos);
   EXPECT_TRUE(s.gpus().empty());
@@ -200,14 +217,14 @@ TEST(telemetry_Sampler, ThreadRunsWhileOthersReadAndCsvGzRoundTrips) {
   s.start();  // idempotent
   // Read concurrently until the thread has produced a few polls (no timing assertion).
   for (int i = 0; i < 2000; ++i) {
-    auto sum = s.summarize(0, s.now_ns());
+    auto sum = to_json(s.summarize(0, s.now_ns()));
     (void)s.series();
     if (sum["devices"].contains("gpu0") && sum["devices"]["gpu0"]["fields"]["util_pct"]["count"].get<int>() >= 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   s.stop();
   s.stop();
-  auto sum = s.summarize(0, s.now_ns());
+  auto sum = to_json(s.summarize(0, s.now_ns()));
   EXPECT_GE(sum["devices"]["gpu0"]["fields"]["util_pct"]["count"].get<int>(), 3);
   EXPECT_TRUE(sum["devices"].contains("cpu"));
   EXPECT_EQ(sum["devices"]["cpu"]["energy"]["energy_method"], "counter");  // RAPL from the fake tree

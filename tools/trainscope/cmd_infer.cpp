@@ -18,6 +18,7 @@
 #include "interrupt.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
+#include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
@@ -164,16 +165,37 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   return out;
 }
 
-std::string num(const json& j, const char* fmtspec = "{:.3f}") {
-  return j.is_number() ? fmt::format(fmt::runtime(fmtspec), j.get<double>()) : "—";
+std::string num(const std::optional<double>& v, const char* fmtspec = "{:.3f}") {
+  return v ? fmt::format(fmt::runtime(fmtspec), *v) : "—";
 }
-json at(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return nullptr;
-    cur = &(*cur)[k];
+std::string num(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "—"; }
+
+// The server run the table shows: the configured rate's, else the search's last.
+const ServerRun* shown_server_run(const InferenceSection& m) {
+  if (!m.server || m.server->runs.empty()) return nullptr;
+  return m.server->qps ? &m.server->runs.front() : &m.server->runs.back();
+}
+
+void print_row(const std::string& label, const std::string& device, const InferenceSection& m) {
+  const SingleStreamResult ss = m.single_stream.value_or(SingleStreamResult{});
+  const ServerRun* srv = shown_server_run(m);
+  std::string q = m.single_stream ? std::to_string(ss.latency.queries) + (ss.latency.too_few_queries ? "(!)" : "") : "—";
+  const OfflineResult off = m.offline.value_or(OfflineResult{});
+  fmt::print("{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", label, device,
+             num(ss.latency.p50_ms), num(ss.latency.p90_ms), num(ss.latency.p99_ms), q,
+             num(off.best_samples_per_s, "{:.0f}"), num(off.best_batch_size),
+             num(srv ? std::optional<double>(srv->qps) : std::nullopt, "{:.1f}"),
+             num(srv ? srv->latency.p99_ms : std::nullopt), srv ? (srv->meets_target ? "yes" : "no") : "—",
+             num(m.server ? m.server->max_qps_meeting_target : std::nullopt, "{:.1f}"),
+             num(ss.telemetry.joules_per_sample, "{:.4g}"));
+  if (ss.split) {
+    auto p50 = [](const std::optional<SplitPart>& x) { return num(x ? x->p50_ms : std::nullopt, "{:.4f}"); };
+    fmt::print("{:<34} {:<7} single-stream split p50: h2d {} ms, compute {} ms, d2h {} ms (CUDA events)\n", "", "",
+               p50(ss.split->h2d_ms), p50(ss.split->compute_ms), p50(ss.split->d2h_ms));
   }
-  return *cur;
+  if (ss.latency.too_few_queries) fmt::print("  (!) {}\n", ss.latency.too_few_reason);
+  if (m.single_stream && !ss.telemetry.absent_reason.empty())
+    fmt::print("  energy per inference absent on {}: {}\n", device, ss.telemetry.absent_reason);
 }
 
 void print_table(const json& runs) {
@@ -188,28 +210,8 @@ void print_table(const json& runs) {
                  r.value("error", ""));
       continue;
     }
-    const json& m = r["inference"];
-    json ss = at(m, {"single_stream"});
-    json last_srv = nullptr;
-    if (auto runs_srv = at(m, {"server", "runs"}); runs_srv.is_array() && !runs_srv.empty())
-      last_srv = m["server"].contains("qps") ? runs_srv[0] : runs_srv.back();
-    std::string q = ss.is_object() ? std::to_string(ss.value("queries", int64_t{0})) +
-                                         (ss.value("too_few_queries", false) ? "(!)" : "")
-                                   : "—";
-    fmt::print("{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", label,
-               r.value("device", ""), num(at(ss, {"p50_ms"})), num(at(ss, {"p90_ms"})), num(at(ss, {"p99_ms"})), q,
-               num(at(m, {"offline", "best_samples_per_s"}), "{:.0f}"), num(at(m, {"offline", "best_batch_size"}), "{:.0f}"),
-               num(at(last_srv, {"qps"}), "{:.1f}"), num(at(last_srv, {"p99_ms"})),
-               last_srv.is_object() ? (last_srv.value("meets_target", false) ? "yes" : "no") : "—",
-               num(at(m, {"server", "max_qps_meeting_target"}), "{:.1f}"),
-               num(at(ss, {"telemetry", "joules_per_sample"}), "{:.4g}"));
-    if (auto sp = at(ss, {"split"}); sp.is_object())
-      fmt::print("{:<34} {:<7} single-stream split p50: h2d {} ms, compute {} ms, d2h {} ms (CUDA events)\n", "", "",
-                 num(at(sp, {"h2d_ms", "p50_ms"}), "{:.4f}"), num(at(sp, {"compute_ms", "p50_ms"}), "{:.4f}"),
-                 num(at(sp, {"d2h_ms", "p50_ms"}), "{:.4f}"));
-    if (ss.value("too_few_queries", false)) fmt::print("  (!) {}\n", ss.value("too_few_reason", ""));
-    if (auto reason = at(ss, {"telemetry", "absent_reason"}); reason.is_string())
-      fmt::print("  energy per inference absent on {}: {}\n", r.value("device", ""), reason.get<std::string>());
+    auto m = record_json::section_from_json<InferenceSection>(r.contains("inference") ? r["inference"] : json());
+    print_row(label, r.value("device", ""), m.value_or(InferenceSection{}));
   }
 }
 
@@ -315,9 +317,9 @@ void run_infer(const InferFlags& f, int& exit_status) {
           r["test_loss"] = loss;
         }
         auto pool = s.inputs.x.narrow(0, 0, std::min<int64_t>(s.inputs.x.size(0), kPoolSamples));
-        r["inference"] = measure_inference(*s.model, d, pool, opt, sampler.get(),
+        r["inference"] = to_json(measure_inference(*s.model, d, pool, opt, sampler.get(),
                                            sampler ? telemetry_device(dev, prov, gpus) : "",
-                                           [](const std::string& line) { fmt::print("  {}\n", line); });
+                                           [](const std::string& line) { fmt::print("  {}\n", line); }));
         s.model->to(torch::kCPU);
       } catch (const Error& e) {
         any_failed = true;

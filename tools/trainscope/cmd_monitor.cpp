@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "commands.h"
@@ -84,8 +85,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
   bool quiet = cfg.format != "table";
   if (!quiet) {
     for (const auto& s : sampler.sources())
-      if (!s["available"].get<bool>())
-        fmt::print(stderr, "# {}: unavailable: {}\n", s["name"].get<std::string>(), s["reason"].get<std::string>());
+      if (!s.available) fmt::print(stderr, "# {}: unavailable: {}\n", s.name, s.reason);
   }
   std::mutex snap_mu;
   TelemetrySnapshot last;

@@ -26,37 +26,38 @@ namespace trainscope::cli {
 
 namespace {
 
+std::string ms3(const std::optional<double>& v) { return v ? fmt::format("{:.3f} ms", *v) : "—"; }
+
+// "; server Q qps: p99 X ms (meets the T ms target)" when [inference] server_qps is set.
+std::string server_figure(const std::optional<ServerResult>& srv) {
+  if (!srv || srv->runs.empty()) return "";
+  const ServerRun& sr = srv->runs.back();
+  // A configured rate (server_qps) carries its verdict (absent when interrupted); a search only
+  // has the verdict of its last rate.
+  const std::optional<bool> mt = srv->qps ? srv->meets_target : std::optional<bool>(sr.meets_target);
+  return fmt::format("; server {} qps: p99 {} ({} the {} ms target)", sr.qps, ms3(sr.latency.p99_ms),
+                     mt ? (*mt ? "meets" : "misses") : "not judged against", srv->target_p99_ms);
+}
+
 // One line of inference figures after a run (trainscope/inference.h); nothing when skipped.
 void print_inference(const RunRecord& r) {
-  const auto& i = r.inference;
-  if (!i.is_object()) return;
-  if (i.contains("error")) {
-    fmt::print("    inference failed ({}): {}\n", i.value("error_kind", ""), i.value("error", ""));
+  if (!r.inference) return;
+  const InferenceSection& i = *r.inference;
+  if (i.failed()) {
+    fmt::print("    inference failed ({}): {}\n", i.error_kind, i.error);
     return;
   }
-  auto ms = [&](const char* k) -> std::string {
-    if (!i.contains("single_stream") || !i["single_stream"].contains(k) || !i["single_stream"][k].is_number()) return "—";
-    return fmt::format("{:.3f} ms", i["single_stream"][k].get<double>());
-  };
+  const LatencyFields ss = i.single_stream ? i.single_stream->latency : LatencyFields{};
   std::string best = "—";
-  if (i.contains("offline") && i["offline"]["best_samples_per_s"].is_number())
-    best = fmt::format("{} samples/s at batch {}", format_rate(i["offline"]["best_samples_per_s"].get<double>()),
-                       i["offline"]["best_batch_size"].get<int64_t>());
-  bool few = i.contains("single_stream") && i["single_stream"].value("too_few_queries", false);
-  auto cut = [&](const char* k) { return i.contains(k) && i[k].is_object() && i[k].value("interrupted", false); };
-  if (best == "—" && cut("offline")) best = "— (interrupted before it was measured)";
-  std::string server;  // [inference] server_qps > 0: the rate's p99 against its target
-  if (i.contains("server") && i["server"].is_object() && i["server"].contains("runs") && !i["server"]["runs"].empty()) {
-    const auto& sr = i["server"]["runs"].back();
-    const auto& mt = i["server"].contains("meets_target") ? i["server"]["meets_target"] : sr["meets_target"];
-    server = fmt::format("; server {} qps: p99 {} ({} the {} ms target)", sr.value("qps", 0.0),
-                         sr["p99_ms"].is_number() ? fmt::format("{:.3f} ms", sr["p99_ms"].get<double>()) : "—",
-                         mt.is_boolean() ? (mt.get<bool>() ? "meets" : "misses") : "not judged against",
-                         i["server"].value("target_p99_ms", 0.0));
-  }
-  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}{}\n", ms("p50_ms"), ms("p99_ms"),
-             few ? " (too few queries: percentiles unreliable)" : "", best, server,
-             cut("single_stream") || cut("offline") || cut("server") ? " [cut short by Ctrl-C: partial figures]" : "");
+  if (i.offline && i.offline->best_samples_per_s)
+    best = fmt::format("{} samples/s at batch {}", format_rate(*i.offline->best_samples_per_s),
+                       i.offline->best_batch_size.value_or(0));
+  const bool cut_ss = i.single_stream && i.single_stream->interrupted, cut_off = i.offline && i.offline->interrupted,
+             cut_srv = i.server && i.server->interrupted;
+  if (best == "—" && cut_off) best = "— (interrupted before it was measured)";
+  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}{}\n", ms3(ss.p50_ms), ms3(ss.p99_ms),
+             i.single_stream && ss.too_few_queries ? " (too few queries: percentiles unreliable)" : "", best,
+             server_figure(i.server), cut_ss || cut_off || cut_srv ? " [cut short by Ctrl-C: partial figures]" : "");
 }
 
 // The console: a header, one line per run, then the matrix table and the top operators.
@@ -93,8 +94,8 @@ class ConsoleReporter final : public Reporter {
     if (run_dir_.empty()) return;
     fmt::print("\n{}\n", format_matrix_table(runs));
     for (const auto& r : runs)  // profile: top operators of each run
-      if (profile_top_ > 0 && !r.profile.is_null())
-        if (auto t = format_op_table(r.profile, profile_top_); !t.empty())
+      if (profile_top_ > 0 && r.profile)
+        if (auto t = format_op_table(*r.profile, profile_top_); !t.empty())
           fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
                      r.run_id, run_dir_, r.run_id, r.run_id, t);
     fmt::print("results: {}/results.json, {}/results.csv\n", run_dir_, run_dir_);

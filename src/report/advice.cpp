@@ -1,0 +1,229 @@
+// Advice rules (trainscope/report.h Advice): a table of rules, each a small function that reads
+// the analysis (cells, comparisons, GPU balance) and cites the measurement that fired it.
+// Thresholds: AdviceThresholds (README "Advice rules" gives their sources).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "report/report_util.h"
+#include "trainscope/report.h"
+
+namespace trainscope {
+
+using namespace report_detail;
+
+namespace {
+
+std::string pct(double v) { return fmt_num(v) + " %"; }
+
+std::string where(const Cell& c) { return fmt::format("`{}` batch {} on {}", c.model, c.batch_size, c.device); }
+
+bool data_bound(const Cell& c, const AdviceThresholds& t) {
+  return c.data_share_pct.ok() && c.data_share_pct.median >= t.data_share_pct;
+}
+
+void add(Analysis& a, std::string rule, const Cell* c, std::string advice, std::string evidence) {
+  Advice x;
+  x.rule = std::move(rule);
+  if (c) {
+    x.device = c->device;
+    x.model = c->model;
+    x.batch_size = c->batch_size;
+  }
+  x.advice = std::move(advice);
+  x.evidence = std::move(evidence);
+  a.advice.push_back(std::move(x));
+}
+
+void low_utilisation(const Cell& c, const AdviceThresholds& t, Analysis& a) {
+  if (!is_gpu(c.device)) return;
+  bool low_u = c.gpu_util_pct_mean.ok() && c.gpu_util_pct_mean.median < t.low_gpu_util_pct;
+  bool low_sm = c.sm_activity_pct_mean.ok() && c.sm_activity_pct_mean.median < t.low_sm_activity_pct;
+  if (!low_u && !low_sm) return;
+  std::string ev = fmt::format("{}: mean GPU utilisation {} (threshold {} %), mean SM activity {} (threshold {} %)",
+                               where(c), c.gpu_util_pct_mean.ok() ? pct(c.gpu_util_pct_mean.median) : "not measured",
+                               fmt_num(t.low_gpu_util_pct),
+                               c.sm_activity_pct_mean.ok() ? pct(c.sm_activity_pct_mean.median) : "not measured",
+                               fmt_num(t.low_sm_activity_pct));
+  if (c.data_share_pct.ok()) ev += fmt::format("; data loading {} of the step", pct(c.data_share_pct.median));
+  add(a, "low_utilisation", &c,
+      data_bound(c, t) ? "The GPU waits for data: data loading is the bottleneck. Prepare batches ahead (more loader "
+                         "threads, prefetching, data decoded once and kept in memory) before raising the batch size."
+                       : "The GPU is under-used: raise the batch size (see the memory headroom advice) or use a "
+                         "larger model per step; small kernels leave SMs idle.",
+      ev);
+}
+
+void h2d_copies(const Cell& c, const AdviceThresholds& t, Analysis& a) {
+  if (!is_gpu(c.device) || !c.h2d_share_pct.ok() || c.h2d_share_pct.median < t.h2d_share_pct) return;
+  add(a, "h2d_copies", &c,
+      "Host-to-device copies take a large share of each step: use pinned (page-locked) host memory with "
+      "non-blocking copies, prefetch the next batch while this one computes, or keep the whole data set on "
+      "the device when it fits.",
+      fmt::format("{}: host-to-device copy {} of the step (rec.phases h2d_ms / step_ms; threshold {} %)", where(c),
+                  pct(c.h2d_share_pct.median), fmt_num(t.h2d_share_pct)));
+}
+
+struct BatchEstimate {
+  std::optional<double> max_batch;
+  std::string how;
+};
+
+// Largest batch within memory_safety_fraction of the device. Two batch sizes measured:
+// allocated = fixed + per_sample * batch (a line through both). One: allocated scaled
+// linearly with the batch (a lower bound: the fixed part does not grow).
+BatchEstimate estimate_max_batch(const Cell& c, const std::vector<Cell>& cells, double budget) {
+  BatchEstimate e;
+  const Cell* other = nullptr;
+  for (const auto& o : cells)
+    if (&o != &c && o.device == c.device && o.model == c.model && o.batch_size != c.batch_size &&
+        o.device_peak_allocated_bytes.ok())
+      other = &o;
+  const double mine = c.device_peak_allocated_bytes.median;
+  if (other) {
+    const double theirs = other->device_peak_allocated_bytes.median;
+    double per = (mine - theirs) / static_cast<double>(c.batch_size - other->batch_size);
+    double fixed = mine - per * static_cast<double>(c.batch_size);
+    if (per > 0) {
+      e.max_batch = (budget - fixed) / per;
+      e.how = fmt::format("line through batch {} ({}) and batch {} ({}): {} per sample + {} fixed", other->batch_size,
+                          fmt_bytes(theirs), c.batch_size, fmt_bytes(mine), fmt_bytes(per), fmt_bytes(fixed));
+    }
+  }
+  if (!e.max_batch) {
+    e.max_batch = static_cast<double>(c.batch_size) * budget / mine;
+    e.how = "peak allocated scaled linearly with the batch (a lower bound)";
+  }
+  return e;
+}
+
+void memory_headroom(const Cell& c, const AdviceThresholds& t, Analysis& a) {
+  if (!is_gpu(c.device) || !c.device_memory_total_bytes) return;
+  if (!c.device_peak_reserved_bytes.ok() && !c.device_peak_allocated_bytes.ok()) return;
+  double total = static_cast<double>(*c.device_memory_total_bytes);
+  double used = c.device_peak_reserved_bytes.ok() ? c.device_peak_reserved_bytes.median : c.device_peak_allocated_bytes.median;
+  double used_pct = 100.0 * used / total;
+  if (used_pct >= t.memory_headroom_pct || !c.device_peak_allocated_bytes.ok() || c.device_peak_allocated_bytes.median <= 0)
+    return;
+  auto est = estimate_max_batch(c, a.cells, t.memory_safety_fraction * total);
+  int64_t max_b = static_cast<int64_t>(std::floor(*est.max_batch));
+  int64_t pow2 = 1;
+  while (pow2 * 2 <= max_b) pow2 *= 2;
+  if (max_b <= c.batch_size) return;
+  add(a, "memory_headroom", &c,
+      fmt::format("Memory headroom: a batch of about {} should fit ({} % of device memory); the largest power of two "
+                  "below it is {}. A larger batch usually raises utilisation; re-tune the learning rate when you "
+                  "change it.",
+                  max_b, fmt_num(t.memory_safety_fraction * 100), pow2),
+      fmt::format("{}: peak {} {} of {} device memory ({} < {} %); estimate from {}", where(c),
+                  c.device_peak_reserved_bytes.ok() ? "reserved" : "allocated", fmt_bytes(used), fmt_bytes(total),
+                  pct(used_pct), fmt_num(t.memory_headroom_pct), est.how));
+}
+
+std::string throttle_reasons(uint64_t mask) {
+  // NVML nvmlClocksEventReason* bits (nvml.h): only those that mean "slowed down".
+  static const std::pair<uint64_t, const char*> kBits[] = {{0x4, "software power cap"},
+                                                           {0x8, "hardware slowdown"},
+                                                           {0x20, "software thermal slowdown"},
+                                                           {0x40, "hardware thermal slowdown"},
+                                                           {0x80, "hardware power brake"}};
+  std::string s;
+  for (auto [bit, name] : kBits)
+    if (mask & bit) s += (s.empty() ? "" : ", ") + std::string(name);
+  return s;
+}
+
+void throttling(const Cell& c, const AdviceThresholds&, Analysis& a) {
+  if (!is_gpu(c.device) || !c.clocks_event_reasons_mask) return;
+  std::string why = throttle_reasons(*c.clocks_event_reasons_mask);
+  if (why.empty()) return;
+  add(a, "throttling", &c,
+      "The GPU slowed its clocks during the run, so these numbers are below what it can do: check cooling, air flow "
+      "and the power limit (nvidia-smi -q -d PERFORMANCE,POWER), then measure again.",
+      fmt::format("{}: NVML clocks event reasons 0x{:x} ({}) seen during the run", where(c), *c.clocks_event_reasons_mask,
+                  why));
+}
+
+// On a GPU only when low_utilisation did not already say that the GPU waits for data.
+void data_loading(const Cell& c, const AdviceThresholds& t, Analysis& a) {
+  if (!data_bound(c, t)) return;
+  const bool gpu = is_gpu(c.device);
+  if (gpu && std::any_of(a.advice.begin(), a.advice.end(), [&](const Advice& x) {
+        return x.rule == "low_utilisation" && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size;
+      }))
+    return;
+  add(a, "data_loading", &c,
+      gpu ? "Data loading is a large part of each step: prepare batches ahead (loader threads, prefetching, data "
+            "kept on the device)."
+          : "Data loading is a large part of each step: prepare batches ahead (loader threads, prefetching, data "
+            "decoded once and kept in memory).",
+      fmt::format("{}: data loading {} of the step (threshold {} %)", where(c), pct(c.data_share_pct.median),
+                  fmt_num(t.data_share_pct)));
+}
+
+void cpu_faster(const ReportInput&, const AdviceThresholds&, Analysis& a) {
+  for (const auto& d : a.device_comparisons) {
+    if (!d.speedup || *d.speedup >= 1 || d.noise) continue;
+    const Cell* c = find_cell(a.cells, "cpu", d.model, d.batch_size);
+    const Cell* g = find_cell(a.cells, d.gpu_device, d.model, d.batch_size);
+    add(a, "cpu_faster", c,
+        fmt::format("Train `{}` on the CPU: it is {}× faster than {} at batch {}; the model is too small for the "
+                    "GPU to pay for its launch and copy overheads.",
+                    d.model, fmt_num(1 / *d.speedup), d.gpu_device, d.batch_size),
+        fmt::format("steady training throughput: CPU {} vs {} {} samples/s", fmt_stat(c->samples_per_s, "", 1),
+                    d.gpu_device, fmt_stat(g->samples_per_s, "", 1)));
+  }
+}
+
+std::string watts(const std::optional<double>& w) { return w ? fmt_num(*w) + " W" : "—"; }
+
+// Runs on several GPUs (world_size > 1) whose least-loaded GPU drew little power.
+void unbalanced_gpus(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
+  for (const auto& b : a.balance) {
+    if (!b.multi_gpu_run) continue;
+    const GpuBalance::Entry *lo = nullptr, *hi = nullptr;
+    for (const auto& e : b.gpus) {
+      if (!e.power_w_mean) continue;
+      if (!lo || *e.power_w_mean < *lo->power_w_mean) lo = &e;
+      if (!hi || *e.power_w_mean > *hi->power_w_mean) hi = &e;
+    }
+    if (!lo || !hi || lo == hi || *lo->power_w_mean >= t.unbalanced_power_ratio * *hi->power_w_mean) continue;
+    Advice x;
+    x.rule = "unbalanced_gpus";
+    x.device = b.run_device;
+    for (const auto& r : in.runs)
+      if (r.run_id == b.run_id) x.model = r.model, x.batch_size = r.batch_size;
+    x.advice =
+        "The GPUs are unbalanced: one does almost nothing. Spread the work (one process per GPU with "
+        "DistributedDataParallel, equal shards) or check that the model and data are placed on every device.";
+    x.evidence = fmt::format("run {}: {} drew {} W on average (peak {}) while {} drew {} W (peak {}); threshold: "
+                             "below {} % of the busiest GPU",
+                             b.run_id, lo->gpu, fmt_num(*lo->power_w_mean), watts(lo->power_w_max), hi->gpu,
+                             fmt_num(*hi->power_w_mean), watts(hi->power_w_max), fmt_num(t.unbalanced_power_ratio * 100));
+    a.advice.push_back(x);
+  }
+}
+
+using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
+using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
+
+// The rules, in the order their advice is listed: per cell, then across cells.
+const CellRule kCellRules[] = {low_utilisation, h2d_copies, memory_headroom, throttling, data_loading};
+const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus};
+
+}  // namespace
+
+namespace report_detail {
+
+void add_advice(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
+  for (const auto& c : a.cells) {
+    if (c.runs_ok == 0) continue;
+    for (CellRule rule : kCellRules) rule(c, t, a);
+  }
+  for (RunRule rule : kRunRules) rule(in, t, a);
+}
+
+}  // namespace report_detail
+
+}  // namespace trainscope

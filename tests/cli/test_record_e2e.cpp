@@ -1,0 +1,184 @@
+// End to end: the built `trainscope` binary trains a tiny synthetic matrix (mlp + cnn, a few
+// steps, profile and inference on) with a fake NVML that reports two GPUs (150 W and 23 W).
+// Checks that the record the runner wrote round-trips through the typed sections
+// (trainscope/record_sections.h), that the fields the analysis and renderers read are the ones
+// the runner writes, and that the GPU-balance analysis works on the runner's device names.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "results/record_json.h"
+#include "trainscope/report.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace trainscope;
+
+namespace {
+
+const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
+
+// GPU 0 draws 150 W, GPU 1 idles at 23 W.
+const char* kTwoGpus = R"({"driver_version": "580.0", "nvml_version": "13.580.0", "devices": [
+  {"name": "Fake H200", "uuid": "GPU-aaaa", "pci_bus_id": "00000000:19:00.0", "power_limit_mw": 700000,
+   "readings": {"util_gpu": 90, "util_mem": 5, "mem_total": 150000000000, "mem_used": 6000000000, "power_mw": 150000, "temp_c": 60}},
+  {"name": "Fake H200", "uuid": "GPU-bbbb", "pci_bus_id": "00000000:2A:00.0", "power_limit_mw": 700000,
+   "readings": {"util_gpu": 0, "util_mem": 0, "mem_total": 150000000000, "mem_used": 500000000, "power_mw": 23000, "temp_c": 31}}]})";
+
+int run_binary(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = fopen(log.c_str(), "w");
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    std::vector<char*> argv{const_cast<char*>(kBin.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(kBin.c_str(), argv.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Runs the matrix once per test process (ctest runs each test in its own process, in
+// parallel: one folder per process); returns the run folder.
+const std::string& run_folder() {
+  static const std::string dir = [] {
+    const std::string root = ::testing::TempDir() + "record_e2e_" + std::to_string(getpid());
+    fs::remove_all(root);
+    fs::create_directories(root);
+    std::ofstream(root + "/nvml.json") << kTwoGpus;
+    std::ofstream(root + "/small.toml") << "[inference]\nsingle_stream_budget_s = 0.05\nmin_queries = 20\n"
+                                           "offline_batch_sizes = [4]\noffline_budget_s = 0.05\n";
+    setenv("TS_FAKE_NVML_CONFIG", (root + "/nvml.json").c_str(), 1);
+    const std::string log = root + "/log.txt";
+    int rc = run_binary({"run", "--config", root + "/small.toml", "--devices", "cpu", "--models", "mlp,cnn",
+                         "--batch-sizes", "16", "--data-format", "synthetic", "--epochs", "1", "--warmup-steps", "2",
+                         "--limit-train", "512", "--max-steps", "14", "--threads", "1", "--telemetry-interval",
+                         "0.002", "--nvml-library", TS_FAKE_NVML, "--no-progress", "--out", root, "--name", "m"},
+                        log);
+    EXPECT_EQ(rc, 0) << slurp(log);
+    return root + "/m";
+  }();
+  return dir;
+}
+
+json results() { return json::parse(slurp(run_folder() + "/results.json")); }
+
+// Paths of `a` (a section as a fixture wrote it) that `b` (the same section written back from
+// its typed form) lacks: fields the typed form does not know, so nothing can read them.
+void unknown_paths(const json& a, const json& b, const std::string& at, std::vector<std::string>& out) {
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.is_object() || !b.contains(it.key())) out.push_back(at + "." + it.key());
+      else unknown_paths(it.value(), b[it.key()], at + "." + it.key(), out);
+    }
+  } else if (a.is_array() && b.is_array()) {
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) unknown_paths(a[i], b[i], at + "[" + std::to_string(i) + "]", out);
+  }
+}
+
+}  // namespace
+
+TEST(RecordE2e, EverySectionTheRunnerWroteRoundTripsThroughTheTypedForm) {
+  auto j = results();
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& r : j["runs"]) {
+    ASSERT_EQ(r["status"], "ok") << r["failure_reason"];
+    for (const char* section : {"telemetry", "profile", "inference"}) ASSERT_TRUE(r[section].is_object()) << section;
+    // No field is unknown to the typed form or lost by it: writing what was read gives the file back.
+    const json back = to_json(run_record_from_json(r));
+    for (const char* section : {"telemetry", "profile", "inference"})
+      EXPECT_EQ(back[section], r[section]) << section << ": written " << r[section].dump().substr(0, 400);
+    EXPECT_EQ(back, r);
+  }
+}
+
+TEST(RecordE2e, FixturesCarryNoFieldTheTypedFormDoesNotKnow) {
+  for (const char* f : {"study", "healthy"}) {
+    auto j = json::parse(slurp(std::string(TS_FIXTURES_DIR) + "/report/" + f + "/results.json"));
+    for (const auto& r : j["runs"]) {
+      const json back = to_json(run_record_from_json(r));
+      std::vector<std::string> unknown;
+      for (const char* section : {"telemetry", "profile", "inference"})
+        unknown_paths(r[section], back[section], std::string(section), unknown);
+      EXPECT_TRUE(unknown.empty()) << f << " " << r["run_id"] << ": " << ::testing::PrintToString(unknown);
+    }
+  }
+}
+
+TEST(RecordE2e, FieldsTheAnalysisAndRenderersReadAreWrittenByTheRunner) {
+  auto in = load_run_folder(run_folder());
+  ASSERT_EQ(in.runs.size(), 2u);
+  for (const auto& r : in.runs) {
+    ASSERT_TRUE(r.telemetry && r.profile && r.inference) << r.run_id;
+    const auto& h = r.telemetry->headline;
+    EXPECT_EQ(h.device, "cpu");
+    EXPECT_TRUE(h.cpu_util_pct_mean) << r.run_id;       // analysis: cpu_util_pct_mean
+    EXPECT_TRUE(h.process_rss_bytes_max) << r.run_id;   // analysis: rss fallback
+    EXPECT_EQ(r.world_size, 1);
+    // The renderer's operator chart reads the profiler's op table (self CPU time on the CPU).
+    ASSERT_FALSE(r.profile->op_table.empty()) << r.run_id;
+    EXPECT_TRUE(std::any_of(r.profile->op_table.begin(), r.profile->op_table.end(),
+                            [](const OpRow& o) { return o.cpu_self_us > 0; }));
+    // The analysis's inference figures.
+    ASSERT_TRUE(r.inference->single_stream && r.inference->offline) << r.run_id;
+    EXPECT_TRUE(r.inference->single_stream->latency.p50_ms);
+    EXPECT_TRUE(r.inference->offline->best_samples_per_s);
+    // Both NVML GPUs under the runner's names, with the readings the GPU balance uses.
+    for (const char* g : {"gpu0", "gpu1"})
+      for (const char* m : {"power_w", "util_pct", "mem_used_bytes"}) {
+        const MetricStats* s = r.telemetry->summary.metric(g, m);
+        ASSERT_TRUE(s && s->mean) << r.run_id << " " << g << " " << m;
+      }
+  }
+  auto a = analyze(in);
+  for (const auto& c : a.cells) {
+    EXPECT_TRUE(c.cpu_util_pct_mean.ok()) << c.model;
+    EXPECT_TRUE(c.latency_p50_ms.ok()) << c.model;
+    EXPECT_TRUE(c.inference_samples_per_s.ok()) << c.model;
+  }
+  const std::string html = render_html(in, a, {}, "");
+  // The operator chart holds the profiled operators (top_operators reads OpRow::cpu_self_us).
+  EXPECT_NE(html.find("\"ops\":[{\"device\":\"cpu\""), std::string::npos);
+  EXPECT_NE(html.find(in.runs[0].profile->op_table[0].name), std::string::npos);
+  // results.csv carries the telemetry headline columns.
+  const std::string csv = slurp(run_folder() + "/results.csv");
+  EXPECT_NE(csv.find("telemetry_cpu_util_pct_mean"), std::string::npos);
+  EXPECT_NE(csv.find("telemetry_power_limit_w"), std::string::npos);
+}
+
+TEST(RecordE2e, GpuBalanceRunsOnTheRunnersDeviceNamesAndFiresFromWorldSize) {
+  auto in = load_run_folder(run_folder());
+  // The runner trains one process per run (world_size 1): no unbalanced-GPU advice.
+  auto a = analyze(in);
+  EXPECT_TRUE(std::none_of(a.advice.begin(), a.advice.end(), [](const Advice& x) { return x.rule == "unbalanced_gpus"; }));
+  // The same record from a two-process run: the rule fires from world_size and names the
+  // runner's telemetry devices.
+  in.runs[0].world_size = 2;
+  a = analyze(in);
+  ASSERT_EQ(a.balance.size(), 1u);
+  EXPECT_TRUE(a.balance[0].multi_gpu_run);
+  ASSERT_EQ(a.balance[0].gpus.size(), 2u);
+  EXPECT_EQ(a.balance[0].gpus[0].gpu, "gpu0");
+  EXPECT_EQ(a.balance[0].gpus[1].gpu, "gpu1");
+  std::vector<const Advice*> fired;
+  for (const auto& x : a.advice)
+    if (x.rule == "unbalanced_gpus") fired.push_back(&x);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_NE(fired[0]->evidence.find("gpu1 drew 23.0 W"), std::string::npos) << fired[0]->evidence;
+  EXPECT_NE(fired[0]->evidence.find("gpu0 drew 150 W"), std::string::npos) << fired[0]->evidence;
+}
