@@ -39,6 +39,35 @@ std::optional<T> get_opt(const json& j, const char* k) {
   return j[k].get<T>();
 }
 
+// The measurement protocol's fields (trainscope/run_record.h MeasurementWindow), one list for
+// both directions.
+#define TS_MEASUREMENT_FIELDS(X)                                                                            \
+  X(headline_first_step) X(headline_last_step) X(headline_steps) X(headline_samples) X(headline_start_ns)  \
+  X(headline_end_ns) X(headline_time_s) X(profiled_first_step) X(profiled_last_step) X(profiled_steps)     \
+  X(profile_skip_first) X(profile_skip_first_auto) X(instrumentation_over_3pct)
+#define TS_MEASUREMENT_OPT_FIELDS(X)                                                                  \
+  X(headline_step_ms_mean) X(profiled_step_ms_mean) X(after_profile_step_ms_mean)                  \
+  X(profile_step_time_ratio) X(profile_cost_pct) X(sampler_cpu_pct_mean) X(sampler_cpu_share_pct)
+
+json measurement_json(const MeasurementWindow& m) {
+  json j;
+#define TS_PUT(f) j[#f] = m.f;
+#define TS_PUT_OPT(f) j[#f] = opt(m.f);
+  TS_MEASUREMENT_FIELDS(TS_PUT)
+  TS_MEASUREMENT_OPT_FIELDS(TS_PUT_OPT)
+  return j;
+}
+
+MeasurementWindow measurement_from_json(const json& j) {
+  MeasurementWindow m;
+  if (!j.is_object()) return m;
+#define TS_GET(f) m.f = j.value(#f, m.f);
+#define TS_GET_OPT(f) m.f = get_opt<double>(j, #f);
+  TS_MEASUREMENT_FIELDS(TS_GET)
+  TS_MEASUREMENT_OPT_FIELDS(TS_GET_OPT)
+  return m;
+}
+
 }  // namespace
 
 json to_json(const RunRecord& r) {
@@ -55,6 +84,7 @@ json to_json(const RunRecord& r) {
                       {"eval_time_s", e.eval_time_s},
                       {"samples_per_s", e.samples_per_s},
                       {"complete", e.complete},
+                      {"profiled_steps", e.profiled_steps},
                       {"start_ns", e.start_ns},
                       {"end_ns", e.end_ns},
                       {"energy_j", opt(e.energy_j)}});
@@ -109,6 +139,7 @@ json to_json(const RunRecord& r) {
           {"end_ns", r.end_ns},
           {"checkpoint_path", r.checkpoint_path.empty() ? json(nullptr) : json(r.checkpoint_path)},
           {"notes", r.notes},
+          {"measurement", measurement_json(r.measurement)},
           {"telemetry", r.telemetry},
           {"profile", r.profile},
           {"inference", r.inference}};
@@ -183,6 +214,7 @@ RunRecord run_record_from_json(const json& j) {
       er.eval_time_s = e.value("eval_time_s", 0.0);
       er.samples_per_s = e.value("samples_per_s", 0.0);
       er.complete = e.value("complete", true);
+      er.profiled_steps = e.value("profiled_steps", int64_t{0});
       er.start_ns = e.value("start_ns", int64_t{0});
       er.end_ns = e.value("end_ns", int64_t{0});
       er.energy_j = get_opt<double>(e, "energy_j");
@@ -192,6 +224,7 @@ RunRecord run_record_from_json(const json& j) {
   r.end_ns = j.value("end_ns", int64_t{0});
   r.checkpoint_path = s("checkpoint_path");
   if (j.contains("notes")) r.notes = j["notes"].get<std::vector<std::string>>();
+  r.measurement = measurement_from_json(j.value("measurement", json(nullptr)));
   r.telemetry = j.value("telemetry", json(nullptr));
   r.profile = j.value("profile", json(nullptr));
   r.inference = j.value("inference", json(nullptr));

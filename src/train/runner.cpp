@@ -282,8 +282,13 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
           //      into its own src/<component>/ files.
           // profile: the scheduled operator-profiling window (src/profile/).
           std::unique_ptr<RunProfiler> profiler;
-          if (cfg.profile.enabled) {
-            profiler = std::make_unique<RunProfiler>(cfg.profile, spec.run_id, dev, origin);
+          if (cfg.profile.enabled) {  // placed after the headline window (docs/profiling.md#measurement-protocol)
+            std::string fit_note;
+            spec.profile = resolve_profile_schedule(cfg.profile, cfg.train.warmup_steps,
+                                                    planned_train_steps(cfg.train, tr.count, b), &fit_note);
+            spec.profile_skip_first_auto = cfg.profile.skip_first < 0;
+            if (!fit_note.empty()) rec.notes.push_back(fit_note);
+            profiler = std::make_unique<RunProfiler>(*spec.profile, spec.run_id, dev, origin);
             hooks.on_step_begin = [p = profiler.get()](int64_t s) { p->on_step_begin(s); };
             hooks.on_step_end = [p = profiler.get()](int64_t s) { p->on_step_end(s); };
             hooks.on_phase_span = [p = profiler.get()](int64_t s, const char* ph, int64_t t0, int64_t t1) {
@@ -348,7 +353,16 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
                   es["devices"][tdev]["energy"]["energy_j"].is_number())
                 e.energy_j = es["devices"][tdev]["energy"]["energy_j"].get<double>();
             }
-            rec.telemetry = {{"headline", telemetry_headline(summary, tdev)}, {"summary", summary}};
+            // The headline figures come from the headline window only; the whole run stays in "summary".
+            const auto& mw = rec.measurement;
+            const bool window = mw.headline_end_ns > mw.headline_start_ns;
+            auto headline = telemetry_headline(
+                window ? sampler->summarize(mw.headline_start_ns, mw.headline_end_ns, mw.headline_samples) : summary, tdev);
+            headline["window"] = window ? "headline" : "run";
+            rec.telemetry = {{"headline", headline}, {"summary", summary}};
+            auto cpu = summary.value(nlohmann::json::json_pointer("/devices/sampler/fields/cpu_pct/mean"),
+                                     nlohmann::json(nullptr));
+            if (cpu.is_number()) rec.measurement.sampler_cpu_pct_mean = cpu.get<double>();
             if (tdev.empty() && dev != "cpu")
               rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
           }
@@ -362,6 +376,7 @@ MatrixResult run_matrix(const MatrixConfig& cfg_in, MatrixObserver* obs, const s
             }
             profiler.reset();
           }
+          rate_instrumentation_cost(rec);
           // ---- end of per-run post-processing
           if (rec.device_name.empty()) rec.device_name = device_display_name(dev, res.provenance.cpu_model);
           if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin).count();
