@@ -203,8 +203,7 @@ struct TelemetrySampler::Impl {
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
     auto period = std::chrono::nanoseconds(static_cast<int64_t>(opt.interval_s * 1e9));
     auto next = std::chrono::steady_clock::now();
-    int64_t last_wall = -1, last_cpu = 0;
-    record_self_cost(last_wall, last_cpu);
+    int64_t last_wall = -1, last_cpu = 0;  // the first poll only sets the baseline (it is not periodic)
     for (;;) {
       {
         std::unique_lock lk(stop_mu);

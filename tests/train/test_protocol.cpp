@@ -10,6 +10,7 @@
 
 #include "train/trainer.h"
 #include "trainscope/profile.h"
+#include "trainscope/report.h"
 #include "trainscope/runner.h"
 #include "trainscope/telemetry.h"
 
@@ -221,4 +222,23 @@ TEST(Protocol, InstrumentationAboveThreePercentIsFlagged) {
   q.measurement.profile_cost_pct = 1.0;
   rate_instrumentation_cost(q);
   EXPECT_FALSE(q.measurement.instrumentation_over_3pct);
+}
+
+TEST(Protocol, ReportFlagsARunWhoseInstrumentsCostMoreThanThreePercent) {
+  RunRecord r;
+  r.run_id = "cpu-mlp-b32-r0";
+  r.device = "cpu";
+  r.model = "mlp";
+  r.batch_size = 32;
+  r.status = RunStatus::kOk;
+  r.intra_op_threads = 1;
+  r.measurement.sampler_cpu_pct_mean = 5.0;
+  rate_instrumentation_cost(r);
+  ReportInput in;
+  in.runs = {r};
+  auto a = analyze(in);
+  EXPECT_NE(render_markdown(in, a).find("instrumentation cost**: cpu-mlp-b32-r0"), std::string::npos);
+  EXPECT_NE(render_console(in, a).find("flag: cpu-mlp-b32-r0"), std::string::npos);
+  in.runs[0].measurement = MeasurementWindow{};
+  EXPECT_EQ(render_markdown(in, analyze(in)).find("instrumentation cost**"), std::string::npos);
 }
