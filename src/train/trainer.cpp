@@ -501,6 +501,11 @@ void TrainLoop::figures() {
       mw.profile_cost_pct = 100.0 * static_cast<double>(mw.profiled_steps) *
                             (*mw.profiled_step_ms_mean - *mw.headline_step_ms_mean) / (train_time_ * 1000.0);
   }
+  if (spec_.profile_skip_first_auto && r_.stop_reason == "time_budget" && mw.profiled_steps == 0)
+    r_.notes.push_back(fmt::format("the time budget ended the run at step {}, before the profiling window placed at the "
+                                   "end of the {} planned steps: nothing was profiled (the headline stays undisturbed); "
+                                   "set --profile-skip or --max-steps to profile such runs",
+                                   global_step_, planned_train_steps(cfg_, n_, B_)));
   epoch_time_figures();
 }
 

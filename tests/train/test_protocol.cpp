@@ -242,3 +242,16 @@ TEST(Protocol, ReportFlagsARunWhoseInstrumentsCostMoreThanThreePercent) {
   in.runs[0].measurement = MeasurementWindow{};
   EXPECT_EQ(render_markdown(in, analyze(in)).find("instrumentation cost**"), std::string::npos);
 }
+
+TEST(Protocol, TimeBudgetThatEndsTheRunBeforeTheAutoWindowLeavesTheHeadlineAndSaysSo) {
+  auto m = protocol_matrix("budget");
+  m.train.epochs = 20;            // 320 planned steps: the auto window is steps 313..319
+  m.train.time_budget_s = 0.001;  // ends the run long before that
+  auto res = run_matrix(m, nullptr, nullptr);
+  const auto& r = res.runs[0];
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.failure_reason;
+  EXPECT_EQ(r.stop_reason, "time_budget");
+  EXPECT_EQ(r.measurement.profile_skip_first, 313);
+  EXPECT_EQ(r.measurement.profiled_steps, 0);
+  EXPECT_TRUE(has_note(r, "before the profiling window")) << nlohmann::json(r.notes).dump();
+}
