@@ -117,7 +117,10 @@ struct EpochState {
 struct MeanMs {
   double sum = 0;
   int64_t n = 0;
-  void add(double v) { sum += v, ++n; }
+  void add(double v) {
+    sum += v;
+    ++n;
+  }
   std::optional<double> mean() const { return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
 };
 
