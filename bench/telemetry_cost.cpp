@@ -1,16 +1,21 @@
 // Telemetry cost: CPU time per sample per source (thread CPU time around one poll), and
 // wall time, over N polls. Usage: telemetry_cost [polls=200] [nvml_library] [proc_root] [sys_root]
-// Prints one JSON object. On the GPU host the NVML line shows the cost of the fast fields per
+// Prints one JSON object. Last, "sampler": the whole TelemetrySampler at 10 Hz for SECONDS (env
+// TELEMETRY_COST_SECONDS, default 3) as a run sees it: the mean of its own metric
+// sampler/cpu_pct (thread CPU time per wall second, 100 = one core; docs/telemetry.md). On the GPU host the NVML line shows the cost of the fast fields per
 // poll and, separately, of a poll that also reads the slow fields (energy, PCIe, processes, GPM).
 #include <fmt/core.h>
 #include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "telemetry/source.h"
+#include "trainscope/telemetry.h"
 
 using namespace trainscope::telemetry;
 
@@ -49,6 +54,22 @@ nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   j["core_share_at_10hz_pct"] = cpu / polls * 10 * 100;
   return j;
 }
+nlohmann::json measure_sampler(const std::string& nvml, const std::string& proc, const std::string& sys, double seconds) {
+  trainscope::TelemetryOptions o;
+  o.interval_s = 0.1;
+  o.nvml_library = nvml;
+  o.proc_root = proc;
+  o.sys_root = sys;
+  trainscope::TelemetrySampler s(o, std::chrono::steady_clock::now());
+  s.start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  s.stop();
+  const auto sum = s.summarize(0, s.now_ns());
+  const trainscope::MetricStats* cpu = sum.metric("sampler", "cpu_pct");
+  nlohmann::json stats = nullptr;
+  if (cpu) stats = {{"count", cpu->count}, {"mean", cpu->mean.value_or(NAN)}, {"max", cpu->max.value_or(NAN)}};
+  return {{"interval_s", o.interval_s}, {"seconds", seconds}, {"cpu_pct", stats}};
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +84,8 @@ int main(int argc, char** argv) {
   out["sources"].push_back(measure(*make_rapl_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_hwmon_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns), polls, slow_ns));
+  const char* secs = std::getenv("TELEMETRY_COST_SECONDS");
+  out["sampler"] = measure_sampler(nvml, proc, sys, secs ? std::atof(secs) : 3.0);
   fmt::print("{}\n", out.dump(2));
   return 0;
 }

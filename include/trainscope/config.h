@@ -60,7 +60,7 @@ struct TelemetryConfig {
 /// step: skip_first, then cycles of wait / warmup / active steps, `repeat` times.
 struct ProfileConfig {
   bool enabled = true;
-  int64_t skip_first = 10;     // let the run warm up first
+  int64_t skip_first = -1;     // -1 = auto: the window ends at the run's planned last step (profile.h)
   int64_t wait = 0, warmup = 2, active = 5, repeat = 1;
   bool record_shapes = false;
   bool profile_memory = true;

@@ -2,7 +2,8 @@
 // breakdown, and one Chrome-trace-format timeline (Perfetto, chrome://tracing) per run.
 //
 // Schedule (the torch.profiler convention): steps are counted from the run's first step
-// (0-based). The first `skip_first` steps are ignored; then `repeat` cycles of `wait` idle steps,
+// (0-based). The first `skip_first` steps are ignored (-1 = auto: resolve_profile_schedule puts
+// the window at the end of the run, after the headline steps); then `repeat` cycles of `wait` idle steps,
 // `warmup` steps (the recorder is on, its events are discarded, so start-up cost stays outside
 // the window) and `active` recorded steps. repeat = 0 repeats the cycle until the run ends.
 //
@@ -42,6 +43,17 @@ ProfileStepState profile_step_state(const ProfileConfig& c, int64_t step);
 /// Number of steps a run needs for the whole schedule (skip_first + repeat cycles); -1 when
 /// repeat = 0 (open-ended).
 int64_t profile_schedule_steps(const ProfileConfig& c);
+
+/// The run's schedule with skip_first = -1 ("auto") resolved (docs/profiling.md#measurement-protocol):
+/// the window's last step is the run's planned last step (`planned_steps`: epochs x steps per
+/// epoch, or max_steps when smaller; a time budget is not foreseen), so every step before it
+/// is free of the profiler. It never starts before warmup_steps + 1 (one headline step);
+/// when the schedule does not fit, *note (optional) says what happens. An explicit
+/// skip_first >= 0 is returned unchanged.
+ProfileConfig resolve_profile_schedule(const ProfileConfig& c, int64_t warmup_steps, int64_t planned_steps,
+                                       std::string* note = nullptr);
+/// First step the schedule's recorder is on for (its warm-up or active), or -1 when none.
+int64_t profile_first_touched_step(const ProfileConfig& c);
 
 /// "kineto" when this build records CUDA devices through Kineto, else "record_function".
 const char* profile_backend();

@@ -140,6 +140,9 @@ struct TelemetrySummary {
 /// RAPL package power) plus host-wide figures. Means and peaks of TelemetrySummary fields.
 struct TelemetryHeadline {
   std::string device;  // telemetry device of the run ("gpu0", "cpu"); "" when none matched
+  /// The window these figures cover: "headline" (the run's unprofiled headline steps,
+  /// RunRecord::measurement) or "run" (the whole run, when it had no headline window).
+  std::string window;
   OptD util_pct_mean, util_pct_max, sm_activity_pct_mean, sm_activity_pct_max, sm_occupancy_pct_mean,
       sm_occupancy_pct_max, tensor_activity_pct_mean, tensor_activity_pct_max, mem_util_pct_mean, mem_util_pct_max,
       power_w_mean, power_w_max, power_avg_w_mean, power_avg_w_max, power_instant_w_mean, power_instant_w_max,
@@ -156,6 +159,7 @@ struct TelemetryHeadline {
   static void fields(S& s, V&& v) {
     constexpr Better H = Better::kHigher, L = Better::kLower, N = Better::kNone;
     v("device", s.device, N);
+    v("window", s.window, N);
     v("util_pct_mean", s.util_pct_mean, H);
     v("util_pct_max", s.util_pct_max, H);
     v("sm_activity_pct_mean", s.sm_activity_pct_mean, H);

@@ -35,8 +35,58 @@ struct EpochRecord {
   double eval_time_s = 0;
   double samples_per_s = 0;       // samples / epoch_time_s (warm-up included)
   bool complete = true;           // false when stopped early by max_steps / time budget
+  int64_t profiled_steps = 0;     // steps of this epoch the profiler touched: epoch_time_s includes its cost
   int64_t start_ns = 0, end_ns = 0;  // training part of the epoch, matrix clock (ns)
   std::optional<double> energy_j;    // all measured devices of the run's kind, from telemetry
+};
+
+/// The measurement protocol (docs/profiling.md#measurement-protocol): which steps fed the
+/// headline figures and which the profiler touched, and what trainscope's own instruments cost.
+/// Steps are 0-based global steps, -1 = none; times are matrix-clock ns; step times are host
+/// wall time per step (ms). Headline = the steps after the warm-up steps and before the first
+/// step the profiler touches (its warm-up included); nothing after a profiling window feeds it.
+struct MeasurementWindow {
+  int64_t headline_first_step = -1, headline_last_step = -1;
+  int64_t headline_steps = 0, headline_samples = 0;
+  int64_t headline_start_ns = 0, headline_end_ns = 0;  // first and last instant of the window
+  double headline_time_s = 0;     // training time inside the window (evaluation between epochs excluded)
+  int64_t profiled_first_step = -1, profiled_last_step = -1;  // profiler warm-up + active steps
+  int64_t profiled_steps = 0;
+  int64_t profile_skip_first = -1;     // the schedule's skip_first as run (-1: no profiler)
+  bool profile_skip_first_auto = false;  // placed at the end of the planned steps
+  std::optional<double> headline_step_ms_mean, profiled_step_ms_mean, after_profile_step_ms_mean;
+  std::optional<double> profile_step_time_ratio;  // profiled_step_ms_mean / headline_step_ms_mean
+  /// Time the profiler added to the run's training time, % = 100 * profiled_steps *
+  /// (profiled_step_ms_mean - headline_step_ms_mean) / train_time.
+  std::optional<double> profile_cost_pct;
+  std::optional<double> sampler_cpu_pct_mean;   // telemetry thread CPU, 100 = one core (sampler/cpu_pct)
+  std::optional<double> sampler_cpu_share_pct;  // sampler_cpu_pct_mean / intra_op_threads
+  /// sampler_cpu_share_pct > 3 or profile_cost_pct > 3 (trainscope's instruments cost > 3 %).
+  bool instrumentation_over_3pct = false;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {  // one list for JSON (src/results/record_json.h) and CSV
+    constexpr Better N = Better::kNone, L = Better::kLower;
+    v("headline_first_step", s.headline_first_step, N);
+    v("headline_last_step", s.headline_last_step, N);
+    v("headline_steps", s.headline_steps, N);
+    v("headline_samples", s.headline_samples, N);
+    v("headline_start_ns", s.headline_start_ns, N);
+    v("headline_end_ns", s.headline_end_ns, N);
+    v("headline_time_s", s.headline_time_s, N);
+    v("profiled_first_step", s.profiled_first_step, N);
+    v("profiled_last_step", s.profiled_last_step, N);
+    v("profiled_steps", s.profiled_steps, N);
+    v("profile_skip_first", s.profile_skip_first, N);
+    v("profile_skip_first_auto", s.profile_skip_first_auto, N);
+    v("headline_step_ms_mean", s.headline_step_ms_mean, L);
+    v("profiled_step_ms_mean", s.profiled_step_ms_mean, L);
+    v("after_profile_step_ms_mean", s.after_profile_step_ms_mean, L);
+    v("profile_step_time_ratio", s.profile_step_time_ratio, L);
+    v("profile_cost_pct", s.profile_cost_pct, L);
+    v("sampler_cpu_pct_mean", s.sampler_cpu_pct_mean, L);
+    v("sampler_cpu_share_pct", s.sampler_cpu_share_pct, L);
+    v("instrumentation_over_3pct", s.instrumentation_over_3pct, N);
+  }
 };
 
 enum class RunStatus { kOk, kFailed, kInterrupted, kRunning };
@@ -97,6 +147,7 @@ struct RunRecord {
   int64_t start_ns = 0, end_ns = 0;  // steady clock, ns since the matrix started
   std::string checkpoint_path;       // relative to the run folder; "" when none was written
   std::vector<std::string> notes;    // why a value is absent, warnings
+  MeasurementWindow measurement;     // which steps fed the headline, which were profiled
 
   // sections filled by other components (trainscope/record_sections.h; null when absent)
   std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section

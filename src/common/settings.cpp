@@ -155,7 +155,8 @@ void add_profile(std::vector<Setting>& t) {
     t.push_back({.key = key, .flag = flag, .help = help, .unit = "steps", .range = {.min = lo, .max = kMaxSteps},
                  .note = note, .field = field, .applies = when_profile, .applies_text = "profile.enabled"});
   };
-  steps("profile.skip_first", "--profile-skip", "steps before the profiler's first warm-up", 0, "",
+  steps("profile.skip_first", "--profile-skip", "steps before the profiler's first warm-up", -1,
+        "-1 = auto: at the end of the run's planned steps, after the headline window",
         TS_FIELD(profile.skip_first));
   steps("profile.wait", "", "steps waited at the start of each cycle", 0, "", TS_FIELD(profile.wait));
   steps("profile.warmup", "", "profiler warm-up steps per cycle (not recorded)", 0, "", TS_FIELD(profile.warmup));

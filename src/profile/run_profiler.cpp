@@ -50,6 +50,27 @@ int64_t profile_schedule_steps(const ProfileConfig& c) {
   return c.skip_first + c.repeat * (c.wait + c.warmup + c.active);
 }
 
+ProfileConfig resolve_profile_schedule(const ProfileConfig& c, int64_t warmup_steps, int64_t planned_steps,
+                                       std::string* note) {
+  if (c.skip_first >= 0) return c;
+  ProfileConfig r = c;
+  const int64_t need = std::max<int64_t>(c.repeat, 1) * (c.wait + c.warmup + c.active);
+  const int64_t earliest = warmup_steps + 1;
+  r.skip_first = std::max(planned_steps - need, earliest);
+  if (note && planned_steps - need < earliest)
+    *note = fmt::format("the profiling schedule ({} steps) does not fit after the {} warm-up steps and one headline "
+                        "step in the run's {} planned steps: the profiler starts at step {} and {}; the headline "
+                        "still comes from unprofiled steps. Run longer or lower --profile-steps",
+                        need, warmup_steps, planned_steps, r.skip_first,
+                        r.skip_first + c.wait >= planned_steps ? "no step is profiled" : "the run ends inside its window");
+  return r;
+}
+
+int64_t profile_first_touched_step(const ProfileConfig& c) {
+  if (c.active <= 0) return -1;
+  return std::max<int64_t>(c.skip_first, 0) + std::max<int64_t>(c.wait, 0);
+}
+
 const char* profile_backend() {
 #ifdef TRAINSCOPE_WITH_CUDA
   return "kineto";
@@ -205,7 +226,7 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
 
   out.op_table = build_op_table(m.data, &out.op_table_totals);
   out.step_breakdown = build_step_breakdown(m.data, m.device, device_phases(rec));
-  out.overhead = build_overhead(m.data, m.cfg.skip_first);
+  out.overhead = build_overhead(m.data, rec.warmup_steps);  // outside = every step after the warm-up
 
   nlohmann::json meta = {{"run_id", m.run_id}, {"device", m.device}, {"backend", m.rec->backend()},
                          {"libtorch_version", compat::torch_version()}, {"written_utc", utc_timestamp()},

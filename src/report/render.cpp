@@ -162,6 +162,20 @@ const char* kDefinitions[][2] = {
                          "over time)"},
 };
 
+// Runs whose own instruments cost trainscope more than 3 % (run_record.h MeasurementWindow,
+// docs/profiling.md#measurement-protocol).
+std::vector<std::string> instrumentation_flags(const ReportInput& in) {
+  std::vector<std::string> out;
+  for (const auto& r : in.runs)
+    if (r.measurement.instrumentation_over_3pct)
+      out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % (telemetry sampler {:.1f} % of "
+                                "the run's cores, profiling window {:.1f} % of the training time); the headline "
+                                "excludes the profiled steps",
+                                r.run_id, r.measurement.sampler_cpu_share_pct.value_or(0),
+                                r.measurement.profile_cost_pct.value_or(0)));
+  return out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- console
@@ -176,7 +190,7 @@ std::string render_console(const ReportInput& in, const Analysis& a) {
   if (a.advice.empty()) s += "  (no rule fired: no measurement points to a problem)\n";
   for (const auto& x : a.advice) s += fmt::format("  - [{}] {}\n      because {}\n", x.rule, x.advice, x.evidence);
   for (const auto& n : a.notes) s += "note: " + n + "\n";
-  (void)in;
+  for (const auto& f : instrumentation_flags(in)) s += "flag: " + f + "\n";
   return s;
 }
 
@@ -251,7 +265,7 @@ std::string md_comparisons(const Analysis& a) {
   return s;
 }
 
-std::string md_definitions_and_notes(const Analysis& a) {
+std::string md_definitions_and_notes(const ReportInput& in, const Analysis& a) {
   std::string s;
   s += "\n## Definitions\n\n";
   for (const auto& d : kDefinitions) s += fmt::format("- **{}**: {}\n", d[0], d[1]);
@@ -259,8 +273,10 @@ std::string md_definitions_and_notes(const Analysis& a) {
   for (const auto& c : a.cells)
     for (const auto& r : c.absent_reasons)
       if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
-  if (!a.notes.empty() || !reasons.empty()) {
+  const auto flags = instrumentation_flags(in);
+  if (!a.notes.empty() || !reasons.empty() || !flags.empty()) {
     s += "\n## Notes\n\n";
+    for (const auto& f : flags) s += "- **instrumentation cost**: " + f + "\n";
     for (const auto& n : a.notes) s += "- " + n + "\n";
     for (const auto& n : reasons) s += "- " + n + "\n";
   }
@@ -273,7 +289,7 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
   s += fmt::format("{}\n\n", provenance_line(in.provenance));
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
-  return s + md_summary_table(a) + md_answers_and_advice(a) + md_comparisons(a) + md_definitions_and_notes(a);
+  return s + md_summary_table(a) + md_answers_and_advice(a) + md_comparisons(a) + md_definitions_and_notes(in, a);
 }
 
 // ---------------------------------------------------------------- html
@@ -649,6 +665,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
   h += "<h2>Definitions</h2>\n<ul>\n";
   for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";
   for (const auto& n : a.notes) h += "<li>" + md_inline(n) + "</li>\n";
+  for (const auto& f : instrumentation_flags(in)) h += "<li><b>instrumentation cost</b>: " + html_escape(f) + "</li>\n";
   h += "</ul>\n<p class=\"prov\">Charts: " + html_escape(chartjs_version()) + " (MIT), embedded.</p>\n";
   h += "<script>/* " + html_escape(chartjs_version()) + " — MIT License, see third_party/chartjs/LICENSE.md */\n" +
        script_safe(chartjs_source()) + "\n</script>\n";

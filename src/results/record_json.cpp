@@ -34,6 +34,7 @@ json to_json(const RunRecord& r) {
                       {"eval_time_s", e.eval_time_s},
                       {"samples_per_s", e.samples_per_s},
                       {"complete", e.complete},
+                      {"profiled_steps", e.profiled_steps},
                       {"start_ns", e.start_ns},
                       {"end_ns", e.end_ns},
                       {"energy_j", opt(e.energy_j)}});
@@ -89,6 +90,7 @@ json to_json(const RunRecord& r) {
           {"end_ns", r.end_ns},
           {"checkpoint_path", r.checkpoint_path.empty() ? json(nullptr) : json(r.checkpoint_path)},
           {"notes", r.notes},
+          {"measurement", record_json::write(r.measurement)},
           {"telemetry", section_json(r.telemetry)},
           {"profile", section_json(r.profile)},
           {"inference", section_json(r.inference)}};
@@ -164,6 +166,7 @@ RunRecord run_record_from_json(const json& j) {
       er.eval_time_s = e.value("eval_time_s", 0.0);
       er.samples_per_s = e.value("samples_per_s", 0.0);
       er.complete = e.value("complete", true);
+      er.profiled_steps = e.value("profiled_steps", int64_t{0});
       er.start_ns = e.value("start_ns", int64_t{0});
       er.end_ns = e.value("end_ns", int64_t{0});
       er.energy_j = get_opt<double>(e, "energy_j");
@@ -174,6 +177,7 @@ RunRecord run_record_from_json(const json& j) {
   r.checkpoint_path = s("checkpoint_path");
   if (j.contains("notes")) r.notes = j["notes"].get<std::vector<std::string>>();
   auto sec = [&](const char* k) { return j.contains(k) ? j[k] : json(nullptr); };
+  if (j.contains("measurement") && j["measurement"].is_object()) record_json::read(j["measurement"], r.measurement);
   r.telemetry = record_json::section_from_json<TelemetrySection>(sec("telemetry"));
   r.profile = record_json::section_from_json<ProfileSection>(sec("profile"));
   r.inference = record_json::section_from_json<InferenceSection>(sec("inference"));

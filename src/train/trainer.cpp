@@ -12,6 +12,7 @@
 #include "train/device.h"
 #include "train/optimizer.h"
 #include "trainscope/error.h"
+#include "trainscope/profile.h"
 
 namespace trainscope {
 
@@ -96,299 +97,514 @@ std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const t
   return {acc, loss_sum.item<double>() / static_cast<double>(n)};
 }
 
-RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial) {
-  RunRecord local;
-  RunRecord& r = partial ? *partial : local;
-  const auto& cfg = spec.train;
-  const auto& tr = w.data.train;
-  r.run_id = spec.run_id;
-  r.device = spec.device;
-  r.model = spec.model;
-  r.batch_size = spec.batch_size;
-  r.repeat = spec.repeat;
-  r.status = RunStatus::kRunning;
-  r.dataset = w.dataset_name;
-  r.train_samples = tr.count;
-  r.test_samples = w.data.test.count;
-  r.input_shape = {tr.channels, tr.height, tr.width};
-  r.num_classes = tr.num_classes;
-  r.optimizer = cfg.optimizer;
-  r.learning_rate = cfg.learning_rate;
-  r.seed = cfg.seed;
-  r.intra_op_threads = at::get_num_threads();
-  r.epochs_requested = cfg.epochs;
-  r.warmup_steps = cfg.warmup_steps;
-  r.start_ns = ns_since(spec.origin, Clock::now());
+namespace {
 
-  torch::Device dev(spec.device);
-  const bool cuda = dev.is_cuda();
+// Which part of the measurement protocol a step belongs to (docs/profiling.md#measurement-protocol).
+enum class StepRole { kWarmup, kHeadline, kProfiled, kAfterProfile };
+
+// One epoch's per-step scratch.
+struct EpochState {
+  int64_t epoch = 0;
+  torch::Tensor perm, loss_sum, correct;
+  const int64_t* perm_ptr = nullptr;
+  std::vector<double> host_data_ms, host_step_ms;
+  std::vector<char> counted;
+  int64_t steps = 0, samples = 0, headline_samples = 0, profiled_steps = 0;
+  Clock::time_point start;
+};
+
+// Sum and count of host step times (ms).
+struct MeanMs {
+  double sum = 0;
+  int64_t n = 0;
+  void add(double v) {
+    sum += v;
+    ++n;
+  }
+  std::optional<double> mean() const { return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
+};
+
+// train_run's state, split along its seams: set_up, step, finish_epoch, figures, wrap_up.
+class TrainLoop {
+ public:
+  TrainLoop(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord& r)
+      : spec_(spec), w_(w), hooks_(hooks), r_(r), cfg_(spec.train), dev_(spec.device), cuda_(dev_.is_cuda()) {}
+  void run();
+
+ private:
+  void describe_run();
+  void set_up();
+  void plan_windows();
+  StepRole role(int64_t step) const;
+  void begin_epoch(EpochState& e);
+  bool step(EpochState& e, int64_t s);
+  void after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
+                  const Clock::time_point* hm);
+  bool should_stop(const EpochState& e, int64_t s);
+  void open_headline();
+  void close_headline(Clock::time_point t);
+  void finish_epoch(EpochState& e);
+  void evaluate_epoch(EpochRecord& er);
+  void figures();
+  void epoch_time_figures();
+  void wrap_up();
+
+  const RunSpec& spec_;
+  const Workload& w_;
+  TrainHooks& hooks_;
+  RunRecord& r_;
+  const TrainConfig& cfg_;
+  torch::Device dev_;
+  const bool cuda_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<StepOptimizer> opt_;
+  std::unique_ptr<PhaseClock> clock_;
+  std::vector<torch::Tensor> host_x_, host_y_;
+  torch::Generator gen_;
+  int64_t n_ = 0, B_ = 0, steps_per_epoch_ = 0;
+  int staging_ = 1;
+  bool rss_reset_ = false;
+
+  PhaseBreakdown ph_;
+  int64_t global_step_ = 0;
+  double train_time_ = 0, eval_time_total_ = 0;
+  Clock::time_point train_start_;
+  bool stop_ = false;
+
+  // The headline window: [warmup_steps, first_touched_) of the run's steps.
+  int64_t first_touched_ = INT64_MAX;  // first step a profiler is on for
+  bool headline_open_ = false, headline_closed_ = false;
+  Clock::time_point segment_start_;    // start of the window's part in the current epoch
+  MeanMs headline_ms_, profiled_ms_, after_ms_;
+};
+
+void TrainLoop::describe_run() {
+  const auto& tr = w_.data.train;
+  r_.run_id = spec_.run_id;
+  r_.device = spec_.device;
+  r_.model = spec_.model;
+  r_.batch_size = spec_.batch_size;
+  r_.repeat = spec_.repeat;
+  r_.status = RunStatus::kRunning;
+  r_.dataset = w_.dataset_name;
+  r_.train_samples = tr.count;
+  r_.test_samples = w_.data.test.count;
+  r_.input_shape = {tr.channels, tr.height, tr.width};
+  r_.num_classes = tr.num_classes;
+  r_.optimizer = cfg_.optimizer;
+  r_.learning_rate = cfg_.learning_rate;
+  r_.seed = cfg_.seed;
+  r_.intra_op_threads = at::get_num_threads();
+  r_.epochs_requested = cfg_.epochs;
+  r_.warmup_steps = cfg_.warmup_steps;
+  r_.start_ns = ns_since(spec_.origin, Clock::now());
+}
+
+void TrainLoop::set_up() {
+  const auto& tr = w_.data.train;
   // Same seed for every device and batch size, so runs start from the same weights.
-  torch::manual_seed(cfg.seed);
-  auto model = make_model(spec.model, tr.channels, tr.height, tr.width, tr.num_classes);
-  r.parameters = model->parameter_count();
+  torch::manual_seed(cfg_.seed);
+  model_ = make_model(spec_.model, tr.channels, tr.height, tr.width, tr.num_classes);
+  r_.parameters = model_->parameter_count();
   try {
-    r.forward_flops_per_sample = count_forward_flops(*model, tr.channels, tr.height, tr.width);
+    r_.forward_flops_per_sample = count_forward_flops(*model_, tr.channels, tr.height, tr.width);
   } catch (const c10::Error& e) {
     throw_error(ErrorKind::kModel, fmt::format("model '{}' cannot take inputs of shape 1x{}x{}x{} from the data set: {}",
-                                               spec.model, tr.channels, tr.height, tr.width,
+                                               spec_.model, tr.channels, tr.height, tr.width,
                                                e.what_without_backtrace()));
   }
-  if (!r.forward_flops_per_sample) r.notes.push_back("forward FLOPs: no convolution or matrix product operator seen");
-  model->to(dev);
-  model->set_training(true);
+  if (!r_.forward_flops_per_sample) r_.notes.push_back("forward FLOPs: no convolution or matrix product operator seen");
+  model_->to(dev_);
+  model_->set_training(true);
+  opt_ = make_optimizer(cfg_, model_->parameters(), dev_);
+  r_.optimizer_impl = opt_->implementation();
+  reset_device_memory_stats(dev_);
+  rss_reset_ = reset_peak_rss();
 
-  auto opt = make_optimizer(cfg, model->parameters(), dev);
-  r.optimizer_impl = opt->implementation();
-
-  reset_device_memory_stats(dev);
-  bool rss_reset = reset_peak_rss();
-
-  const int64_t n = tr.count, B = spec.batch_size;
-  const int64_t steps_per_epoch = (n + B - 1) / B;
-  if (B > n)
-    r.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
-                                  "all {} samples",
-                                  B, n, n));
-  r.steps_per_epoch = steps_per_epoch;
-  auto clock = make_phase_clock(dev, steps_per_epoch);
-
+  n_ = tr.count, B_ = spec_.batch_size;
+  steps_per_epoch_ = (n_ + B_ - 1) / B_;
+  if (B_ > n_)
+    r_.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
+                                   "all {} samples",
+                                   B_, n_, n_));
+  r_.steps_per_epoch = steps_per_epoch_;
+  clock_ = make_phase_clock(dev_, steps_per_epoch_);
   // Pinned staging buffers (GPU) so host-to-device copies are asynchronous DMA transfers.
-  auto fopt = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(cuda);
-  auto lopt = torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda);
-  const int staging = cuda ? kStaging : 1;
-  std::vector<torch::Tensor> host_x, host_y;
-  for (int k = 0; k < staging; ++k) {
-    host_x.push_back(torch::empty({B, tr.channels, tr.height, tr.width}, fopt));
-    host_y.push_back(torch::empty({B}, lopt));
+  auto fopt = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(cuda_);
+  auto lopt = torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda_);
+  staging_ = cuda_ ? kStaging : 1;
+  for (int k = 0; k < staging_; ++k) {
+    host_x_.push_back(torch::empty({B_, tr.channels, tr.height, tr.width}, fopt));
+    host_y_.push_back(torch::empty({B_}, lopt));
   }
-  torch::Generator gen = at::detail::createCPUGenerator(cfg.seed + 1);
+  gen_ = at::detail::createCPUGenerator(cfg_.seed + 1);
+  ph_.method = clock_->method();
+  plan_windows();
+}
 
-  PhaseBreakdown ph;
-  ph.method = clock->method();
-  int64_t global_step = 0;
-  double steady_time = 0;
-  int64_t steady_samples = 0;
-  double train_time = 0, eval_time_total = 0;
-  Clock::time_point warm_mark{};
-  bool warm = cfg.warmup_steps == 0;
-  bool stop = false;
-  const auto train_start = Clock::now();
-  if (warm) {
-    device_synchronize(dev);
-    warm_mark = Clock::now();
+void TrainLoop::plan_windows() {
+  auto& m = r_.measurement;
+  if (!spec_.profile) return;
+  m.profile_skip_first = spec_.profile->skip_first;
+  m.profile_skip_first_auto = spec_.profile_skip_first_auto;
+  const int64_t first = profile_first_touched_step(*spec_.profile);
+  if (first >= 0) first_touched_ = first;
+  if (first_touched_ <= cfg_.warmup_steps)
+    r_.notes.push_back(fmt::format("the profiler starts at step {}, inside the {} warm-up steps: no step is left for "
+                                   "the headline figures; use --profile-skip -1 (auto) or a larger value",
+                                   first_touched_, cfg_.warmup_steps));
+}
+
+StepRole TrainLoop::role(int64_t step) const {
+  if (step >= first_touched_) {
+    auto st = profile_step_state(*spec_.profile, step);
+    return st == ProfileStepState::kWarmup || st == ProfileStepState::kActive ? StepRole::kProfiled
+                                                                                : StepRole::kAfterProfile;
   }
+  return step < cfg_.warmup_steps ? StepRole::kWarmup : StepRole::kHeadline;
+}
 
-  for (int64_t epoch = 1; epoch <= cfg.epochs && !stop; ++epoch) {
-    if (hooks.progress)
-      hooks.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec.device, spec.model, B, epoch, cfg.epochs),
-                            steps_per_epoch);
-    auto perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kLong));
-    const int64_t* perm_ptr = perm.data_ptr<int64_t>();
-    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev));
-    auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev));
-    std::vector<double> host_data_ms(static_cast<size_t>(steps_per_epoch), 0.0), host_step_ms(host_data_ms);
-    std::vector<char> counted(static_cast<size_t>(steps_per_epoch), 0);
-    int64_t steps_this_epoch = 0, samples_this_epoch = 0, steady_samples_epoch = 0;
-    const auto epoch_start = Clock::now();
-    for (int64_t s = 0; s < steps_per_epoch; ++s) {
-      const auto t0 = Clock::now();
-      if (hooks.on_step_begin) hooks.on_step_begin(global_step);
-      const int64_t m = std::min(B, n - s * B);
-      const int k = static_cast<int>(s % staging);
-      if (cuda && s >= staging) clock->wait(s - staging, 1);  // that buffer's copy has finished
-      auto bx = host_x[static_cast<size_t>(k)].narrow(0, 0, m);
-      auto by = host_y[static_cast<size_t>(k)].narrow(0, 0, m);
-      gather_batch(w, perm_ptr + s * B, m, bx, by);
-      const auto t_data = Clock::now();
-      Clock::time_point hm[PhaseClock::kMarks];
-      hm[0] = t_data;
-      clock->mark(s, 0);
-      auto x = cuda ? bx.to(dev, /*non_blocking=*/true) : bx;
-      auto y = cuda ? by.to(dev, /*non_blocking=*/true) : by;
-      clock->mark(s, 1);
-      hm[1] = Clock::now();
-      auto logits = model->forward(x);
-      auto loss = torch::nn::functional::cross_entropy(logits, y);
-      if (global_step == cfg.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
-      {
-        torch::NoGradGuard ng;
-        loss_sum += loss.detach() * static_cast<double>(m);
-        correct += logits.detach().argmax(1).eq(y).sum();
-      }
-      clock->mark(s, 2);
-      hm[2] = Clock::now();
-      opt->zero_grad();
-      loss.backward();
-      clock->mark(s, 3);
-      hm[3] = Clock::now();
-      opt->step();
-      clock->mark(s, 4);
-      hm[4] = Clock::now();
-      ++global_step;
-      ++steps_this_epoch;
-      samples_this_epoch += m;
-      // NaN/Inf check: one host synchronisation every nan_check_interval steps.
-      if (global_step % cfg.nan_check_interval == 0 || global_step == cfg.inject_nan_at_step + 1) {
-        float lv = loss.item<float>();
-        if (!std::isfinite(lv))
-          throw_error(ErrorKind::kNumerical,
-                      fmt::format("loss became {} at step {} (epoch {}); lower the learning rate (now {}) or check the "
-                                  "data for NaN/Inf values",
-                                  std::isnan(lv) ? "NaN" : "Inf", global_step - 1, epoch, cfg.learning_rate));
-      }
-      r.steps_completed = global_step;  // kept current: a run that fails mid-epoch says how far it got
-      const auto t_end = Clock::now();
-      if (warm) {
-        counted[static_cast<size_t>(s)] = 1;
-        steady_samples_epoch += m;
-        host_data_ms[static_cast<size_t>(s)] = std::chrono::duration<double, std::milli>(t_data - t0).count();
-        host_step_ms[static_cast<size_t>(s)] = std::chrono::duration<double, std::milli>(t_end - t0).count();
-      }
-      if (hooks.on_phase_span) {
-        static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
-        hooks.on_phase_span(global_step - 1, "data", ns_since(spec.origin, t0), ns_since(spec.origin, t_data));
-        for (int k = 0; k < 4; ++k)
-          hooks.on_phase_span(global_step - 1, kPhase[k], ns_since(spec.origin, hm[k]), ns_since(spec.origin, hm[k + 1]));
-      }
-      if (hooks.on_step_end) hooks.on_step_end(global_step - 1);
-      if (!warm && global_step == cfg.warmup_steps) {
-        device_synchronize(dev);  // once per run: the start of the steady-state window
-        warm_mark = Clock::now();
-        warm = true;
-      }
-      if (hooks.progress) hooks.progress->update(s + 1);
-      if (cfg.max_steps > 0 && global_step >= cfg.max_steps) {
-        r.stopped_early = global_step < steps_per_epoch * cfg.epochs;
-        if (r.stopped_early) r.stop_reason = "max_steps";
-        stop = true;
-      }
-      if (cfg.time_budget_s > 0 && seconds(train_start, Clock::now()) - eval_time_total >= cfg.time_budget_s) {
-        r.stopped_early = !(epoch == cfg.epochs && s + 1 == steps_per_epoch);
-        if (r.stopped_early) r.stop_reason = "time_budget";
-        stop = true;
-      }
-      if (hooks.stop_requested && hooks.stop_requested->load()) {
-        r.status = RunStatus::kInterrupted;
-        r.test_accuracy_pct.reset();  // README: null for an interrupted run (its last epoch is not evaluated)
-        r.stopped_early = true;
-        r.stop_reason = "interrupted";
-        r.error_kind = "interrupted";
-        r.failure_reason = fmt::format("interrupted (SIGINT/SIGTERM) after step {} of epoch {}; what it measured is kept",
-                                       global_step, epoch);
-        stop = true;
-      }
-      if (stop) break;
-    }
-    device_synchronize(dev);
-    const auto epoch_end = Clock::now();
-    if (hooks.progress) hooks.progress->end();
-    const double epoch_time = seconds(epoch_start, epoch_end);
-    train_time += epoch_time;
-    if (steady_samples_epoch > 0) {
-      steady_samples += steady_samples_epoch;
-      steady_time += seconds(std::max(epoch_start, warm_mark), epoch_end);
-    }
-    // Phase means over the counted (post-warm-up) steps of this epoch.
-    clock->synchronize();
-    for (int64_t s = 0; s < steps_this_epoch; ++s) {
-      if (!counted[static_cast<size_t>(s)]) continue;
-      ph.data_ms += host_data_ms[static_cast<size_t>(s)];
-      ph.h2d_ms += clock->elapsed_ms(s, 0);
-      ph.forward_ms += clock->elapsed_ms(s, 1);
-      ph.backward_ms += clock->elapsed_ms(s, 2);
-      ph.optimizer_ms += clock->elapsed_ms(s, 3);
-      ph.step_ms += host_step_ms[static_cast<size_t>(s)];
-      ++ph.steps;
-    }
-    EpochRecord er;
-    er.epoch = epoch;
-    er.steps = steps_this_epoch;
-    er.samples = samples_this_epoch;
-    er.train_loss = loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(samples_this_epoch, 1));
-    er.train_accuracy_pct =
-        100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(samples_this_epoch, 1));
-    er.epoch_time_s = epoch_time;
-    er.samples_per_s = epoch_time > 0 ? static_cast<double>(samples_this_epoch) / epoch_time : 0;
-    er.complete = steps_this_epoch == steps_per_epoch;
-    er.start_ns = ns_since(spec.origin, epoch_start);
-    er.end_ns = ns_since(spec.origin, epoch_end);
-    if (!std::isfinite(er.train_loss))
-      throw_error(ErrorKind::kNumerical, fmt::format("mean training loss of epoch {} is not finite; lower the learning "
-                                                     "rate (now {})",
-                                                     epoch, cfg.learning_rate));
-    r.steps_completed = global_step;
-    r.train_time_s = train_time;
-    if (r.status != RunStatus::kInterrupted) {
-      const auto e0 = Clock::now();
-      auto [acc, tl] = evaluate(*model, w.test_x, w.test_y, dev, cfg.eval_batch_size);
-      er.eval_time_s = seconds(e0, Clock::now());
-      eval_time_total += er.eval_time_s;
-      er.test_accuracy_pct = acc;
-      er.test_loss = tl;
-      r.test_accuracy_pct = acc;
-    }
-    r.final_train_loss = er.train_loss;
-    r.final_train_accuracy_pct = er.train_accuracy_pct;
-    if (er.complete) ++r.epochs_completed;
-    r.epochs.push_back(er);
+void TrainLoop::open_headline() {
+  device_synchronize(dev_);  // once per run: the start of the headline window
+  segment_start_ = Clock::now();
+  headline_open_ = true;
+  r_.measurement.headline_start_ns = ns_since(spec_.origin, segment_start_);
+}
+
+void TrainLoop::close_headline(Clock::time_point t) {
+  auto& m = r_.measurement;
+  m.headline_time_s += seconds(segment_start_, t);
+  m.headline_end_ns = ns_since(spec_.origin, t);
+  headline_open_ = false;
+}
+
+void TrainLoop::begin_epoch(EpochState& e) {
+  if (hooks_.progress)
+    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, B_, e.epoch, cfg_.epochs),
+                           steps_per_epoch_);
+  e.perm = torch::randperm(n_, gen_, torch::TensorOptions().dtype(torch::kLong));
+  e.perm_ptr = e.perm.data_ptr<int64_t>();
+  e.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev_));
+  e.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev_));
+  e.host_data_ms.assign(static_cast<size_t>(steps_per_epoch_), 0.0);
+  e.host_step_ms = e.host_data_ms;
+  e.counted.assign(static_cast<size_t>(steps_per_epoch_), 0);
+  e.start = Clock::now();
+  if (headline_open_) segment_start_ = e.start;
+}
+
+// One optimizer step (step s of the epoch); returns true when the run stops after it.
+bool TrainLoop::step(EpochState& e, int64_t s) {
+  const auto t0 = Clock::now();
+  if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
+  const int64_t m = std::min(B_, n_ - s * B_);
+  const int k = static_cast<int>(s % staging_);
+  if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
+  auto bx = host_x_[static_cast<size_t>(k)].narrow(0, 0, m);
+  auto by = host_y_[static_cast<size_t>(k)].narrow(0, 0, m);
+  gather_batch(w_, e.perm_ptr + s * B_, m, bx, by);
+  const auto t_data = Clock::now();
+  Clock::time_point hm[PhaseClock::kMarks];
+  hm[0] = t_data;
+  clock_->mark(s, 0);
+  auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
+  auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
+  clock_->mark(s, 1);
+  hm[1] = Clock::now();
+  auto logits = model_->forward(x);
+  auto loss = torch::nn::functional::cross_entropy(logits, y);
+  if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
+  {
+    torch::NoGradGuard ng;
+    e.loss_sum += loss.detach() * static_cast<double>(m);
+    e.correct += logits.detach().argmax(1).eq(y).sum();
   }
+  clock_->mark(s, 2);
+  hm[2] = Clock::now();
+  opt_->zero_grad();
+  loss.backward();
+  clock_->mark(s, 3);
+  hm[3] = Clock::now();
+  opt_->step();
+  clock_->mark(s, 4);
+  hm[4] = Clock::now();
+  ++global_step_;
+  ++e.steps;
+  e.samples += m;
+  // NaN/Inf check: one host synchronisation every nan_check_interval steps.
+  if (global_step_ % cfg_.nan_check_interval == 0 || global_step_ == cfg_.inject_nan_at_step + 1) {
+    float lv = loss.item<float>();
+    if (!std::isfinite(lv))
+      throw_error(ErrorKind::kNumerical,
+                  fmt::format("loss became {} at step {} (epoch {}); lower the learning rate (now {}) or check the "
+                              "data for NaN/Inf values",
+                              std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, cfg_.learning_rate));
+  }
+  r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
+  after_step(e, s, m, t0, t_data, hm);
+  if (hooks_.progress) hooks_.progress->update(s + 1);
+  return should_stop(e, s);
+}
 
-  if (ph.steps > 0) {
-    double k = 1.0 / static_cast<double>(ph.steps);
-    ph.data_ms *= k;
-    ph.h2d_ms *= k;
-    ph.forward_ms *= k;
-    ph.backward_ms *= k;
-    ph.optimizer_ms *= k;
-    ph.step_ms *= k;
-    r.phases = ph;
+// Books the step into its protocol window, feeds the hooks, opens/closes the headline window.
+void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
+                           const Clock::time_point* hm) {
+  const int64_t step = global_step_ - 1;
+  const auto t_end = Clock::now();
+  const double step_ms = std::chrono::duration<double, std::milli>(t_end - t0).count();
+  auto& mw = r_.measurement;
+  switch (role(step)) {
+    case StepRole::kHeadline:
+      e.counted[static_cast<size_t>(s)] = 1;
+      e.headline_samples += m;
+      e.host_data_ms[static_cast<size_t>(s)] = std::chrono::duration<double, std::milli>(t_data - t0).count();
+      e.host_step_ms[static_cast<size_t>(s)] = step_ms;
+      headline_ms_.add(step_ms);
+      if (mw.headline_first_step < 0) mw.headline_first_step = step;
+      mw.headline_last_step = step;
+      ++mw.headline_steps;
+      mw.headline_samples += m;
+      break;
+    case StepRole::kProfiled:
+      profiled_ms_.add(step_ms);
+      ++e.profiled_steps;
+      if (mw.profiled_first_step < 0) mw.profiled_first_step = step;
+      mw.profiled_last_step = step;
+      ++mw.profiled_steps;
+      break;
+    case StepRole::kAfterProfile: after_ms_.add(step_ms); break;
+    case StepRole::kWarmup: break;
+  }
+  if (hooks_.on_phase_span) {
+    static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
+    hooks_.on_phase_span(step, "data", ns_since(spec_.origin, t0), ns_since(spec_.origin, t_data));
+    for (int k = 0; k < 4; ++k)
+      hooks_.on_phase_span(step, kPhase[k], ns_since(spec_.origin, hm[k]), ns_since(spec_.origin, hm[k + 1]));
+  }
+  if (hooks_.on_step_end) hooks_.on_step_end(step);
+  if (!headline_open_ && !headline_closed_ && global_step_ == cfg_.warmup_steps && global_step_ < first_touched_)
+    open_headline();
+  if (headline_open_ && global_step_ == first_touched_) {
+    device_synchronize(dev_);  // once per run: the end of the headline window, before the profiler starts
+    close_headline(Clock::now());
+    headline_closed_ = true;
+  }
+}
+
+bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
+  if (cfg_.max_steps > 0 && global_step_ >= cfg_.max_steps) {
+    r_.stopped_early = global_step_ < steps_per_epoch_ * cfg_.epochs;
+    if (r_.stopped_early) r_.stop_reason = "max_steps";
+    stop_ = true;
+  }
+  if (cfg_.time_budget_s > 0 && seconds(train_start_, Clock::now()) - eval_time_total_ >= cfg_.time_budget_s) {
+    r_.stopped_early = !(e.epoch == cfg_.epochs && s + 1 == steps_per_epoch_);
+    if (r_.stopped_early) r_.stop_reason = "time_budget";
+    stop_ = true;
+  }
+  if (hooks_.stop_requested && hooks_.stop_requested->load()) {
+    r_.status = RunStatus::kInterrupted;
+    r_.test_accuracy_pct.reset();  // README: null for an interrupted run (its last epoch is not evaluated)
+    r_.stopped_early = true;
+    r_.stop_reason = "interrupted";
+    r_.error_kind = "interrupted";
+    r_.failure_reason = fmt::format("interrupted (SIGINT/SIGTERM) after step {} of epoch {}; what it measured is kept",
+                                    global_step_, e.epoch);
+    stop_ = true;
+  }
+  return stop_;
+}
+
+void TrainLoop::finish_epoch(EpochState& e) {
+  device_synchronize(dev_);
+  const auto epoch_end = Clock::now();
+  if (hooks_.progress) hooks_.progress->end();
+  if (headline_open_) {  // the window goes on in the next epoch; evaluation stays outside it
+    close_headline(epoch_end);
+    headline_open_ = !stop_;
+  }
+  const double epoch_time = seconds(e.start, epoch_end);
+  train_time_ += epoch_time;
+  // Phase means over the headline steps of this epoch.
+  clock_->synchronize();
+  for (int64_t s = 0; s < e.steps; ++s) {
+    if (!e.counted[static_cast<size_t>(s)]) continue;
+    ph_.data_ms += e.host_data_ms[static_cast<size_t>(s)];
+    ph_.h2d_ms += clock_->elapsed_ms(s, 0);
+    ph_.forward_ms += clock_->elapsed_ms(s, 1);
+    ph_.backward_ms += clock_->elapsed_ms(s, 2);
+    ph_.optimizer_ms += clock_->elapsed_ms(s, 3);
+    ph_.step_ms += e.host_step_ms[static_cast<size_t>(s)];
+    ++ph_.steps;
+  }
+  EpochRecord er;
+  er.epoch = e.epoch;
+  er.steps = e.steps;
+  er.samples = e.samples;
+  er.profiled_steps = e.profiled_steps;
+  const double denom = static_cast<double>(std::max<int64_t>(e.samples, 1));
+  er.train_loss = e.loss_sum.item<double>() / denom;
+  er.train_accuracy_pct = 100.0 * static_cast<double>(e.correct.item<int64_t>()) / denom;
+  er.epoch_time_s = epoch_time;
+  er.samples_per_s = epoch_time > 0 ? static_cast<double>(e.samples) / epoch_time : 0;
+  er.complete = e.steps == steps_per_epoch_;
+  er.start_ns = ns_since(spec_.origin, e.start);
+  er.end_ns = ns_since(spec_.origin, epoch_end);
+  if (!std::isfinite(er.train_loss))
+    throw_error(ErrorKind::kNumerical, fmt::format("mean training loss of epoch {} is not finite; lower the learning "
+                                                   "rate (now {})",
+                                                   e.epoch, cfg_.learning_rate));
+  r_.steps_completed = global_step_;
+  r_.train_time_s = train_time_;
+  evaluate_epoch(er);
+  r_.final_train_loss = er.train_loss;
+  r_.final_train_accuracy_pct = er.train_accuracy_pct;
+  if (er.complete) ++r_.epochs_completed;
+  r_.epochs.push_back(er);
+}
+
+void TrainLoop::evaluate_epoch(EpochRecord& er) {
+  if (r_.status == RunStatus::kInterrupted) return;
+  const auto e0 = Clock::now();
+  auto [acc, tl] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+  er.eval_time_s = seconds(e0, Clock::now());
+  eval_time_total_ += er.eval_time_s;
+  er.test_accuracy_pct = acc;
+  er.test_loss = tl;
+  r_.test_accuracy_pct = acc;
+}
+
+// The run's figures: headline samples/s and phases, self-perturbation, epoch times.
+void TrainLoop::figures() {
+  auto& mw = r_.measurement;
+  if (ph_.steps > 0) {
+    double k = 1.0 / static_cast<double>(ph_.steps);
+    for (double* v : {&ph_.data_ms, &ph_.h2d_ms, &ph_.forward_ms, &ph_.backward_ms, &ph_.optimizer_ms, &ph_.step_ms})
+      *v *= k;
+    r_.phases = ph_;
   } else {
-    r.notes.push_back(fmt::format("phase breakdown absent: the run had {} steps, not more than the {} warm-up steps",
-                                  global_step, cfg.warmup_steps));
+    r_.notes.push_back(fmt::format("phase breakdown absent: the run had {} steps, none in the headline window "
+                                   "(after the {} warm-up steps, before the profiler)",
+                                   global_step_, cfg_.warmup_steps));
   }
-  if (steady_samples > 0 && steady_time > 0) {
-    r.steady_samples_per_s = static_cast<double>(steady_samples) / steady_time;
+  if (mw.headline_samples > 0 && mw.headline_time_s > 0) {
+    r_.steady_samples_per_s = static_cast<double>(mw.headline_samples) / mw.headline_time_s;
   } else {
-    r.notes.push_back(fmt::format("steady-state samples/s absent: {} steps, not more than the {} warm-up steps; "
-                                  "lower --warmup-steps or run longer",
-                                  global_step, cfg.warmup_steps));
+    r_.notes.push_back(fmt::format("steady-state samples/s absent: {} steps, none in the headline window (after the "
+                                   "{} warm-up steps, before the profiler); lower --warmup-steps or run longer",
+                                   global_step_, cfg_.warmup_steps));
   }
+  mw.headline_step_ms_mean = headline_ms_.mean();
+  mw.profiled_step_ms_mean = profiled_ms_.mean();
+  mw.after_profile_step_ms_mean = after_ms_.mean();
+  if (mw.headline_step_ms_mean && mw.profiled_step_ms_mean && *mw.headline_step_ms_mean > 0) {
+    mw.profile_step_time_ratio = *mw.profiled_step_ms_mean / *mw.headline_step_ms_mean;
+    if (train_time_ > 0)
+      mw.profile_cost_pct = 100.0 * static_cast<double>(mw.profiled_steps) *
+                            (*mw.profiled_step_ms_mean - *mw.headline_step_ms_mean) / (train_time_ * 1000.0);
+  }
+  if (spec_.profile_skip_first_auto && r_.stop_reason == "time_budget" && mw.profiled_steps == 0)
+    r_.notes.push_back(fmt::format("the time budget ended the run at step {}, before the profiling window placed at the "
+                                   "end of the {} planned steps: nothing was profiled (the headline stays undisturbed); "
+                                   "set --profile-skip or --max-steps to profile such runs",
+                                   global_step_, planned_train_steps(cfg_, n_, B_)));
+  epoch_time_figures();
+}
+
+void TrainLoop::epoch_time_figures() {
   std::vector<double> full_epochs;
   double measured_total = 0;
-  for (const auto& e : r.epochs) {
+  int64_t profiled_epochs = 0;
+  for (const auto& e : r_.epochs) {
     if (e.complete) full_epochs.push_back(e.epoch_time_s);
     measured_total += e.epoch_time_s + e.eval_time_s;
+    profiled_epochs += e.profiled_steps > 0;
   }
   if (!full_epochs.empty()) {
     double s = 0;
     for (double v : full_epochs) s += v;
-    r.mean_epoch_time_s = s / static_cast<double>(full_epochs.size());
+    r_.mean_epoch_time_s = s / static_cast<double>(full_epochs.size());
   }
-  if (r.epochs_completed == cfg.epochs && !r.stopped_early) {
-    r.time_for_requested_epochs_s = measured_total;
-    r.time_for_requested_epochs_is_estimate = false;
-  } else if (r.steady_samples_per_s) {
-    double eval_mean = r.epochs.empty() ? 0 : eval_time_total / static_cast<double>(r.epochs.size());
-    r.time_for_requested_epochs_s =
-        static_cast<double>(cfg.epochs) * (static_cast<double>(n) / *r.steady_samples_per_s + eval_mean);
-    r.time_for_requested_epochs_is_estimate = true;
+  if (profiled_epochs > 0)
+    r_.notes.push_back(fmt::format("{} epoch time(s) include the {} profiled step(s) (profiler cost included); the "
+                                   "time for the requested epochs is estimated from the headline samples/s",
+                                   profiled_epochs, r_.measurement.profiled_steps));
+  if (r_.epochs_completed == cfg_.epochs && !r_.stopped_early && profiled_epochs == 0) {
+    r_.time_for_requested_epochs_s = measured_total;
+    r_.time_for_requested_epochs_is_estimate = false;
+  } else if (r_.steady_samples_per_s) {
+    double eval_mean = r_.epochs.empty() ? 0 : eval_time_total_ / static_cast<double>(r_.epochs.size());
+    r_.time_for_requested_epochs_s =
+        static_cast<double>(cfg_.epochs) * (static_cast<double>(n_) / *r_.steady_samples_per_s + eval_mean);
+    r_.time_for_requested_epochs_is_estimate = true;
   }
-  if (rss_reset) r.peak_rss_bytes = peak_rss_bytes();
+}
+
+void TrainLoop::wrap_up() {
+  if (rss_reset_) r_.peak_rss_bytes = peak_rss_bytes();
   else {
     struct rusage ru {};
-    if (getrusage(RUSAGE_SELF, &ru) == 0) r.peak_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
-    r.notes.push_back("peak_rss_bytes is the process-lifetime peak (/proc/self/clear_refs not writable)");
+    if (getrusage(RUSAGE_SELF, &ru) == 0) r_.peak_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+    r_.notes.push_back("peak_rss_bytes is the process-lifetime peak (/proc/self/clear_refs not writable)");
   }
-  auto ms = device_memory_stats(dev);
-  r.device_peak_allocated_bytes = ms.peak_allocated_bytes;
-  r.device_peak_reserved_bytes = ms.peak_reserved_bytes;
-  if (hooks.on_trained && r.status != RunStatus::kInterrupted) hooks.on_trained(*model, dev);
-  if (!spec.checkpoint_path.empty() && r.status != RunStatus::kInterrupted) {
-    model->to(torch::kCPU);
-    model->save(spec.checkpoint_path);
+  auto ms = device_memory_stats(dev_);
+  r_.device_peak_allocated_bytes = ms.peak_allocated_bytes;
+  r_.device_peak_reserved_bytes = ms.peak_reserved_bytes;
+  if (hooks_.on_trained && r_.status != RunStatus::kInterrupted) hooks_.on_trained(*model_, dev_);
+  if (!spec_.checkpoint_path.empty() && r_.status != RunStatus::kInterrupted) {
+    model_->to(torch::kCPU);
+    model_->save(spec_.checkpoint_path);
   }
-  r.end_ns = ns_since(spec.origin, Clock::now());
-  if (r.status == RunStatus::kRunning) r.status = RunStatus::kOk;
+  r_.end_ns = ns_since(spec_.origin, Clock::now());
+  if (r_.status == RunStatus::kRunning) r_.status = RunStatus::kOk;
+}
+
+void TrainLoop::run() {
+  describe_run();
+  set_up();
+  train_start_ = Clock::now();
+  if (cfg_.warmup_steps == 0 && first_touched_ > 0) open_headline();
+  for (int64_t epoch = 1; epoch <= cfg_.epochs && !stop_; ++epoch) {
+    EpochState e;
+    e.epoch = epoch;
+    begin_epoch(e);
+    for (int64_t s = 0; s < steps_per_epoch_; ++s)
+      if (step(e, s)) break;
+    finish_epoch(e);
+  }
+  figures();
+  wrap_up();
+}
+
+}  // namespace
+
+int64_t planned_train_steps(const TrainConfig& cfg, int64_t train_count, int64_t batch_size) {
+  const int64_t per_epoch = (train_count + batch_size - 1) / std::max<int64_t>(batch_size, 1);
+  const int64_t all = per_epoch * cfg.epochs;
+  return cfg.max_steps > 0 ? std::min(all, cfg.max_steps) : all;
+}
+
+void rate_instrumentation_cost(RunRecord& r) {
+  auto& m = r.measurement;
+  if (m.sampler_cpu_pct_mean && r.intra_op_threads > 0)
+    m.sampler_cpu_share_pct = *m.sampler_cpu_pct_mean / static_cast<double>(r.intra_op_threads);
+  const bool sampler_over = m.sampler_cpu_share_pct && *m.sampler_cpu_share_pct > 3.0;
+  const bool profiler_over = m.profile_cost_pct && *m.profile_cost_pct > 3.0;
+  m.instrumentation_over_3pct = sampler_over || profiler_over;
+  if (sampler_over)
+    r.notes.push_back(fmt::format("trainscope's telemetry sampler used {:.1f} % of the run's {} core(s) (> 3 %): raise "
+                                  "--telemetry-interval",
+                                  *m.sampler_cpu_share_pct, r.intra_op_threads));
+  if (profiler_over)
+    r.notes.push_back(fmt::format("the profiling window added {:.1f} % to the training time (> 3 %; its steps were "
+                                  "{:.2f}x the headline step time); the headline figures exclude it",
+                                  *m.profile_cost_pct, m.profile_step_time_ratio.value_or(0)));
+}
+
+RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial) {
+  RunRecord local;
+  RunRecord& r = partial ? *partial : local;
+  TrainLoop(spec, w, hooks, r).run();
   return r;
 }
 

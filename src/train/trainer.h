@@ -34,7 +34,20 @@ struct RunSpec {
   TrainConfig train;
   std::string checkpoint_path;  // "" = do not save
   std::chrono::steady_clock::time_point origin;  // the matrix clock's zero
+  /// The profiler's resolved schedule when one runs (resolve_profile_schedule, profile.h):
+  /// the headline window ends before its first touched step (docs/profiling.md#measurement-protocol).
+  std::optional<ProfileConfig> profile;
+  bool profile_skip_first_auto = false;  // `profile` had skip_first = -1 (auto) before resolving
 };
+
+/// Optimizer steps a run plans: epochs x ceil(train_count / batch), or max_steps when smaller.
+int64_t planned_train_steps(const TrainConfig& cfg, int64_t train_count, int64_t batch_size);
+
+/// Completes r.measurement's self-perturbation figures once telemetry is in
+/// (sampler_cpu_pct_mean set by the caller, or absent): the sampler's share of the run's
+/// intra_op_threads cores, the profiler's share of the training time, the > 3 % flag and a
+/// note when it is raised. Definitions: docs/telemetry.md#cost-to-the-workload.
+void rate_instrumentation_cost(RunRecord& r);
 
 /// Hooks the matrix passes to a run (all optional).
 struct TrainHooks {

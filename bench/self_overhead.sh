@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# trainscope's cost to the workload it measures, end to end: N alternating pairs of the same run
+# with every tool on (the default: telemetry, profiling window, inference) and every tool off
+# (--no-telemetry --no-profile --no-inference), per cell. Alternating pairs so drift on a shared
+# machine hits both sides. Prints per cell the medians of the headline samples/s
+# (steady_samples_per_s) and of the whole-run samples/s (samples trained / training time, the
+# profiling window included), and median(default)/median(off) of each: a headline ratio near
+# 1.00 means the measurement protocol keeps trainscope's instruments out of the headline
+# (docs/profiling.md#measurement-protocol).
+#
+# Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
+#   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
+#   cuda:0,cnn,128 cuda:0,resnet18,128.
+# Environment: TS (binary, ./build/trainscope), DATA (/usr/share/datasets/fashion-mnist for
+#   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 5), EPOCHS (1), MAX_STEPS
+#   (0 = whole epochs), EXTRA (more flags for both sides).
+set -euo pipefail
+TS=${TS:-./build/trainscope}
+DATA=${DATA:-/usr/share/datasets/fashion-mnist}
+DATA_RESNET=${DATA_RESNET:-$DATA}
+N=${N:-5}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
+cells=("$@")
+if [ ${#cells[@]} -eq 0 ]; then
+  cells=(cpu,mlp,128 cpu,cnn,128)
+  if "$TS" devices 2>/dev/null | grep -q '^cuda:0'; then
+    cells+=(cuda:0,mlp,64 cuda:0,cnn,128 cuda:0,resnet18,128)
+  fi
+fi
+OUTD=$(mktemp -d)
+trap 'rm -rf "$OUTD"' EXIT
+
+run() {  # $1 = folder name, $2 = device, $3 = model, $4 = batch, rest = flags; prints "headline whole"
+  local name=$1 dev=$2 model=$3 batch=$4; shift 4
+  local data=$DATA
+  [ "$model" = resnet18 ] && data=$DATA_RESNET
+  # shellcheck disable=SC2086
+  "$TS" run --devices "$dev" --models "$model" --batch-sizes "$batch" --epochs "$EPOCHS" --max-steps "$MAX_STEPS" \
+    --data "$data" --threads 0 --no-progress --out "$OUTD" --name "$name" $EXTRA "$@" >/dev/null 2>&1 || true
+  python3 - "$OUTD/$name/results.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))["runs"][0]
+    whole = sum(e["samples"] for e in r["epochs"]) / r["train_time_s"] if r["train_time_s"] else float("nan")
+    print(r["steady_samples_per_s"] or float("nan"), whole)
+except Exception:
+    print("nan nan")
+PY
+}
+
+for cell in "${cells[@]}"; do
+  IFS=, read -r dev model batch <<<"$cell"
+  on_h=(); on_w=(); off_h=(); off_w=()
+  for i in $(seq "$N"); do
+    read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
+    on_h+=("$h"); on_w+=("$w")
+    read -r h w < <(run "off-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
+    off_h+=("$h"); off_w+=("$w")
+  done
+  python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
+import math, statistics, sys
+cell = sys.argv[1]
+on_h, on_w, off_h, off_w = ([float(x) for x in a.split()] for a in sys.argv[2:6])
+def med(v):
+    v = [x for x in v if not math.isnan(x)]
+    return statistics.median(v) if v else float("nan")
+mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
+print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}; "
+      f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of {len(on_h)} pairs)")
+PY
+done
