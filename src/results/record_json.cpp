@@ -180,4 +180,9 @@ RunRecord run_record_from_json(const json& j) {
   return r;
 }
 
+std::string record_document_json(const Provenance& p, json runs) {
+  json doc = {{"provenance", to_json(p)}, {"schema_version", kSchemaVersion}, {"runs", std::move(runs)}};
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace trainscope

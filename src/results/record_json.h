@@ -159,4 +159,9 @@ inline nlohmann::json to_json(const LatencyFields& s) { return record_json::writ
 nlohmann::json to_json(const RunRecord& r);
 RunRecord run_record_from_json(const nlohmann::json& j);
 
+/// The document every trainscope JSON results file is: {"provenance": {...}, "runs": `runs`,
+/// "schema_version": N} (keys sorted, so provenance first), pretty-printed with a final newline;
+/// invalid UTF-8 is replaced. results.json and inference.json both.
+std::string record_document_json(const Provenance& p, nlohmann::json runs);
+
 }  // namespace trainscope
