@@ -256,7 +256,7 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
     EXPECT_EQ(after[i]["start_ns"], before[i]["start_ns"]);  // kept, not re-run
   }
   for (const auto& r : after) EXPECT_EQ(r["status"], "ok");
-  // The resumed session is a new matrix in the history (README: `--resume` gets a new id).
+  // The resumed session is a new matrix in the history (docs/report.md#history-and-compare: `--resume` gets a new id).
   std::string hist;
   ASSERT_EQ(run({"history", "--db", dir + "/history.sqlite"}, &hist), 0) << hist;
   EXPECT_NE(hist.find(" m1 "), std::string::npos) << hist;
