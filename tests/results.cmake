@@ -1,1 +1,1 @@
-ts_add_test(test_results SOURCES results/test_run_record.cpp)
+ts_add_test(test_results SOURCES results/test_run_record.cpp results/test_inference_reporter.cpp)

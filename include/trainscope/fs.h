@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,16 @@ namespace trainscope {
 /// Writes `content` to `path` atomically: a temporary file in the same folder, fsync, rename.
 /// A reader never sees a half-written file; a crash leaves the old file (or none).
 void write_file_atomic(const std::string& path, const std::string& content);
+
+/// The name write_file_atomic writes before its rename: PATH.tmp.<pid>. Writers that stream a
+/// file themselves use it too, so remove_stale_temporaries finds their leftovers.
+std::string temporary_path(const std::string& path);
+
+/// For files another library writes by path (LibTorch checkpoints, Kineto traces): `write` is
+/// called with temporary_path(path) and writes the whole file there; the file is then fsynced
+/// and renamed to `path`, as write_file_atomic does. When `write` throws, the temporary is
+/// removed and the exception propagates; a failed fsync or rename throws Error(kIo).
+void write_file_through_temporary(const std::string& path, const std::function<void(const std::string&)>& write);
 
 /// Removes the NAME.tmp.<pid> leftovers of write_file_atomic calls that a killed process did not
 /// finish, in `dir` (not recursive; a missing folder is no error). Call only while holding the

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,7 +83,9 @@ class HistoryReporter final : public Reporter {
   void run_finished(const RunRecord& r) override;
 
  private:
-  void fail(const std::string& what);
+  /// Runs `op` on the database (opened and with a matrix begun, unless `starting`); an Error
+  /// turns the history off for the rest of the matrix, with a notice.
+  void guarded(const std::function<void()>& op, bool starting = false);
   std::string path_;
   Reporter* notices_;
   std::unique_ptr<HistoryDb> db_;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/record_sections.h"
+
 namespace trainscope {
 
 /// Bumped whenever a field of results.json / results.csv / the history database changes meaning.
@@ -16,6 +18,14 @@ struct GpuDescription {
   int64_t memory_total_bytes = 0;
   std::string compute_capability;  // "9.0"
   std::string pci_bus_id;          // "0000:19:00.0" when known
+  /// The JSON keys (src/results/record_json.h), as trainscope/record_sections.h lists fields.
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("name", s.name, Better::kNone, kLiteral);
+    v("memory_total_bytes", s.memory_total_bytes, Better::kNone);
+    v("compute_capability", s.compute_capability, Better::kNone, kLiteral);
+    v("pci_bus_id", s.pci_bus_id, Better::kNone, kLiteral);
+  }
 };
 
 struct Provenance {
@@ -33,6 +43,27 @@ struct Provenance {
   uint64_t seed = 0;
   int64_t intra_op_threads = 0;
   int schema_version = kSchemaVersion;
+  /// The JSON keys; gpu_driver, nvml_version and cuda_runtime are null when unknown.
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("schema_version", s.schema_version, Better::kNone);
+    v("date_utc", s.date_utc, Better::kNone, kLiteral);
+    v("host", s.host, Better::kNone, kLiteral);
+    v("cpu_model", s.cpu_model, Better::kNone, kLiteral);
+    v("cpu_logical_cores", s.cpu_logical_cores, Better::kNone);
+    v("gpus", s.gpus, Better::kNone);
+    v("gpu_driver", s.gpu_driver, Better::kNone);
+    v("nvml_version", s.nvml_version, Better::kNone);
+    v("cuda_runtime", s.cuda_runtime, Better::kNone);
+    v("libtorch_version", s.libtorch_version, Better::kNone, kLiteral);
+    v("trainscope_version", s.trainscope_version, Better::kNone, kLiteral);
+    v("git_commit", s.git_commit, Better::kNone, kLiteral);
+    v("build_type", s.build_type, Better::kNone, kLiteral);
+    v("compiler", s.compiler, Better::kNone, kLiteral);
+    v("command_line", s.command_line, Better::kNone, kLiteral);
+    v("seed", s.seed, Better::kNone);
+    v("intra_op_threads", s.intra_op_threads, Better::kNone);
+  }
 };
 
 /// Fills the host-side fields (date, host, CPU, build info). The LibTorch half adds

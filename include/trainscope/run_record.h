@@ -21,6 +21,17 @@ struct PhaseBreakdown {
   double step_ms = 0;             // mean wall time per step (host, steady clock)
   int64_t steps = 0;              // steps averaged (warm-up excluded)
   std::string method;             // "steady_clock" | "cuda_events"
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("data_ms", s.data_ms, Better::kLower);
+    v("h2d_ms", s.h2d_ms, Better::kLower);
+    v("forward_ms", s.forward_ms, Better::kLower);
+    v("backward_ms", s.backward_ms, Better::kLower);
+    v("optimizer_ms", s.optimizer_ms, Better::kLower);
+    v("step_ms", s.step_ms, Better::kLower);
+    v("steps", s.steps, Better::kNone);
+    v("method", s.method, Better::kNone, kLiteral);
+  }
 };
 
 struct EpochRecord {
@@ -38,6 +49,24 @@ struct EpochRecord {
   int64_t profiled_steps = 0;     // steps of this epoch the profiler touched: epoch_time_s includes its cost
   int64_t start_ns = 0, end_ns = 0;  // training part of the epoch, matrix clock (ns)
   std::optional<double> energy_j;    // all measured devices of the run's kind, from telemetry
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("epoch", s.epoch, Better::kNone);
+    v("steps", s.steps, Better::kNone);
+    v("samples", s.samples, Better::kNone);
+    v("train_loss", s.train_loss, Better::kLower);
+    v("train_accuracy_pct", s.train_accuracy_pct, Better::kHigher);
+    v("test_accuracy_pct", s.test_accuracy_pct, Better::kHigher);
+    v("test_loss", s.test_loss, Better::kLower);
+    v("epoch_time_s", s.epoch_time_s, Better::kLower);
+    v("eval_time_s", s.eval_time_s, Better::kLower);
+    v("samples_per_s", s.samples_per_s, Better::kHigher);
+    v("complete", s.complete, Better::kNone);
+    v("profiled_steps", s.profiled_steps, Better::kNone);
+    v("start_ns", s.start_ns, Better::kNone);
+    v("end_ns", s.end_ns, Better::kNone);
+    v("energy_j", s.energy_j, Better::kLower);
+  }
 };
 
 /// The measurement protocol (docs/profiling.md#measurement-protocol): which steps fed the
@@ -153,6 +182,63 @@ struct RunRecord {
   std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section
   std::optional<ProfileSection> profile;      // RunProfiler::finish
   std::optional<InferenceSection> inference;  // trainscope/inference.h
+
+  /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
+  /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
+  /// phases are null.
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("run_id", s.run_id, Better::kNone, kLiteral);
+    v("device", s.device, Better::kNone, kLiteral);
+    v("device_name", s.device_name, Better::kNone, kLiteral);
+    v("model", s.model, Better::kNone, kLiteral);
+    v("batch_size", s.batch_size, Better::kNone);
+    v("repeat", s.repeat, Better::kNone);
+    v("world_size", s.world_size, Better::kNone);
+    v("status", s.status, Better::kNone);
+    v("error_kind", s.error_kind, Better::kNone);
+    v("failure_reason", s.failure_reason, Better::kNone);
+    v("dataset", s.dataset, Better::kNone, kLiteral);
+    v("train_samples", s.train_samples, Better::kNone);
+    v("test_samples", s.test_samples, Better::kNone);
+    v("input_shape", s.input_shape, Better::kNone);
+    v("num_classes", s.num_classes, Better::kNone);
+    v("parameters", s.parameters, Better::kNone);
+    v("forward_flops_per_sample", s.forward_flops_per_sample, Better::kNone);
+    v("optimizer", s.optimizer, Better::kNone, kLiteral);
+    v("optimizer_impl", s.optimizer_impl, Better::kNone, kLiteral);
+    v("learning_rate", s.learning_rate, Better::kNone);
+    v("seed", s.seed, Better::kNone);
+    v("intra_op_threads", s.intra_op_threads, Better::kNone);
+    v("epochs_requested", s.epochs_requested, Better::kNone);
+    v("warmup_steps", s.warmup_steps, Better::kNone);
+    v("epochs_completed", s.epochs_completed, Better::kNone);
+    v("steps_completed", s.steps_completed, Better::kNone);
+    v("steps_per_epoch", s.steps_per_epoch, Better::kNone);
+    v("train_time_s", s.train_time_s, Better::kLower);
+    v("steady_samples_per_s", s.steady_samples_per_s, Better::kHigher);
+    v("mean_epoch_time_s", s.mean_epoch_time_s, Better::kLower);
+    v("time_for_requested_epochs_s", s.time_for_requested_epochs_s, Better::kLower);
+    v("time_for_requested_epochs_is_estimate", s.time_for_requested_epochs_is_estimate, Better::kNone);
+    v("stopped_early", s.stopped_early, Better::kNone);
+    v("stop_reason", s.stop_reason, Better::kNone);
+    v("final_train_loss", s.final_train_loss, Better::kLower);
+    v("final_train_accuracy_pct", s.final_train_accuracy_pct, Better::kHigher);
+    v("test_accuracy_pct", s.test_accuracy_pct, Better::kHigher);
+    v("phases", s.phases, Better::kNone, kLiteral);
+    v("peak_rss_bytes", s.peak_rss_bytes, Better::kLower);
+    v("device_peak_allocated_bytes", s.device_peak_allocated_bytes, Better::kLower);
+    v("device_peak_reserved_bytes", s.device_peak_reserved_bytes, Better::kLower);
+    v("epochs", s.epochs, Better::kNone);
+    v("start_ns", s.start_ns, Better::kNone);
+    v("end_ns", s.end_ns, Better::kNone);
+    v("checkpoint_path", s.checkpoint_path, Better::kNone);
+    v("notes", s.notes, Better::kNone);
+    v("measurement", s.measurement, Better::kNone);
+    v("telemetry", s.telemetry, Better::kNone, kLiteral);
+    v("profile", s.profile, Better::kNone, kLiteral);
+    v("inference", s.inference, Better::kNone, kLiteral);
+  }
 };
 
 /// The flat CSV columns (one row per run). Nested sections appear as selected scalar columns:

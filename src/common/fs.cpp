@@ -17,8 +17,10 @@ namespace trainscope {
 
 namespace fs = std::filesystem;
 
+std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(getpid()); }
+
 void write_file_atomic(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::string tmp = temporary_path(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw_error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
   size_t off = 0;
@@ -39,6 +41,30 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     ::unlink(tmp.c_str());
     throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': {}", path, std::strerror(e)));
   }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(e)));
+  }
+}
+
+void write_file_through_temporary(const std::string& path, const std::function<void(const std::string&)>& write) {
+  const std::string tmp = temporary_path(path);
+  try {
+    write(tmp);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int e = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': {} (the previous version, if any, is kept)", path,
+                                            std::strerror(e)));
+  }
+  ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "profile/recorder.h"
+#include "trainscope/fs.h"
 
 namespace trainscope::profile {
 
@@ -123,7 +124,8 @@ class KinetoRecorder final : public Recorder {
     for (size_t i = 0; i < results_.size(); ++i) {
       std::string p = results_.size() == 1 ? stem + ".pt.trace.json" : fmt::format("{}.{}.pt.trace.json", stem, i);
       try {
-        results_[i]->save(p);
+        // LibTorch writes the file by path: to a temporary, renamed when complete (trainscope/fs.h).
+        write_file_through_temporary(p, [&](const std::string& tmp) { results_[i]->save(tmp); });
         files.push_back(p);
       } catch (const std::exception& e) {
         if (warning) *warning = fmt::format("Kineto trace {} not written: {}", p, e.what());

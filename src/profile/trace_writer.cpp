@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "profile/profile_data.h"
+#include "trainscope/fs.h"
 
 namespace trainscope::profile {
 
@@ -34,7 +34,7 @@ std::string ts_us(int64_t ns) {
 class GzStream {
  public:
   GzStream(const std::string& path, int64_t cap)
-      : cap_(cap), path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+      : cap_(cap), path_(path), tmp_(temporary_path(path)) {
     f_ = gzopen(tmp_.c_str(), "wb6");
   }
   ~GzStream() {
@@ -100,6 +100,188 @@ struct Slice {
   size_t src;         // index into steps / phases / ops
 };
 
+// Appends events to the stream, keeping room for the closing text.
+struct Emit {
+  GzStream& gz;
+  int64_t reserve;
+  void operator()(const std::string& ev) const { gz.event(ev, reserve); }
+};
+
+// Device events grouped by (device, stream): one trace thread each.
+using StreamIndex = std::map<std::pair<int, int64_t>, std::vector<size_t>>;
+
+StreamIndex streams_of(const ProfileData& d) {
+  StreamIndex by_stream;
+  for (size_t i = 0; i < d.device_events.size(); ++i)
+    by_stream[{d.device_events[i].device, d.device_events[i].stream}].push_back(i);
+  return by_stream;
+}
+
+// The JSON object head (schema, time unit, trainscope metadata), left open for traceEvents.
+void write_head(GzStream& gz, const TraceOptions& o) {
+  nlohmann::json head = nlohmann::json::object();
+  head["schemaVersion"] = 1;
+  head["displayTimeUnit"] = "ms";
+  head["trainscope"] = o.metadata;
+  std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  h.pop_back();  // reopen the object to append traceEvents
+  gz.raw(h + ", \"traceEvents\": [");
+}
+
+// The host process and its threads (the training thread first).
+void write_host_metadata(const Emit& emit, const ProfileData& d) {
+  const int64_t pid = d.pid;
+  std::map<uint64_t, bool> tids;
+  tids[d.main_tid] = true;
+  for (const auto& op : d.ops) tids[op.tid] = true;
+  emit(meta("process_name", pid, 0, R"({"name": "trainscope"})"));
+  emit(meta("process_labels", pid, 0, R"({"labels": "CPU"})"));
+  emit(meta("process_sort_index", pid, 0, R"({"sort_index": -1})"));
+  for (const auto& [tid, _] : tids) {
+    auto it = d.thread_names.find(tid);
+    std::string tn = fmt::format("thread {} ({})", tid, it != d.thread_names.end() ? it->second
+                                                                                    : (tid == d.main_tid ? "train" : "worker"));
+    emit(meta("thread_name", pid, static_cast<int64_t>(tid), fmt::format(R"({{"name": {}}})", jstr(tn))));
+    emit(meta("thread_sort_index", pid, static_cast<int64_t>(tid),
+              fmt::format(R"({{"sort_index": {}}})", tid == d.main_tid ? 0 : 1)));
+  }
+}
+
+// One process per GPU ("GPU <n>"), one thread per stream ("stream <id>").
+void write_gpu_metadata(const Emit& emit, const StreamIndex& by_stream) {
+  std::map<int, bool> gpus;
+  for (const auto& [k, _] : by_stream) gpus[k.first] = true;
+  for (const auto& [dev, _] : gpus) {
+    emit(meta("process_name", dev, 0, fmt::format(R"({{"name": "GPU {}"}})", dev)));
+    emit(meta("process_labels", dev, 0, fmt::format(R"({{"labels": "GPU {}"}})", dev)));
+    emit(meta("process_sort_index", dev, 0, fmt::format(R"({{"sort_index": {}}})", 1000 + dev)));
+  }
+  for (const auto& [k, _] : by_stream)
+    emit(meta("thread_name", k.first, k.second, fmt::format(R"({{"name": "stream {}"}})", k.second)));
+}
+
+// Telemetry: one process per telemetry device (NVML and CUDA numbering may differ); returns
+// each device's pid.
+std::map<std::string, int64_t> write_telemetry_metadata(const Emit& emit, const std::vector<CounterSeries>& counters) {
+  std::map<std::string, int64_t> tel_pid;
+  for (const auto& s : counters)
+    if (!tel_pid.count(s.device)) {
+      int64_t p = 1000000 + static_cast<int64_t>(tel_pid.size());
+      tel_pid[s.device] = p;
+      emit(meta("process_name", p, 0, fmt::format(R"({{"name": {}}})", jstr("Telemetry " + s.device))));
+      emit(meta("process_sort_index", p, 0, fmt::format(R"({{"sort_index": {}}})", 2000 + tel_pid.size())));
+    }
+  return tel_pid;
+}
+
+// The slices of each host thread. On the training thread steps > phases > ops, and an op never
+// crosses a step/phase boundary (clipped at the first edge inside it).
+std::map<uint64_t, std::vector<Slice>> host_slices(const ProfileData& d) {
+  std::map<uint64_t, std::vector<Slice>> threads;
+  auto& main = threads[d.main_tid];
+  std::vector<int64_t> bounds;
+  for (size_t i = 0; i < d.steps.size(); ++i)
+    if (d.steps[i].profiled) {
+      main.push_back({d.steps[i].t0_ns, d.steps[i].t1_ns, 0, i});
+      bounds.push_back(d.steps[i].t0_ns);
+      bounds.push_back(d.steps[i].t1_ns);
+    }
+  for (size_t i = 0; i < d.phases.size(); ++i) {
+    main.push_back({d.phases[i].t0_ns, d.phases[i].t1_ns, 1, i});
+    bounds.push_back(d.phases[i].t0_ns);
+    bounds.push_back(d.phases[i].t1_ns);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  for (size_t i = 0; i < d.ops.size(); ++i) {
+    const auto& op = d.ops[i];
+    int64_t t1 = std::max(op.t0_ns, op.t1_ns);
+    if (op.tid == d.main_tid) {
+      auto b = std::upper_bound(bounds.begin(), bounds.end(), op.t0_ns);
+      if (b != bounds.end() && *b < t1) t1 = *b;  // would cross a step/phase edge: clip
+    }
+    threads[op.tid].push_back({op.t0_ns, t1, 2, i});
+  }
+  return threads;
+}
+
+// The event of one nested host slice (a step, a phase or an operator).
+std::string host_slice_event(const ProfileData& d, uint64_t tid, const Slice& s, const Nested& n) {
+  const int64_t pid = d.pid, t = static_cast<int64_t>(tid);
+  std::string clipped = n.clipped || n.t1_ns != s.t1 ? R"(, "clipped": true)" : "";
+  if (s.rank == 0) {
+    const auto& st = d.steps[s.src];
+    return slice(fmt::format("ProfilerStep#{}", st.step), "user_annotation", pid, t, n.t0_ns, n.t1_ns,
+                 fmt::format(R"({{"step": {}{}}})", st.step, clipped));
+  }
+  if (s.rank == 1) {
+    const auto& ph = d.phases[s.src];
+    return slice(ph.phase, "user_annotation", pid, t, n.t0_ns, n.t1_ns, fmt::format(R"({{"step": {}{}}})", ph.step, clipped));
+  }
+  const auto& op = d.ops[s.src];
+  std::string args = fmt::format(R"({{"External id": {})", op.correlation);
+  if (!op.shapes.empty()) args += fmt::format(R"(, "Input Dims": {})", jstr(op.shapes));
+  if (op.flops > 0) args += fmt::format(R"(, "flops": {})", op.flops);
+  if (op.linked) args += fmt::format(R"(, "correlation": {})", op.linked);
+  args += clipped + "}";
+  return slice(op.name, op.category.c_str(), pid, t, n.t0_ns, n.t1_ns, args);
+}
+
+// Steps and phases now; CPU operators into `low_priority` (written last, so a cap drops them first).
+void write_host_slices(const Emit& emit, const ProfileData& d, std::vector<std::string>& low_priority) {
+  for (auto& [tid, sl] : host_slices(d)) {
+    std::vector<std::pair<int64_t, int64_t>> iv;
+    std::vector<int> rank;
+    for (const auto& s : sl) {
+      iv.emplace_back(s.t0, s.t1);
+      rank.push_back(s.rank);
+    }
+    for (const auto& n : nest_intervals(iv, rank)) {
+      const Slice& s = sl[n.index];
+      std::string ev = host_slice_event(d, tid, s, n);
+      if (s.rank == 2) low_priority.push_back(std::move(ev));
+      else emit(ev);
+    }
+  }
+}
+
+const char* device_event_category(const std::string& name) {
+  auto cat = classify_device_event(name);
+  if (cat == DeviceCategory::kMemset) return "gpu_memset";
+  if (cat == DeviceCategory::kMemcpyH2D || cat == DeviceCategory::kMemcpyD2H || cat == DeviceCategory::kMemcpyD2D)
+    return "gpu_memcpy";
+  return "kernel";
+}
+
+// GPU activity, nested per stream.
+void write_device_slices(const Emit& emit, const ProfileData& d, const StreamIndex& by_stream) {
+  for (const auto& [k, idx] : by_stream) {
+    std::vector<std::pair<int64_t, int64_t>> iv;
+    for (size_t i : idx) iv.emplace_back(d.device_events[i].t0_ns, d.device_events[i].t1_ns);
+    for (const auto& n : nest_intervals(iv, {})) {
+      const auto& e = d.device_events[idx[n.index]];
+      std::string args = fmt::format(R"({{"device": {}, "stream": {}, "correlation": {}, "External id": {})", e.device,
+                                     e.stream, e.linked, e.linked);
+      if (e.bytes > 0) args += fmt::format(R"(, "bytes": {})", e.bytes);
+      if (n.clipped) args += R"(, "clipped": true)";
+      args += "}";
+      emit(slice(e.name, device_event_category(e.name), k.first, k.second, n.t0_ns, n.t1_ns, args));
+    }
+  }
+}
+
+// Telemetry counters inside the run's window.
+void write_counters(const Emit& emit, const std::vector<CounterSeries>& counters,
+                    const std::map<std::string, int64_t>& tel_pid, const TraceOptions& o) {
+  for (const auto& s : counters) {
+    const int64_t p = tel_pid.at(s.device);
+    for (const auto& [t, v] : s.points) {
+      if (t < o.t0_ns || t > o.t1_ns) continue;
+      emit(fmt::format(R"({{"ph": "C", "name": {}, "pid": {}, "tid": 0, "ts": {}, "args": {{{}: {}}}}})", jstr(s.metric),
+                       p, ts_us(t), jstr(s.metric), fmt::format("{:.6g}", v)));
+    }
+  }
+}
+
 }  // namespace
 
 TraceResult write_trace(const std::string& path, const ProfileData& d, const std::vector<CounterSeries>& counters,
@@ -111,141 +293,17 @@ TraceResult write_trace(const std::string& path, const ProfileData& d, const std
     return res;
   }
   const std::string tail = "\n]}\n";
-  const int64_t reserve = static_cast<int64_t>(tail.size());
-  nlohmann::json head = nlohmann::json::object();
-  head["schemaVersion"] = 1;
-  head["displayTimeUnit"] = "ms";
-  head["trainscope"] = o.metadata;
-  std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  h.pop_back();  // reopen the object to append traceEvents
-  gz.raw(h + ", \"traceEvents\": [");
-
-  const int64_t pid = d.pid;
-  // ---- metadata: processes, threads ----
-  std::map<uint64_t, bool> tids;
-  tids[d.main_tid] = true;
-  for (const auto& op : d.ops) tids[op.tid] = true;
-  gz.event(meta("process_name", pid, 0, R"({"name": "trainscope"})"), reserve);
-  gz.event(meta("process_labels", pid, 0, R"({"labels": "CPU"})"), reserve);
-  gz.event(meta("process_sort_index", pid, 0, R"({"sort_index": -1})"), reserve);
-  for (const auto& [tid, _] : tids) {
-    auto it = d.thread_names.find(tid);
-    std::string tn = fmt::format("thread {} ({})", tid, it != d.thread_names.end() ? it->second
-                                                                                    : (tid == d.main_tid ? "train" : "worker"));
-    gz.event(meta("thread_name", pid, static_cast<int64_t>(tid), fmt::format(R"({{"name": {}}})", jstr(tn))), reserve);
-    gz.event(meta("thread_sort_index", pid, static_cast<int64_t>(tid),
-                  fmt::format(R"({{"sort_index": {}}})", tid == d.main_tid ? 0 : 1)), reserve);
-  }
-  std::map<std::pair<int, int64_t>, std::vector<size_t>> by_stream;
-  for (size_t i = 0; i < d.device_events.size(); ++i)
-    by_stream[{d.device_events[i].device, d.device_events[i].stream}].push_back(i);
-  std::map<int, bool> gpus;
-  for (const auto& [k, _] : by_stream) gpus[k.first] = true;
-  for (const auto& [dev, _] : gpus) {
-    gz.event(meta("process_name", dev, 0, fmt::format(R"({{"name": "GPU {}"}})", dev)), reserve);
-    gz.event(meta("process_labels", dev, 0, fmt::format(R"({{"labels": "GPU {}"}})", dev)), reserve);
-    gz.event(meta("process_sort_index", dev, 0, fmt::format(R"({{"sort_index": {}}})", 1000 + dev)), reserve);
-  }
-  for (const auto& [k, _] : by_stream)
-    gz.event(meta("thread_name", k.first, k.second, fmt::format(R"({{"name": "stream {}"}})", k.second)), reserve);
-  // Telemetry: one process per telemetry device (NVML and CUDA numbering may differ).
-  std::map<std::string, int64_t> tel_pid;
-  for (const auto& s : counters)
-    if (!tel_pid.count(s.device)) {
-      int64_t p = 1000000 + static_cast<int64_t>(tel_pid.size());
-      tel_pid[s.device] = p;
-      gz.event(meta("process_name", p, 0, fmt::format(R"({{"name": {}}})", jstr("Telemetry " + s.device))), reserve);
-      gz.event(meta("process_sort_index", p, 0, fmt::format(R"({{"sort_index": {}}})", 2000 + tel_pid.size())), reserve);
-    }
-
-  // ---- nest the training thread: steps > phases > ops; ops never cross a step/phase boundary ----
-  std::map<uint64_t, std::vector<Slice>> threads;
-  {
-    auto& main = threads[d.main_tid];
-    std::vector<int64_t> bounds;
-    for (size_t i = 0; i < d.steps.size(); ++i)
-      if (d.steps[i].profiled) {
-        main.push_back({d.steps[i].t0_ns, d.steps[i].t1_ns, 0, i});
-        bounds.push_back(d.steps[i].t0_ns);
-        bounds.push_back(d.steps[i].t1_ns);
-      }
-    for (size_t i = 0; i < d.phases.size(); ++i) {
-      main.push_back({d.phases[i].t0_ns, d.phases[i].t1_ns, 1, i});
-      bounds.push_back(d.phases[i].t0_ns);
-      bounds.push_back(d.phases[i].t1_ns);
-    }
-    std::sort(bounds.begin(), bounds.end());
-    for (size_t i = 0; i < d.ops.size(); ++i) {
-      const auto& op = d.ops[i];
-      int64_t t1 = std::max(op.t0_ns, op.t1_ns);
-      if (op.tid == d.main_tid) {
-        auto b = std::upper_bound(bounds.begin(), bounds.end(), op.t0_ns);
-        if (b != bounds.end() && *b < t1) t1 = *b;  // would cross a step/phase edge: clip
-      }
-      threads[op.tid].push_back({op.t0_ns, t1, 2, i});
-    }
-  }
-  std::vector<std::string> low_priority;  // CPU operators go last, so a cap drops them first
-  for (auto& [tid, sl] : threads) {
-    std::vector<std::pair<int64_t, int64_t>> iv;
-    std::vector<int> rank;
-    for (const auto& s : sl) {
-      iv.emplace_back(s.t0, s.t1);
-      rank.push_back(s.rank);
-    }
-    for (const auto& n : nest_intervals(iv, rank)) {
-      const Slice& s = sl[n.index];
-      std::string clipped = n.clipped || n.t1_ns != s.t1 ? R"(, "clipped": true)" : "";
-      if (s.rank == 0) {
-        const auto& st = d.steps[s.src];
-        gz.event(slice(fmt::format("ProfilerStep#{}", st.step), "user_annotation", pid, static_cast<int64_t>(tid), n.t0_ns,
-                       n.t1_ns, fmt::format(R"({{"step": {}{}}})", st.step, clipped)), reserve);
-      } else if (s.rank == 1) {
-        const auto& ph = d.phases[s.src];
-        gz.event(slice(ph.phase, "user_annotation", pid, static_cast<int64_t>(tid), n.t0_ns, n.t1_ns,
-                       fmt::format(R"({{"step": {}{}}})", ph.step, clipped)), reserve);
-      } else {
-        const auto& op = d.ops[s.src];
-        std::string args = fmt::format(R"({{"External id": {})", op.correlation);
-        if (!op.shapes.empty()) args += fmt::format(R"(, "Input Dims": {})", jstr(op.shapes));
-        if (op.flops > 0) args += fmt::format(R"(, "flops": {})", op.flops);
-        if (op.linked) args += fmt::format(R"(, "correlation": {})", op.linked);
-        args += clipped + "}";
-        low_priority.push_back(slice(op.name, op.category.c_str(), pid, static_cast<int64_t>(tid), n.t0_ns, n.t1_ns, args));
-      }
-    }
-  }
-  // ---- GPU activity per stream ----
-  for (const auto& [k, idx] : by_stream) {
-    std::vector<std::pair<int64_t, int64_t>> iv;
-    for (size_t i : idx) iv.emplace_back(d.device_events[i].t0_ns, d.device_events[i].t1_ns);
-    for (const auto& n : nest_intervals(iv, {})) {
-      const auto& e = d.device_events[idx[n.index]];
-      auto cat = classify_device_event(e.name);
-      const char* kc = cat == DeviceCategory::kMemset ? "gpu_memset"
-                       : (cat == DeviceCategory::kMemcpyH2D || cat == DeviceCategory::kMemcpyD2H ||
-                          cat == DeviceCategory::kMemcpyD2D)
-                           ? "gpu_memcpy"
-                           : "kernel";
-      std::string args = fmt::format(R"({{"device": {}, "stream": {}, "correlation": {}, "External id": {})", e.device,
-                                     e.stream, e.linked, e.linked);
-      if (e.bytes > 0) args += fmt::format(R"(, "bytes": {})", e.bytes);
-      if (n.clipped) args += R"(, "clipped": true)";
-      args += "}";
-      gz.event(slice(e.name, kc, k.first, k.second, n.t0_ns, n.t1_ns, args), reserve);
-    }
-  }
-  // ---- telemetry counters inside the run's window ----
-  for (const auto& s : counters) {
-    int64_t p = tel_pid[s.device];
-    for (const auto& [t, v] : s.points) {
-      if (t < o.t0_ns || t > o.t1_ns) continue;
-      gz.event(fmt::format(R"({{"ph": "C", "name": {}, "pid": {}, "tid": 0, "ts": {}, "args": {{{}: {}}}}})",
-                           jstr(s.metric), p, ts_us(t), jstr(s.metric), fmt::format("{:.6g}", v)),
-               reserve);
-    }
-  }
-  for (const auto& ev : low_priority) gz.event(ev, reserve);
+  const Emit emit{gz, static_cast<int64_t>(tail.size())};
+  write_head(gz, o);
+  const StreamIndex by_stream = streams_of(d);
+  write_host_metadata(emit, d);
+  write_gpu_metadata(emit, by_stream);
+  const auto tel_pid = write_telemetry_metadata(emit, counters);
+  std::vector<std::string> low_priority;
+  write_host_slices(emit, d, low_priority);
+  write_device_slices(emit, d, by_stream);
+  write_counters(emit, counters, tel_pid, o);
+  for (const auto& ev : low_priority) emit(ev);
   gz.raw(tail);
   res.truncated = gz.full_;
   res.bytes = gz.bytes_;

@@ -1,6 +1,6 @@
 // Advice rules (trainscope/report.h Advice): a table of rules, each a small function that reads
 // the analysis (cells, comparisons, GPU balance) and cites the measurement that fired it.
-// Thresholds: AdviceThresholds (README "Advice rules" gives their sources).
+// Thresholds: AdviceThresholds (docs/report.md#advice-rules gives their sources).
 #include <fmt/format.h>
 
 #include <algorithm>

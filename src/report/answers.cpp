@@ -43,8 +43,6 @@ struct Reasons {
 };
 
 Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
   // ---- RQ1 utilisation
   Answer q1{"RQ1", "How busy are the CPU and the GPU while training, and how does the batch size change it?", {}};
   for (const auto& c : a.cells) {
@@ -56,7 +54,7 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
                          pct(c.gpu_util_pct_mean.median),
                          c.gpu_util_pct_max.ok() ? pct(c.gpu_util_pct_max.median) : "—");
       else
-        s += fmt::format("GPU utilisation not measured ({})", nvml_why.empty() ? "no NVML reading for this GPU" : nvml_why);
+        s += fmt::format("GPU utilisation not measured ({})", why.nvml.empty() ? "no NVML reading for this GPU" : why.nvml);
       if (c.sm_activity_pct_mean.ok())
         s += fmt::format(", SM activity {} (share of SMs with work; the truer measure of how full the GPU is)",
                          pct(c.sm_activity_pct_mean.median));
@@ -86,13 +84,11 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
       q1.sentences.push_back(fmt::format("Going from batch {} to {} moved {} utilisation for `{}` from {} to {}.",
                                          b.batch_a, b.batch_b, b.device, b.model, pct(*b.util_a_pct),
                                          pct(*b.util_b_pct)));
-  if (!no_gpu.empty()) q1.sentences.push_back(no_gpu);
+  if (!why.no_gpu.empty()) q1.sentences.push_back(why.no_gpu);
   return q1;
 }
 
-Answer answer_rq2(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
+Answer answer_rq2(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
   // ---- RQ2 memory vs batch size
   Answer q2{"RQ2", "How does memory use change with the batch size?", {}};
   for (const auto& b : a.batch_comparisons) {
@@ -126,13 +122,11 @@ Answer answer_rq2(const ReportInput& in, const Analysis& a, const Reasons& why) 
   if (q2.sentences.empty())
     q2.sentences.push_back("Only one batch size per device and model was run, so memory cannot be compared across "
                            "batch sizes (use --batch-sizes 64,128).");
-  if (!no_gpu.empty()) q2.sentences.push_back(no_gpu);
+  if (!why.no_gpu.empty()) q2.sentences.push_back(why.no_gpu);
   return q2;
 }
 
-Answer answer_rq3(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
+Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
   // ---- RQ3 power and temperature
   Answer q3{"RQ3", "How much power do the devices draw, how hot do they get, and how balanced are the GPUs?", {}};
   for (const auto& c : a.cells) {
@@ -144,16 +138,16 @@ Answer answer_rq3(const ReportInput& in, const Analysis& a, const Reasons& why) 
                        c.power_w_max.ok() ? fmt_num(c.power_w_max.median) : "—");
       if (c.power_limit_w) s += fmt::format(" of a {} W limit", fmt_num(*c.power_limit_w));
     } else if (gpu) {
-      s += fmt::format("power not measured ({})", nvml_why.empty() ? "no NVML power reading" : nvml_why);
+      s += fmt::format("power not measured ({})", why.nvml.empty() ? "no NVML power reading" : why.nvml);
     } else {
-      s += fmt::format("CPU power unavailable ({})", rapl_why.empty() ? "no RAPL reading in this run" : rapl_why);
+      s += fmt::format("CPU power unavailable ({})", why.rapl.empty() ? "no RAPL reading in this run" : why.rapl);
     }
     if (c.temp_c_max.ok())
       s += fmt::format("; peak temperature {} °C", fmt_num(c.temp_c_max.median));
     else
       s += fmt::format("; temperature unavailable ({})",
-                       gpu ? (nvml_why.empty() ? "no NVML reading" : nvml_why)
-                           : (hwmon_why.empty() ? "no sensor reading in this run" : hwmon_why));
+                       gpu ? (why.nvml.empty() ? "no NVML reading" : why.nvml)
+                           : (why.hwmon.empty() ? "no sensor reading in this run" : why.hwmon));
     if (c.energy_per_epoch_j.ok())
       s += fmt::format("; energy {} J per epoch, {} mJ per sample", fmt_num(c.energy_per_epoch_j.median),
                        fmt_num(c.energy_per_sample_j.median * 1000));
@@ -171,13 +165,11 @@ Answer answer_rq3(const ReportInput& in, const Analysis& a, const Reasons& why) 
     }
     q3.sentences.push_back(s + ".");
   }
-  if (!no_gpu.empty()) q3.sentences.push_back(no_gpu);
+  if (!why.no_gpu.empty()) q3.sentences.push_back(why.no_gpu);
   return q3;
 }
 
-Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
+Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
   // ---- RQ4 training time
   Answer q4{"RQ4", "How long does training take on the CPU and on the GPU, and is the accuracy the same?", {}};
   for (const auto& d : a.device_comparisons) {
@@ -214,8 +206,8 @@ Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) 
                        fmt_num(*d.accuracy_diff_pct));
     q4.sentences.push_back(s + ".");
   }
-  if (!no_gpu.empty()) {
-    q4.sentences.push_back(no_gpu);
+  if (!why.no_gpu.empty()) {
+    q4.sentences.push_back(why.no_gpu);
     for (const auto& c : a.cells)
       if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
         q4.sentences.push_back(fmt::format(
@@ -230,9 +222,7 @@ Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) 
   return q4;
 }
 
-Answer answer_rq5(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
+Answer answer_rq5(const ReportInput& /*in*/, const Analysis& a, const Reasons& /*why*/) {
   // ---- RQ5 inference
   Answer q5{"RQ5", "How fast is inference on the CPU and on the GPU?", {}};
   for (const auto& c : a.cells) {
@@ -265,9 +255,7 @@ Answer answer_rq5(const ReportInput& in, const Analysis& a, const Reasons& why) 
   return q5;
 }
 
-Answer answer_simple_network(const ReportInput& in, const Analysis& a, const Reasons& why) {
-  [[maybe_unused]] const std::string &no_gpu = why.no_gpu, &nvml_why = why.nvml, &rapl_why = why.rapl,
-                                     &hwmon_why = why.hwmon;
+Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const Reasons& /*why*/) {
   // ---- simple network: a model the GPU does not speed up
   std::set<std::string> models;
   for (const auto& d : a.device_comparisons) models.insert(d.model);

@@ -237,7 +237,7 @@ std::string md_answers_and_advice(const Analysis& a) {
     for (const auto& x : q.sentences) s += "- " + x + "\n";
     s += "\n";
   }
-  s += "## Advice\n\nEach piece of advice names the measurement that fired its rule (thresholds: README, section Advice rules).\n\n";
+  s += "## Advice\n\nEach piece of advice names the measurement that fired its rule (thresholds and their sources: docs/report.md#advice-rules).\n\n";
   if (a.advice.empty()) s += "No rule fired: no measurement points to a problem.\n";
   for (const auto& x : a.advice) s += fmt::format("- **{}**: {}\n  - measured: {}\n", x.rule, x.advice, x.evidence);
   return s;

@@ -1,6 +1,7 @@
-// JSON forms of the run record and its typed sections (private to the implementation: public
-// headers do not include nlohmann/json). Written and read through each section's fields() list
-// (trainscope/record_sections.h), so a field is named in one place only.
+// JSON forms of the run record, its typed sections and the provenance (private to the
+// implementation: public headers do not include nlohmann/json). Written and read through each
+// struct's fields() list (trainscope/record_sections.h, run_record.h, provenance.h), so a field
+// is named in one place only.
 //
 // Writing: an empty string is null (not given), an absent optional sub-object leaves its key
 // out, an absent optional number is null. Reading is defensive: a key that is missing, null or of the wrong type leaves the field at
@@ -53,12 +54,21 @@ struct Writer {
       if (!v) return;
     (*out)[name] = write(v);
   }
+  // kLiteral (trainscope/record_sections.h): "" stays "", an absent sub-object is null.
+  template <class T>
+  void operator()(const char* name, const T& v, Better b, Literal) const {
+    if constexpr (std::is_same_v<T, std::string>) (*out)[name] = v;
+    else if constexpr (is_optional_object<T>::value) (*out)[name] = v ? write(*v) : nlohmann::json(nullptr);
+    else (*this)(name, v, b);
+  }
 };
 
 template <class T>
 nlohmann::json write(const T& v) {
   if constexpr (std::is_same_v<T, JsonText>) {
     return v.text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(v.text, nullptr, false);
+  } else if constexpr (std::is_same_v<T, RunStatus>) {
+    return to_string(v);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v);  // "" = not given
   } else if constexpr (std::is_arithmetic_v<T>) {
@@ -90,12 +100,18 @@ struct Reader {
     auto it = in->find(name);
     if (it != in->end()) read(*it, v);
   }
+  template <class T>
+  void operator()(const char* name, T& v, Better b, Literal) const {
+    (*this)(name, v, b);
+  }
 };
 
 template <class T>
 void read(const nlohmann::json& j, T& v) {
   if constexpr (std::is_same_v<T, JsonText>) {
     v.text = j.is_null() ? std::string() : j.dump();
+  } else if constexpr (std::is_same_v<T, RunStatus>) {
+    if (j.is_string()) v = run_status_from_string(j.get<std::string>());  // unknown: Error(kDataFormat)
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (j.is_string()) v = j.get<std::string>();
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -155,8 +171,14 @@ inline nlohmann::json to_json(const ProfileSection& s) { return record_json::wri
 inline nlohmann::json to_json(const InferenceSection& s) { return record_json::write(s); }
 inline nlohmann::json to_json(const ServerRun& s) { return record_json::write(s); }
 inline nlohmann::json to_json(const LatencyFields& s) { return record_json::write(s); }
+inline nlohmann::json to_json(const EpochRecord& s) { return record_json::write(s); }
 
 nlohmann::json to_json(const RunRecord& r);
 RunRecord run_record_from_json(const nlohmann::json& j);
+
+/// The document every trainscope JSON results file is: {"provenance": {...}, "runs": `runs`,
+/// "schema_version": N} (keys sorted, so provenance first), pretty-printed with a final newline;
+/// invalid UTF-8 is replaced. results.json and inference.json both.
+std::string record_document_json(const Provenance& p, nlohmann::json runs);
 
 }  // namespace trainscope

@@ -5,27 +5,30 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "trainscope/error.h"
 
 namespace trainscope {
 
 using nlohmann::json;
 
+namespace {
+// Each status and its name in results.json, the CSV and the history: one table for both directions.
+constexpr std::pair<RunStatus, const char*> kRunStatusNames[] = {
+    {RunStatus::kOk, "ok"}, {RunStatus::kFailed, "failed"}, {RunStatus::kInterrupted, "interrupted"},
+    {RunStatus::kRunning, "running"}};
+}  // namespace
+
 std::string to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::kOk: return "ok";
-    case RunStatus::kFailed: return "failed";
-    case RunStatus::kInterrupted: return "interrupted";
-    case RunStatus::kRunning: return "running";
-  }
+  for (const auto& [status, name] : kRunStatusNames)
+    if (status == s) return name;
   return "unknown";
 }
 
 RunStatus run_status_from_string(const std::string& s) {
-  if (s == "ok") return RunStatus::kOk;
-  if (s == "failed") return RunStatus::kFailed;
-  if (s == "interrupted") return RunStatus::kInterrupted;
-  if (s == "running") return RunStatus::kRunning;
+  for (const auto& [status, name] : kRunStatusNames)
+    if (s == name) return status;
   throw_error(ErrorKind::kDataFormat, fmt::format("unknown run status '{}'", s));
 }
 
@@ -107,8 +110,7 @@ std::vector<std::string> csv_row(const RunRecord& r) {
 std::string results_json(const Provenance& p, const std::vector<RunRecord>& runs) {
   json arr = json::array();
   for (const auto& r : runs) arr.push_back(to_json(r));
-  json doc = {{"provenance", to_json(p)}, {"schema_version", kSchemaVersion}, {"runs", arr}};
-  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return record_document_json(p, std::move(arr));
 }
 
 std::string results_csv(const Provenance& p, const std::vector<RunRecord>& runs) {

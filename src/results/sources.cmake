@@ -2,4 +2,5 @@ target_sources(trainscope_core PRIVATE
   results/run_record.cpp
   results/record_json.cpp
   results/run_metrics.cpp
-  results/console_table.cpp)
+  results/console_table.cpp
+  results/inference_reporters.cpp)

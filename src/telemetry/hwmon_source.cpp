@@ -90,11 +90,7 @@ class HwmonSource final : public TelemetrySource {
     if (zones.empty()) reasons.push_back(th.string() + " has no thermal zones");
     has_cpu_package_ = std::any_of(sensors_.begin(), sensors_.end(), [](const Sensor& s) { return s.is_cpu_package; });
     reasons_ = reasons;
-    if (sensors_.empty()) {
-      std::string why = "no temperature sensor";
-      for (const auto& r : reasons) why += "; " + r;
-      return {false, why};
-    }
+    if (sensors_.empty()) return SourceProbe::none("no temperature sensor", reasons);
     return {true, ""};
   }
 

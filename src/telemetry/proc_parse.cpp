@@ -56,23 +56,22 @@ std::optional<MemoryCgroup> parse_self_cgroup(std::string_view text) {
   return v1 ? v1 : v2;
 }
 
-std::optional<uint64_t> parse_u64(std::string_view text) {
+namespace {
+// The whole of `text` (surrounding white space aside) as an integer of type T, else nullopt.
+template <class T>
+std::optional<T> parse_integer(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
-  uint64_t v = 0;
+  T v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
   return v;
 }
+}  // namespace
 
-std::optional<int64_t> parse_i64(std::string_view text) {
-  text = trim(text);
-  if (text.empty()) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
+std::optional<uint64_t> parse_u64(std::string_view text) { return parse_integer<uint64_t>(text); }
+
+std::optional<int64_t> parse_i64(std::string_view text) { return parse_integer<int64_t>(text); }
 
 std::map<std::string, CpuJiffies> parse_proc_stat(std::string_view text) {
   std::map<std::string, CpuJiffies> out;

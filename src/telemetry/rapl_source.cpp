@@ -75,11 +75,7 @@ class RaplSource final : public TelemetrySource {
       domains_.push_back(std::move(d));
     }
     problems_ = problems;
-    if (domains_.empty()) {
-      std::string why = "no readable package/dram RAPL domain";
-      for (const auto& p : problems) why += "; " + p;
-      return {false, why};
-    }
+    if (domains_.empty()) return SourceProbe::none("no readable package/dram RAPL domain", problems);
     return {true, ""};
   }
 

@@ -47,6 +47,11 @@ std::string errno_text(int error);                 // "EACCES (Permission denied
 struct SourceProbe {
   bool available = false;
   std::string reason;  // why not, when unavailable; may note partial availability otherwise
+  /// Unavailable: `what` is missing, followed by each of `causes` found on the way ("; ").
+  static SourceProbe none(std::string what, const std::vector<std::string>& causes) {
+    for (const auto& c : causes) what += "; " + c;
+    return {false, std::move(what)};
+  }
 };
 
 class TelemetrySource {

@@ -7,6 +7,7 @@
 
 #include "train/compat.h"
 #include "trainscope/error.h"
+#include "trainscope/fs.h"
 #include "workload/model.h"
 
 namespace trainscope {
@@ -153,7 +154,7 @@ class NativeModel final : public Model {
   void to(const torch::Device& d) override { m_->to(d); }
   void save(const std::string& path) override {
     try {
-      torch::save(m_, path);
+      write_file_through_temporary(path, [&](const std::string& tmp) { torch::save(m_, tmp); });
     } catch (const c10::Error& e) {
       throw_error(ErrorKind::kIo, fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
     }
@@ -217,7 +218,7 @@ class ScriptModel final : public Model {
   void to(const torch::Device& d) override { m_.to(d); }
   void save(const std::string& path) override {
     try {
-      m_.save(path);
+      write_file_through_temporary(path, [&](const std::string& tmp) { m_.save(tmp); });
     } catch (const c10::Error& e) {
       throw_error(ErrorKind::kIo, fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
     }

@@ -14,6 +14,7 @@
 
 #include "train/script_models.h"
 #include "trainscope/fs.h"
+#include "trainscope/inference_reporter.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -163,6 +164,36 @@ TEST(Cli, RunNameMustBeOneSafeFolderName) {
   EXPECT_TRUE(left.empty()) << "created: " << left.front();
 }
 
+// `trainscope infer` reports through its reporters: inference.json holds the provenance first and
+// one run in the record's InferenceRun form, no temporary is left, and the console's table is the
+// file's runs formatted (trainscope/inference_reporter.h).
+TEST(Cli, InferWritesItsFileAndTableThroughTheReporters) {
+  const std::string dir = test_path("cli_infer_reporters");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string file = dir + "/inference.json";
+  std::string out;
+  ASSERT_EQ(run({"infer", "--model", "mlp", "--untrained", "--data-format", "synthetic", "--devices", "cpu",
+                 "--no-telemetry", "--budget", "0.05", "--min-queries", "10", "--limit", "128", "--threads", "1",
+                 "--out", file},
+                &out),
+            0)
+      << out;
+  std::ifstream f(file);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(text.find("{\n  \"provenance\""), 0u) << text.substr(0, 200);
+  auto runs = trainscope::inference_runs_from_json(text);
+  ASSERT_EQ(runs.size(), 1u) << text;
+  EXPECT_EQ(runs[0].label, "mlp");
+  EXPECT_EQ(runs[0].weights, "untrained");
+  EXPECT_EQ(runs[0].test_samples, 128);
+  ASSERT_TRUE(runs[0].inference && runs[0].inference->single_stream) << text;
+  EXPECT_NE(out.find("mlp on cpu (128 samples of synthetic test)"), std::string::npos) << out;
+  EXPECT_NE(out.find(trainscope::format_inference_table(runs, 1) + "results: " + file), std::string::npos) << out;
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 // `infer` checks a flag it shares with `run` against the same range, before loading anything.
 TEST(Cli, InferChecksSharedFlagsWithTheRunRanges) {
   std::string out;
@@ -256,7 +287,7 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
     EXPECT_EQ(after[i]["start_ns"], before[i]["start_ns"]);  // kept, not re-run
   }
   for (const auto& r : after) EXPECT_EQ(r["status"], "ok");
-  // The resumed session is a new matrix in the history (README: `--resume` gets a new id).
+  // The resumed session is a new matrix in the history (docs/report.md#history-and-compare: `--resume` gets a new id).
   std::string hist;
   ASSERT_EQ(run({"history", "--db", dir + "/history.sqlite"}, &hist), 0) << hist;
   EXPECT_NE(hist.find(" m1 "), std::string::npos) << hist;

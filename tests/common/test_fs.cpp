@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -55,4 +56,55 @@ TEST(Fs, MissingFileIsIoError) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/trainscope.bin"), std::string::npos);
   }
+}
+
+namespace {
+std::string read_text(const std::string& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+}  // namespace
+
+// A file another library writes by path (a LibTorch checkpoint, a Kineto trace) appears under
+// its name only when complete: the writer sees the temporary name, never the final one.
+TEST(Fs, WriteThroughTemporaryRenamesOnlyACompleteFile) {
+  const std::string dir = ::testing::TempDir() + "through_tmp";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/model.pt";
+  std::string seen;
+  write_file_through_temporary(p, [&](const std::string& tmp) {
+    seen = tmp;
+    EXPECT_FALSE(std::filesystem::exists(p)) << "the final name appears only after the write";
+    std::ofstream(tmp) << "weights v1";
+  });
+  EXPECT_EQ(seen, temporary_path(p));
+  EXPECT_EQ(read_text(p), "weights v1");
+  EXPECT_FALSE(std::filesystem::exists(seen));
+}
+
+// A writer that fails halfway: the old file stays, the partial temporary is removed, the error
+// propagates. A writer that writes nothing: Error(kIo) naming the file.
+TEST(Fs, WriteThroughTemporaryKeepsTheOldFileWhenTheWriterFails) {
+  const std::string dir = ::testing::TempDir() + "through_tmp_fail";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/model.pt";
+  write_file_atomic(p, "weights v1");
+  EXPECT_THROW(write_file_through_temporary(p,
+                                            [&](const std::string& tmp) {
+                                              std::ofstream(tmp) << "half";
+                                              throw std::runtime_error("disk full");
+                                            }),
+               std::runtime_error);
+  EXPECT_EQ(read_text(p), "weights v1");
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(p)));
+  try {
+    write_file_through_temporary(p, [](const std::string&) {});
+    FAIL() << "expected Error(kIo)";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_text(p), "weights v1");
 }

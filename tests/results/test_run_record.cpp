@@ -5,6 +5,7 @@
 
 #include "results/record_json.h"
 #include "trainscope/console_table.h"
+#include "trainscope/error.h"
 #include "trainscope/run_record.h"
 
 using namespace trainscope;
@@ -181,4 +182,49 @@ TEST(RunMetrics, EveryMetricHasAUniqueNameAUnitAndReadsTypedFields) {
   EXPECT_EQ(find_run_metric("inference_p50_ms")->unit, "ms");
   EXPECT_FALSE(find_run_metric("energy_j")->value(r));  // not measured
   EXPECT_EQ(find_run_metric("no_such_metric"), nullptr);
+}
+
+// The run record and provenance are written from their fields() lists (one list per struct);
+// the JSON keeps the form it had when it was built by hand: identity strings stay "" when empty,
+// reasons and the checkpoint path are null when empty, absent phases and sections are null.
+TEST(RunRecord, JsonFormFromTheFieldsListKeepsItsEmptyAndNullConventions) {
+  RunRecord r;
+  r.run_id = "cpu-mlp-b64-r0";
+  r.status = RunStatus::kInterrupted;
+  r.epochs.push_back(EpochRecord{});
+  auto j = to_json(r);
+  EXPECT_EQ(j["device_name"], "");
+  EXPECT_EQ(j["optimizer_impl"], "");
+  EXPECT_TRUE(j["error_kind"].is_null());
+  EXPECT_TRUE(j["failure_reason"].is_null());
+  EXPECT_TRUE(j["checkpoint_path"].is_null());
+  for (const char* k : {"phases", "telemetry", "profile", "inference"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_TRUE(j[k].is_null()) << k;
+  }
+  EXPECT_EQ(j["status"], "interrupted");
+  EXPECT_EQ(j["world_size"], 1);
+  EXPECT_TRUE(j["epochs"][0]["test_accuracy_pct"].is_null());
+  EXPECT_EQ(j["epochs"][0]["complete"], true);
+  EXPECT_EQ(run_record_from_json(j).status, RunStatus::kInterrupted);
+
+  auto no_status = j;
+  no_status.erase("status");
+  EXPECT_EQ(run_record_from_json(no_status).status, RunStatus::kFailed);
+  auto bad_status = j;
+  bad_status["status"] = "exploded";
+  EXPECT_THROW(run_record_from_json(bad_status), Error);
+
+  Provenance p;
+  p.host = "h";
+  p.gpus.push_back(GpuDescription{"NVIDIA H200", 1, "", ""});
+  auto pj = to_json(p);
+  EXPECT_EQ(pj["cpu_model"], "");
+  EXPECT_TRUE(pj["gpu_driver"].is_null());
+  EXPECT_TRUE(pj["cuda_runtime"].is_null());
+  EXPECT_EQ(pj["gpus"][0]["pci_bus_id"], "");
+  EXPECT_EQ(pj["schema_version"], kSchemaVersion);
+  EXPECT_EQ(to_json(provenance_from_json(pj)), pj);
+  pj.erase("schema_version");
+  EXPECT_EQ(provenance_from_json(pj).schema_version, 0);
 }

@@ -203,7 +203,7 @@ TEST(Matrix, DuplicateCellsAndBadTelemetryIntervalAreRejectedBeforeAnythingIsWri
 }
 
 // Ctrl-C in the second epoch, after the first was evaluated: the run's test accuracy is null
-// (README "Measurements": not measured for an interrupted run); epoch 1 keeps its own.
+// (docs/results.md#what-is-measured-and-how: not measured for an interrupted run); epoch 1 keeps its own.
 TEST(Trainer, InterruptedRunHasNoTestAccuracy) {
   auto w = synthetic_workload(256, 64);
   std::atomic<bool> stop{false};

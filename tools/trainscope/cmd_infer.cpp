@@ -25,6 +25,7 @@
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/inference.h"
+#include "trainscope/inference_reporter.h"
 #include "trainscope/runner.h"
 #include "trainscope/telemetry.h"
 
@@ -72,12 +73,10 @@ void read_shared_settings(InferFlags& f) {
 
 // One thing to measure: a model with its weights and the inputs it runs on.
 struct Subject {
-  std::string label;            // checkpoint path or model name
-  std::string weights;          // "checkpoint" | "torchscript" | "untrained"
   std::unique_ptr<Model> model;
   InferenceInputs inputs;
   int64_t classes = 0;
-  json info;                    // description, for the output
+  InferenceRun base;            // what every measurement of it reports: label, weights, description
 };
 
 std::optional<json> read_json_file(const fs::path& p) {
@@ -108,6 +107,14 @@ DataConfig data_override(DataConfig d, const InferFlags& f) {
   return d;
 }
 
+// The fields every measurement of `s` repeats that come from its inputs.
+void describe_inputs(Subject& s) {
+  s.base.dataset = s.inputs.dataset;
+  s.base.test_samples = s.inputs.x.size(0);
+  s.base.normalisation.mean.assign(s.inputs.mean.begin(), s.inputs.mean.end());
+  s.base.normalisation.std.assign(s.inputs.std.begin(), s.inputs.std.end());
+}
+
 std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   std::vector<Subject> out;
   std::vector<std::string> ckpts = f.checkpoints;
@@ -118,15 +125,19 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   for (const auto& path : ckpts) {
     Subject s;
     auto info = read_checkpoint_description(path);
-    s.label = path;
-    s.weights = "checkpoint";
+    s.base.label = path;
+    s.base.weights = "checkpoint";
     s.model = load_checkpoint_model(info);
     s.classes = info.num_classes;
     s.inputs = load_inference_inputs(data_override(info.data, f), info.seed, f.limit.value_or(0), &info.mean, &info.std);
     check_model_fits_inputs(*s.model, s.inputs.x, info.num_classes, {info.channels, info.height, info.width},
                             fmt::format("checkpoint '{}' (model {})", path, info.model));
-    s.info = {{"checkpoint", path}, {"model", info.model}, {"trained_on", info.trained_on},
-              {"trained_batch_size", info.batch_size}, {"description", info.description}};
+    s.base.checkpoint = path;
+    s.base.model = info.model;
+    s.base.trained_on = info.trained_on;
+    s.base.trained_batch_size = info.batch_size;
+    s.base.description.text = info.description.is_null() ? "" : info.description.dump();
+    describe_inputs(s);
     out.push_back(std::move(s));
   }
   if (!f.model.empty()) {
@@ -136,14 +147,14 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     int64_t c = s.inputs.x.size(1), h = s.inputs.x.size(2), w = s.inputs.x.size(3);
     s.classes = 0;
     if (is_torchscript_path(f.model)) {
-      s.weights = "torchscript";
+      s.base.weights = "torchscript";
     } else {
       if (!f.untrained)
         throw_error(ErrorKind::kInvalidArgument,
                     fmt::format("--model {} without --checkpoint has no trained weights; pass --checkpoint FILE.pt or "
                                 "--run DIR for a trained model, or --untrained to measure fresh weights",
                                 f.model));
-      s.weights = "untrained";
+      s.base.weights = "untrained";
       fmt::print(stderr, "trainscope: warning: measuring '{}' with FRESH, UNTRAINED weights (seed {}): latency and "
                          "throughput are representative, its predictions are not\n", f.model, seed);
     }
@@ -151,11 +162,12 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     s.classes = s.inputs.y.numel() > 0 ? s.inputs.y.max().item<int64_t>() + 1 : 10;
     torch::manual_seed(seed);
     s.model = make_model(f.model, c, h, w, s.classes);
-    check_model_fits_inputs(*s.model, s.inputs.x, s.weights == "torchscript" ? 0 : s.classes, {},
+    check_model_fits_inputs(*s.model, s.inputs.x, s.base.weights == "torchscript" ? 0 : s.classes, {},
                             fmt::format("model '{}'", f.model));
-    if (s.weights == "torchscript") s.classes = 0;
-    s.label = f.model;
-    s.info = {{"model", f.model}};
+    if (s.base.weights == "torchscript") s.classes = 0;
+    s.base.label = f.model;
+    s.base.model = f.model;
+    describe_inputs(s);
     out.push_back(std::move(s));
   }
   if (out.empty())
@@ -163,56 +175,6 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
                 "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript) or "
                 "--model NAME --untrained");
   return out;
-}
-
-std::string num(const std::optional<double>& v, const char* fmtspec = "{:.3f}") {
-  return v ? fmt::format(fmt::runtime(fmtspec), *v) : "—";
-}
-std::string num(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "—"; }
-
-// The server run the table shows: the configured rate's, else the search's last.
-const ServerRun* shown_server_run(const InferenceSection& m) {
-  if (!m.server || m.server->runs.empty()) return nullptr;
-  return m.server->qps ? &m.server->runs.front() : &m.server->runs.back();
-}
-
-void print_row(const std::string& label, const std::string& device, const InferenceSection& m) {
-  const SingleStreamResult ss = m.single_stream.value_or(SingleStreamResult{});
-  const ServerRun* srv = shown_server_run(m);
-  std::string q = m.single_stream ? std::to_string(ss.latency.queries) + (ss.latency.too_few_queries ? "(!)" : "") : "—";
-  const OfflineResult off = m.offline.value_or(OfflineResult{});
-  fmt::print("{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", label, device,
-             num(ss.latency.p50_ms), num(ss.latency.p90_ms), num(ss.latency.p99_ms), q,
-             num(off.best_samples_per_s, "{:.0f}"), num(off.best_batch_size),
-             num(srv ? std::optional<double>(srv->qps) : std::nullopt, "{:.1f}"),
-             num(srv ? srv->latency.p99_ms : std::nullopt), srv ? (srv->meets_target ? "yes" : "no") : "—",
-             num(m.server ? m.server->max_qps_meeting_target : std::nullopt, "{:.1f}"),
-             num(ss.telemetry.joules_per_sample, "{:.4g}"));
-  if (ss.split) {
-    auto p50 = [](const std::optional<SplitPart>& x) { return num(x ? x->p50_ms : std::nullopt, "{:.4f}"); };
-    fmt::print("{:<34} {:<7} single-stream split p50: h2d {} ms, compute {} ms, d2h {} ms (CUDA events)\n", "", "",
-               p50(ss.split->h2d_ms), p50(ss.split->compute_ms), p50(ss.split->d2h_ms));
-  }
-  if (ss.latency.too_few_queries) fmt::print("  (!) {}\n", ss.latency.too_few_reason);
-  if (m.single_stream && !ss.telemetry.absent_reason.empty())
-    fmt::print("  energy per inference absent on {}: {}\n", device, ss.telemetry.absent_reason);
-}
-
-void print_table(const json& runs) {
-  fmt::print("\n{:<34} {:<7} {:>9} {:>9} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>5} {:>9} {:>10}\n", "model / checkpoint",
-             "device", "ss_p50ms", "ss_p90ms", "ss_p99ms", "queries", "offline_sps", "@batch", "srv_qps",
-             "srv_p99ms", "met", "max_qps", "J/sample");
-  for (const auto& r : runs) {
-    std::string label = r.value("label", "");
-    if (label.size() > 34) label = "…" + label.substr(label.size() - 33);
-    if (r.contains("error")) {
-      fmt::print("{:<34} {:<7} error ({}): {}\n", label, r.value("device", ""), r.value("error_kind", ""),
-                 r.value("error", ""));
-      continue;
-    }
-    auto m = record_json::section_from_json<InferenceSection>(r.contains("inference") ? r["inference"] : json());
-    print_row(label, r.value("device", ""), m.value_or(InferenceSection{}));
-  }
 }
 
 // The scenarios and their settings the flags ask for.
@@ -265,6 +227,56 @@ std::unique_ptr<TelemetrySampler> start_telemetry(const InferFlags& f, std::vect
   }
 }
 
+// Intra-op threads: as given, else as the training run used, else all online CPUs (the
+// trainer's default).
+void set_threads(const InferFlags& f) {
+  std::optional<int64_t> threads = f.threads;
+  if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
+  if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
+  int64_t nthreads = threads.value_or(0);  // 0: all online CPUs, as in `run`
+  if (nthreads <= 0) nthreads = static_cast<int64_t>(std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(std::max<int64_t>(nthreads, 1)));
+}
+
+// The reporters of one `infer` command, called in order (trainscope/inference_reporter.h).
+struct InferReporters {
+  std::vector<InferenceReporter*> all;
+  template <class Fn>
+  void each(Fn&& fn) {
+    for (auto* r : all) fn(*r);
+  }
+};
+
+// One subject on one device, measured; a failure is recorded in the run, not thrown.
+InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOptions& opt, const Provenance& prov,
+                         TelemetrySampler* sampler, const std::vector<GpuInfo>& gpus, InferReporters& reporters) {
+  InferenceRun r = s.base;
+  r.device = dev;
+  r.device_name = device_display_name(dev, prov.cpu_model);
+  reporters.each([&](InferenceReporter& x) { x.measurement_started(r); });
+  try {
+    torch::Device d(dev);
+    s.model->to(d);
+    if (s.classes > 0 && s.base.weights != "untrained") {
+      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
+      r.test_accuracy_pct = acc;
+      r.test_loss = loss;
+    }
+    auto pool = s.inputs.x.narrow(0, 0, std::min<int64_t>(s.inputs.x.size(0), kPoolSamples));
+    r.inference = measure_inference(*s.model, d, pool, opt, sampler, sampler ? telemetry_device(dev, prov, gpus) : "",
+                                    [&](const std::string& line) { reporters.each([&](InferenceReporter& x) { x.progress(line); }); });
+    s.model->to(torch::kCPU);
+  } catch (const Error& e) {
+    r.error_kind = std::string(to_string(e.kind()));
+    r.error = e.what();
+  } catch (const c10::Error& e) {
+    r.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
+    r.error = e.what_without_backtrace();
+    release_device_cache(torch::Device(dev));
+  }
+  return r;
+}
+
 void run_infer(const InferFlags& f, int& exit_status) {
   InferenceOptions opt = inference_options(f);
   const uint64_t seed = opt.seed;
@@ -272,14 +284,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
   if (!notice.empty()) fmt::print(stderr, "trainscope: note: {}\n", notice);
-
-  // Threads: as given, else as the training run used, else all online CPUs (the trainer's default).
-  std::optional<int64_t> threads = f.threads;
-  if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
-  if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
-  int64_t nthreads = threads.value_or(0);  // 0: all online CPUs, as in `run`
-  if (nthreads <= 0) nthreads = static_cast<int64_t>(std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(std::max<int64_t>(nthreads, 1)));
+  set_threads(f);
 
   auto subjects = load_subjects(f, seed);
   Provenance prov = collect_provenance(command_line(), seed);
@@ -289,66 +294,26 @@ void run_infer(const InferFlags& f, int& exit_status) {
 
   std::string out_path = f.out;
   if (out_path.empty()) out_path = f.run_dir.empty() ? "inference.json" : (fs::path(f.run_dir) / "inference.json").string();
+  InferenceFileReporter file(out_path);
+  InferenceConsoleReporter console(out_path);
+  InferReporters reporters{{&file, &console}};
+  reporters.each([&](InferenceReporter& x) { x.start(prov); });
 
-  json runs = json::array();
-  bool any_failed = false;
+  std::vector<InferenceRun> runs;
   // Ctrl-C / SIGTERM: finish the measurement in progress (each is bounded by its time budget),
   // keep it, print the table and exit 130; a second Ctrl-C exits at once.
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again to exit at once)\n");
-  for (auto& s : subjects) {
-    if (stop) break;
+  for (auto& s : subjects)
     for (const auto& dev : devices) {
       if (stop) break;
-      json r = s.info;
-      r["label"] = s.label;
-      r["weights"] = s.weights;
-      r["device"] = dev;
-      r["device_name"] = device_display_name(dev, prov.cpu_model);
-      r["dataset"] = s.inputs.dataset;
-      r["normalisation"] = {{"mean", s.inputs.mean}, {"std", s.inputs.std}};
-      fmt::print("{} on {} ({} samples of {})\n", s.label, dev, s.inputs.x.size(0), s.inputs.dataset);
-      try {
-        torch::Device d(dev);
-        s.model->to(d);
-        if (s.classes > 0 && s.weights != "untrained") {
-          auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
-          r["test_accuracy_pct"] = acc;
-          r["test_loss"] = loss;
-        }
-        auto pool = s.inputs.x.narrow(0, 0, std::min<int64_t>(s.inputs.x.size(0), kPoolSamples));
-        r["inference"] = to_json(measure_inference(*s.model, d, pool, opt, sampler.get(),
-                                           sampler ? telemetry_device(dev, prov, gpus) : "",
-                                           [](const std::string& line) { fmt::print("  {}\n", line); }));
-        s.model->to(torch::kCPU);
-      } catch (const Error& e) {
-        any_failed = true;
-        r["error_kind"] = std::string(to_string(e.kind()));
-        r["error"] = e.what();
-      } catch (const c10::Error& e) {
-        any_failed = true;
-        r["error_kind"] = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
-        r["error"] = e.what_without_backtrace();
-        release_device_cache(torch::Device(dev));
-      }
-      runs.push_back(r);
-      // Written after every measurement: nothing measured is lost if a later one fails.
-      json doc = {{"provenance", to_json(prov)}, {"schema_version", kSchemaVersion}, {"runs", runs}};
-      write_file_atomic(out_path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      runs.push_back(measure_one(s, dev, opt, prov, sampler.get(), gpus, reporters));
+      // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
+      reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });
     }
-  }
   if (sampler) sampler->stop();
-  print_table(runs);
-  fmt::print("columns: ss_p50/p90/p99ms = single-stream latency percentiles (ms, one sample per query); queries = "
-             "timed single-stream queries; offline_sps @batch = best offline throughput (samples/s) and its batch "
-             "size; srv_qps, srv_p99ms, met = server scenario rate (queries/s), its p99 latency (ms, queueing "
-             "included) and whether it met the target; max_qps = highest rate meeting the target (--find-max-qps); "
-             "J/sample = device energy per sample where an energy counter exists; — = scenario not run or not "
-             "measured (the JSON says why)\n");
-  fmt::print("percentiles: exact, linear interpolation between closest ranks (Hyndman-Fan type 7); "
-             "intra-op threads {}\nresults: {}\n",
-             at::get_num_threads(), out_path);
-  if (any_failed) {
+  reporters.each([&](InferenceReporter& x) { x.finish(runs); });
+  if (std::any_of(runs.begin(), runs.end(), [](const InferenceRun& r) { return r.failed(); })) {
     fmt::print(stderr, "trainscope: some measurements failed; see the table and {}\n", out_path);
     exit_status = kExitRunFailed;
   }

@@ -1,4 +1,4 @@
-// The one Ctrl-C / SIGTERM policy of every sub-command (README "Exit status"): the first signal
+// The one Ctrl-C / SIGTERM policy of every sub-command (README.md#exit-status): the first signal
 // sets the flag returned here and prints `message` ("finishing the current step ..."); the
 // command then stops after the work in progress, keeps what was measured and exits 130. A second
 // signal exits at once with 130.
