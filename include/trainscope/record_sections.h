@@ -43,15 +43,22 @@ using OptI = std::optional<int64_t>;
 
 // ------------------------------------------------------------------------------ telemetry
 
+/// Fewest readings behind a mean or maximum that is presented as one: below it, statistics are
+/// kept but marked too_few_samples and shown as "n=3, too few" (docs/telemetry.md#energy).
+inline constexpr int64_t kMinStatsSamples = 5;
+inline bool too_few_samples(int64_t count) { return count < kMinStatsSamples; }
+
 /// Statistics of one metric of one device over a window (trainscope/telemetry.h). Percentiles
 /// are nearest-rank; update_period_s is the mean time between changes of the reading.
 struct MetricStats {
   int64_t count = 0, dropped = 0;
+  bool too_few_samples = false;  // count < kMinStatsSamples: mean/p50/p95/max are not presented plainly
   std::map<std::string, int64_t> drop_reasons;  // reason -> readings dropped
   OptD mean, p50, p95, max, update_period_s;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("count", s.count, Better::kNone);
+    v("too_few_samples", s.too_few_samples, Better::kNone);
     v("dropped", s.dropped, Better::kNone);
     v("drop_reasons", s.drop_reasons, Better::kNone);
     v("mean", s.mean, Better::kNone);
@@ -62,21 +69,31 @@ struct MetricStats {
   }
 };
 
-/// Energy of one device over a window: from a cumulative counter ("counter") or by integrating
-/// power readings ("power_integration").
+/// Energy of one device over a window, from a cumulative counter ("counter": NVML total energy,
+/// RAPL package + DRAM) and by integrating power readings ("power_integration": trapezoid rule
+/// over the readings, src/telemetry/sampler.cpp). energy_j is one of them, counter first; where
+/// both exist, both are kept and sources_diff_* compare them (counter - power integration).
 struct EnergySummary {
   OptD energy_j;
-  std::string energy_method;                  // "counter" | "power_integration"
+  std::string energy_method;                  // "counter" | "power_integration": the source of energy_j
+  OptD counter_energy_j;                      // the counters' sum; null without a usable counter
+  OptD power_integration_energy_j;            // integrated power_field; null without >= 2 power readings
+  OptD sources_diff_j;                        // counter_energy_j - power_integration_energy_j
+  OptD sources_diff_pct;                      // 100 * sources_diff_j / counter_energy_j (null if that is 0)
   std::map<std::string, double> components_j; // counter: per RAPL domain / counter
-  OptD counter_update_period_s;
-  bool short_window = false;                  // the window is shorter than the counter's update period
-  std::string power_field;                    // power_integration: the metric integrated
-  OptD covered_s;                             // power_integration: time covered by readings
+  OptD counter_update_period_s;               // of energy_j's source (power readings for power_integration)
+  bool short_window = false;                  // the window is shorter than that update period
+  std::string power_field;                    // the power metric integrated ("" when none)
+  OptD covered_s;                             // power integration: time covered by readings
   OptD joules_per_sample;                     // energy_j / samples processed
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("energy_j", s.energy_j, Better::kLower);
     v("energy_method", s.energy_method, Better::kNone);
+    v("counter_energy_j", s.counter_energy_j, Better::kNone);
+    v("power_integration_energy_j", s.power_integration_energy_j, Better::kNone);
+    v("sources_diff_j", s.sources_diff_j, Better::kNone);
+    v("sources_diff_pct", s.sources_diff_pct, Better::kNone);
     v("components_j", s.components_j, Better::kNone);
     v("counter_update_period_s", s.counter_update_period_s, Better::kNone);
     v("short_window", s.short_window, Better::kNone);
@@ -159,6 +176,12 @@ struct TelemetryHeadline {
   OptD energy_j, joules_per_sample;
   std::string energy_method;
   std::optional<bool> energy_short_window;
+  OptD energy_power_integration_j;  // EnergySummary::power_integration_energy_j, beside a counter's energy_j
+  OptD energy_sources_diff_pct;     // EnergySummary::sources_diff_pct
+  /// Fewest readings behind the run device's means and maxima above (the metrics present);
+  /// stats_too_few_samples: that count is below kMinStatsSamples.
+  OptI stats_samples_min;
+  std::optional<bool> stats_too_few_samples;
   OptD cpu_util_pct_mean, cpu_util_pct_max, process_cpu_pct_mean, process_rss_bytes_max, host_mem_used_bytes_max,
       cpu_temp_c_max;
   template <class S, class V>
@@ -196,6 +219,10 @@ struct TelemetryHeadline {
     v("joules_per_sample", s.joules_per_sample, L);
     v("energy_method", s.energy_method, N);
     v("energy_short_window", s.energy_short_window, N);
+    v("energy_power_integration_j", s.energy_power_integration_j, N);
+    v("energy_sources_diff_pct", s.energy_sources_diff_pct, N);
+    v("stats_samples_min", s.stats_samples_min, N);
+    v("stats_too_few_samples", s.stats_too_few_samples, N);
     v("cpu_util_pct_mean", s.cpu_util_pct_mean, N);
     v("cpu_util_pct_max", s.cpu_util_pct_max, N);
     v("process_cpu_pct_mean", s.process_cpu_pct_mean, N);

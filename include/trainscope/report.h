@@ -68,6 +68,10 @@ struct Cell {
   std::optional<uint64_t> clocks_event_reasons_mask;  // OR of the runs' per-run maximum
   std::optional<double> power_limit_w;
   std::optional<int64_t> device_memory_total_bytes;
+  /// Fewest readings behind a run's device telemetry means/maxima (util, SM activity, power,
+  /// temperature; TelemetryHeadline::stats_samples_min), over the runs; below kMinStatsSamples
+  /// (trainscope/record_sections.h) those columns are shown marked "n=3, too few".
+  std::optional<int64_t> telemetry_samples_min;
   std::vector<std::string> absent_reasons;      // notes of the runs (why a value is missing)
 };
 

@@ -187,6 +187,7 @@ void accumulate_telemetry(const RunRecord& r, Acc& a, Cell& c) {
     push(a.temp, h.cpu_temp_c_max);
   }
   push(a.cpu_u, h.cpu_util_pct_mean);
+  if (h.stats_samples_min) c.telemetry_samples_min = std::min(c.telemetry_samples_min.value_or(*h.stats_samples_min), *h.stats_samples_min);
   if (r.peak_rss_bytes)
     push(a.rss, r.peak_rss_bytes);
   else

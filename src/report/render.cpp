@@ -198,6 +198,18 @@ std::string render_console(const ReportInput& in, const Analysis& a) {
 
 namespace {
 
+// A device telemetry column of a cell: marked "n=3, too few" when fewer than kMinStatsSamples
+// readings were behind a run's mean or maximum (trainscope/record_sections.h).
+std::string fmt_device_stat(const Cell& c, const Stat& s, const std::string& unit) {
+  std::string v = fmt_stat(s, unit);
+  if (!s.ok() || !c.telemetry_samples_min || !too_few_samples(*c.telemetry_samples_min)) return v;
+  return fmt::format("n={}, too few ({})", *c.telemetry_samples_min, v);
+}
+
+}  // namespace
+
+namespace {
+
 std::string md_summary_table(const Analysis& a) {
   std::string s;
   s += "## Summary per device, model and batch size\n\n";
@@ -217,12 +229,12 @@ std::string md_summary_table(const Analysis& a) {
         c.time_for_epochs_s.ok() ? fmt::format("{} ({} ep.{})", fmt_time(c.time_for_epochs_s.median),
                                                c.epochs_requested, c.time_for_epochs_is_estimate ? ", est." : "")
                                  : "—",
-        fmt_stat(c.test_accuracy_pct, " %"), fmt_stat(c.gpu_util_pct_mean, " %"), fmt_stat(c.sm_activity_pct_mean, " %"),
+        fmt_stat(c.test_accuracy_pct, " %"), fmt_device_stat(c, c.gpu_util_pct_mean, " %"), fmt_device_stat(c, c.sm_activity_pct_mean, " %"),
         fmt_stat(c.cpu_util_pct_mean, " %"),
         c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
         c.device_peak_reserved_bytes.ok() ? fmt_bytes(c.device_peak_reserved_bytes.median) : "—",
-        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),
-        fmt_stat(c.power_w_max, " W"), fmt_stat(c.temp_c_max, " °C"), fmt_stat(c.energy_per_epoch_j, " J"),
+        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_device_stat(c, c.power_w_mean, " W"),
+        fmt_device_stat(c, c.power_w_max, " W"), fmt_device_stat(c, c.temp_c_max, " °C"), fmt_stat(c.energy_per_epoch_j, " J"),
         fmt_stat(c.energy_per_sample_j, " mJ", 1000), fmt_stat(c.data_share_pct, " %"), fmt_stat(c.h2d_share_pct, " %"),
         fmt_stat(c.latency_p50_ms, " ms"), fmt_stat(c.inference_samples_per_s, ""));
   }
@@ -633,10 +645,10 @@ std::string html_summary_table(const Analysis& a) {
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         html_escape(c.model), c.batch_size, html_escape(c.device), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
         c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—", fmt_stat(c.test_accuracy_pct, " %"),
-        fmt_stat(c.gpu_util_pct_mean, " %"), fmt_stat(c.sm_activity_pct_mean, " %"), fmt_stat(c.cpu_util_pct_mean, " %"),
+        fmt_device_stat(c, c.gpu_util_pct_mean, " %"), fmt_device_stat(c, c.sm_activity_pct_mean, " %"), fmt_stat(c.cpu_util_pct_mean, " %"),
         c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
-        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_stat(c.power_w_mean, " W"),
-        fmt_stat(c.power_w_max, " W"), fmt_stat(c.temp_c_max, " °C"), fmt_stat(c.energy_per_sample_j, " mJ", 1000),
+        c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_device_stat(c, c.power_w_mean, " W"),
+        fmt_device_stat(c, c.power_w_max, " W"), fmt_device_stat(c, c.temp_c_max, " °C"), fmt_stat(c.energy_per_sample_j, " mJ", 1000),
         fmt_stat(c.latency_p50_ms, " ms"));
   return h + "</table>\n";
 }

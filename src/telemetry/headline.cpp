@@ -1,5 +1,6 @@
 // The headline of a run's telemetry (trainscope/telemetry.h telemetry_headline): means and
 // peaks of the run's device and of the host, from a TelemetrySummary.
+#include <algorithm>
 #include <string>
 
 #include "trainscope/telemetry.h"
@@ -36,7 +37,10 @@ void device_figures(const TelemetrySummary& s, const std::string& dev, Telemetry
   for (const auto& p : kPairs) {
     h.*p.mean = stat(s, dev, p.metric, &MetricStats::mean);
     h.*p.max = stat(s, dev, p.metric, &MetricStats::max);
+    if (const MetricStats* m = s.metric(dev, p.metric); m && m->count > 0)
+      h.stats_samples_min = std::min(h.stats_samples_min.value_or(m->count), m->count);
   }
+  if (h.stats_samples_min) h.stats_too_few_samples = too_few_samples(*h.stats_samples_min);
   h.mem_used_bytes_max = stat(s, dev, "mem_used_bytes", &MetricStats::max);
   h.process_mem_bytes_max = stat(s, dev, "process_mem_bytes", &MetricStats::max);
   if (auto m = stat(s, dev, "clocks_event_reasons_mask", &MetricStats::max)) h.clocks_event_reasons_mask_max = static_cast<int64_t>(*m);
@@ -45,6 +49,8 @@ void device_figures(const TelemetrySummary& s, const std::string& dev, Telemetry
     h.joules_per_sample = d->energy->joules_per_sample;
     h.energy_method = d->energy->energy_method;
     h.energy_short_window = d->energy->short_window;
+    if (d->energy->counter_energy_j) h.energy_power_integration_j = d->energy->power_integration_energy_j;
+    h.energy_sources_diff_pct = d->energy->sources_diff_pct;
   }
 }
 

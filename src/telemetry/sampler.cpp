@@ -69,6 +69,101 @@ std::optional<double> mean_update_period_s(const std::vector<int64_t>& change_t,
   return static_cast<double>(*(e - 1) - *b) * 1e-9 / static_cast<double>(e - b - 1);
 }
 
+
+// Energy from the cumulative counters (NVML total energy, RAPL package + DRAM) of one device
+// over [t0, t1]: the counters' values interpolated at the window's ends, summed.
+struct CounterEnergy {
+  double j = 0, period_s = 0;  // period_s: the largest of the counters' update and polling periods
+  bool short_window = false;
+  std::map<std::string, double> parts;
+};
+std::optional<CounterEnergy> counter_energy(const std::map<std::string, const FieldStore*>& fields, int64_t t0, int64_t t1) {
+  CounterEnergy c;
+  bool ok = false;
+  for (const auto& [metric, f] : fields) {
+    if (!ends_with(metric, "energy_j")) continue;
+    auto b = std::lower_bound(f->t.begin(), f->t.end(), t0);
+    auto en = std::upper_bound(f->t.begin(), f->t.end(), t1);
+    bool covers = !f->t.empty() && f->t.front() <= t0 && f->t.back() >= t1;
+    if (!covers && en - b < 2) continue;  // too few readings to attribute anything
+    int64_t a = covers ? t0 : *b, z = covers ? t1 : *(en - 1);
+    double j = interpolate(*f, z) - interpolate(*f, a);
+    if (j < 0) continue;  // counter reset (driver reload): not usable
+    // A counter's effective resolution is the larger of its update and polling periods.
+    double poll_s = f->t.size() >= 2 ? static_cast<double>(f->t.back() - f->t.front()) * 1e-9 / static_cast<double>(f->t.size() - 1) : 0;
+    double upd_s = mean_update_period_s(f->change_t, f->t.front(), f->t.back()).value_or(poll_s);
+    c.period_s = std::max({c.period_s, poll_s, upd_s});
+    c.parts[metric] = j;
+    c.j += j;
+    ok = true;
+    if (!covers) c.short_window = true;
+  }
+  if (!ok) return std::nullopt;
+  c.short_window = c.short_window || static_cast<double>(t1 - t0) * 1e-9 < c.period_s;
+  return c;
+}
+
+// Energy by integrating one device's power readings over [t0, t1] ∩ [first, last reading]:
+// trapezoid rule over the readings, with the series interpolated linearly at the ends.
+struct PowerEnergy {
+  std::string field;
+  double j = 0, covered_s = 0, period_s = 0;
+  bool short_window = false;
+};
+std::optional<PowerEnergy> power_energy(const std::map<std::string, const FieldStore*>& fields, int64_t t0, int64_t t1) {
+  PowerEnergy e;
+  const FieldStore* p = nullptr;
+  for (const char* m : {"power_instant_w", "power_w"})
+    if (auto it = fields.find(m); it != fields.end() && it->second->t.size() >= 2) {
+      p = it->second;
+      e.field = m;
+      break;
+    }
+  if (!p) return std::nullopt;
+  int64_t a = std::max(t0, p->t.front()), z = std::min(t1, p->t.back());
+  if (z <= a) return std::nullopt;
+  std::vector<std::pair<int64_t, double>> pts{{a, interpolate(*p, a)}};
+  for (size_t i = 0; i < p->t.size(); ++i)
+    if (p->t[i] > a && p->t[i] < z) pts.emplace_back(p->t[i], p->v[i]);
+  pts.emplace_back(z, interpolate(*p, z));
+  for (size_t i = 1; i < pts.size(); ++i)
+    e.j += 0.5 * (pts[i].second + pts[i - 1].second) * static_cast<double>(pts[i].first - pts[i - 1].first) * 1e-9;
+  double poll_s = static_cast<double>(p->t.back() - p->t.front()) * 1e-9 / static_cast<double>(p->t.size() - 1);
+  e.period_s = std::max(poll_s, mean_update_period_s(p->change_t, p->t.front(), p->t.back()).value_or(poll_s));
+  e.covered_s = static_cast<double>(z - a) * 1e-9;
+  e.short_window = static_cast<double>(t1 - t0) * 1e-9 < e.period_s || (z - a) < (t1 - t0);
+  return e;
+}
+
+// Energy of one device over [t0, t1] (docs/telemetry.md#energy): both sources where both
+// exist, energy_j from the counter first, and their difference.
+std::optional<EnergySummary> energy_for(const std::map<std::string, const FieldStore*>& fields, int64_t t0, int64_t t1,
+                                        int64_t samples_processed) {
+  auto c = counter_energy(fields, t0, t1);
+  auto p = power_energy(fields, t0, t1);
+  if (!c && !p) return std::nullopt;
+  EnergySummary e;
+  if (p) {
+    e.power_integration_energy_j = p->j;
+    e.power_field = p->field;
+    e.covered_s = p->covered_s;
+  }
+  if (c) {
+    e.counter_energy_j = c->j;
+    e.components_j = c->parts;
+  }
+  e.energy_j = c ? c->j : p->j;
+  e.energy_method = c ? "counter" : "power_integration";
+  e.counter_update_period_s = c ? c->period_s : p->period_s;
+  e.short_window = c ? c->short_window : p->short_window;
+  if (c && p) {
+    e.sources_diff_j = c->j - p->j;
+    if (c->j != 0) e.sources_diff_pct = 100.0 * *e.sources_diff_j / c->j;
+  }
+  if (samples_processed > 0) e.joules_per_sample = *e.energy_j / static_cast<double>(samples_processed);
+  return e;
+}
+
 }  // namespace
 
 struct TelemetrySampler::Impl {
@@ -219,71 +314,6 @@ struct TelemetrySampler::Impl {
       if (next < now) next = now + period;  // fell behind (slow source): skip, do not burst
     }
   }
-
-  std::optional<EnergySummary> energy_for(const std::map<std::string, const FieldStore*>& fields, int64_t t0,
-                                          int64_t t1, int64_t samples_processed) const {
-    const double window_s = static_cast<double>(t1 - t0) * 1e-9;
-    EnergySummary e;
-    // 1. Counters (NVML total energy, RAPL package + DRAM).
-    double total = 0;
-    bool counter_ok = false;
-    double period_s = 0;
-    bool short_window = false;
-    std::map<std::string, double> parts;
-    for (const auto& [metric, f] : fields) {
-      if (!ends_with(metric, "energy_j")) continue;
-      auto b = std::lower_bound(f->t.begin(), f->t.end(), t0);
-      auto en = std::upper_bound(f->t.begin(), f->t.end(), t1);
-      bool covers = !f->t.empty() && f->t.front() <= t0 && f->t.back() >= t1;
-      if (!covers && en - b < 2) continue;  // too few readings to attribute anything
-      int64_t a = covers ? t0 : *b, z = covers ? t1 : *(en - 1);
-      double j = interpolate(*f, z) - interpolate(*f, a);
-      if (j < 0) continue;  // counter reset (driver reload): not usable
-      // A counter's effective resolution is the larger of its update and polling periods.
-      double poll_s = f->t.size() >= 2 ? static_cast<double>(f->t.back() - f->t.front()) * 1e-9 / static_cast<double>(f->t.size() - 1) : 0;
-      double upd_s = mean_update_period_s(f->change_t, f->t.front(), f->t.back()).value_or(poll_s);
-      period_s = std::max({period_s, poll_s, upd_s});
-      parts[metric] = j;
-      total += j;
-      counter_ok = true;
-      if (!covers) short_window = true;
-    }
-    if (counter_ok) {
-      e.energy_j = total;
-      e.energy_method = "counter";
-      e.components_j = parts;
-      e.counter_update_period_s = period_s;
-      e.short_window = short_window || window_s < period_s;
-    } else {
-      // 2. Fallback: trapezoid over the power readings.
-      const FieldStore* p = nullptr;
-      for (const char* m : {"power_instant_w", "power_w"})
-        if (auto it = fields.find(m); it != fields.end() && it->second->t.size() >= 2) {
-          p = it->second;
-          e.power_field = m;
-          break;
-        }
-      if (!p) return std::nullopt;
-      int64_t a = std::max(t0, p->t.front()), z = std::min(t1, p->t.back());
-      if (z <= a) return std::nullopt;
-      std::vector<std::pair<int64_t, double>> pts{{a, interpolate(*p, a)}};
-      for (size_t i = 0; i < p->t.size(); ++i)
-        if (p->t[i] > a && p->t[i] < z) pts.emplace_back(p->t[i], p->v[i]);
-      pts.emplace_back(z, interpolate(*p, z));
-      double j = 0;
-      for (size_t i = 1; i < pts.size(); ++i)
-        j += 0.5 * (pts[i].second + pts[i - 1].second) * static_cast<double>(pts[i].first - pts[i - 1].first) * 1e-9;
-      double poll_s = static_cast<double>(p->t.back() - p->t.front()) * 1e-9 / static_cast<double>(p->t.size() - 1);
-      double upd_s = mean_update_period_s(p->change_t, p->t.front(), p->t.back()).value_or(poll_s);
-      e.energy_j = j;
-      e.energy_method = "power_integration";
-      e.covered_s = static_cast<double>(z - a) * 1e-9;
-      e.counter_update_period_s = std::max(poll_s, upd_s);
-      e.short_window = window_s < std::max(poll_s, upd_s) || (z - a) < (t1 - t0);
-    }
-    if (samples_processed > 0) e.joules_per_sample = *e.energy_j / static_cast<double>(samples_processed);
-    return e;
-  }
 };
 
 TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::steady_clock::time_point origin)
@@ -349,6 +379,7 @@ MetricStats field_stats(const FieldStore& f, int64_t t0_ns, int64_t t1_ns) {
   std::vector<double> vals(f.v.begin() + (b - f.t.begin()), f.v.begin() + (e - f.t.begin()));
   MetricStats s;
   s.count = static_cast<int64_t>(vals.size());
+  s.too_few_samples = too_few_samples(s.count);
   for (const auto& [t, why] : f.drops)
     if (t >= t0_ns && t <= t1_ns) {
       ++s.dropped;
@@ -383,7 +414,7 @@ TelemetrySummary TelemetrySampler::summarize(int64_t t0_ns, int64_t t1_ns, int64
   for (const auto& [device, fields] : by_device) {
     DeviceTelemetry& d = out.devices[device];
     for (const auto& [metric, f] : fields) d.fields_[metric] = field_stats(*f, t0_ns, t1_ns);
-    d.energy = impl_->energy_for(fields, t0_ns, t1_ns, samples_processed);
+    d.energy = energy_for(fields, t0_ns, t1_ns, samples_processed);
   }
   return out;
 }

@@ -220,6 +220,27 @@ TEST(ReportRender, EstimatedEpochTimeIsMarked) {
   EXPECT_EQ(render_markdown(full, analyze(full)).find(" (est.) |"), std::string::npos);  // measured: no mark
 }
 
+// Device telemetry means/maxima from fewer than 5 readings are shown marked, not plainly.
+TEST(ReportRender, TelemetryFromTooFewSamplesIsMarked) {
+  auto in = load_run_folder(kStudy);
+  auto plain = analyze(in);
+  EXPECT_EQ(render_markdown(in, plain).find("too few"), std::string::npos);
+  bool any = false;
+  for (auto& r : in.runs)
+    if (r.telemetry && r.telemetry->headline.power_w_max) {
+      r.telemetry->headline.stats_samples_min = 3;
+      any = true;
+    }
+  ASSERT_TRUE(any);
+  auto a = analyze(in);
+  std::string md = render_markdown(in, a), html = render_html(in, a, {});
+  EXPECT_NE(md.find("| n=3, too few ("), std::string::npos);
+  EXPECT_NE(html.find("<td>n=3, too few ("), std::string::npos);
+  for (auto& r : in.runs)
+    if (r.telemetry) r.telemetry->headline.stats_samples_min = 5;
+  EXPECT_EQ(render_markdown(in, analyze(in)).find("too few"), std::string::npos);
+}
+
 // The CPU row is the speed-up baseline only when a GPU ran the same workload.
 TEST(ReportRender, CpuSpeedupBaselineOnlyWithAGpuToCompare) {
   auto in = load_run_folder(kStudy);

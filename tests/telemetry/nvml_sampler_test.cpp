@@ -153,6 +153,101 @@ TEST(telemetry_Nvml, RunSectionHeadlineCarriesThePowerLimitOfTheRunsGpu) {
   EXPECT_FALSE(s.run_section(0, s.now_ns(), 10, "gpu1").headline.power_limit_w);
 }
 
+// One GPU with both an energy counter and a constant power reading: both energies are kept,
+// the counter's is the headline's, and their difference is counter - power integration.
+const nlohmann::json kBothEnergySources = R"({
+  "devices": [{"name": "Fake H200", "uuid": "GPU-cccc", "pci_bus_id": "00000000:19:00.0",
+    "readings": {"util_gpu": 50, "mem_total": 1000, "mem_used": 1, "power_mw": 200000,
+                 "energy_mj": [1000000, 1500000]}}]})"_json;
+
+TEST(telemetry_Nvml, EnergyFromCounterAndPowerIntegrationWithTheirDifference) {
+  write_config("both", kBothEnergySources);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = opt.interval_s = 1e-3;  // every sample polls the counter too
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  auto a = s.sample_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto b = s.sample_now();
+  const double dt = static_cast<double>(b.t_ns - a.t_ns) * 1e-9, power_j = 200.0 * dt;
+  auto sec = s.run_section(a.t_ns, b.t_ns, 10, "gpu0");
+  ASSERT_TRUE(sec.summary.device("gpu0") && sec.summary.device("gpu0")->energy);
+  const auto& e = *sec.summary.device("gpu0")->energy;
+  EXPECT_EQ(e.energy_method, "counter");
+  EXPECT_NEAR(e.energy_j.value(), 500.0, 1e-6);  // 1 500 000 - 1 000 000 mJ
+  EXPECT_NEAR(e.counter_energy_j.value(), 500.0, 1e-6);
+  EXPECT_NEAR(e.power_integration_energy_j.value(), power_j, 1e-6);  // 200 W constant over the window
+  EXPECT_EQ(e.power_field, "power_w");
+  EXPECT_NEAR(e.covered_s.value(), dt, 1e-12);
+  EXPECT_NEAR(e.sources_diff_j.value(), 500.0 - power_j, 1e-6);
+  EXPECT_NEAR(e.sources_diff_pct.value(), 100.0 * (500.0 - power_j) / 500.0, 1e-6);
+  EXPECT_NEAR(sec.headline.energy_j.value(), 500.0, 1e-6);
+  EXPECT_EQ(sec.headline.energy_method, "counter");
+  EXPECT_NEAR(sec.headline.energy_power_integration_j.value(), power_j, 1e-6);
+  EXPECT_NEAR(sec.headline.energy_sources_diff_pct.value(), *e.sources_diff_pct, 1e-12);
+  // Only power readings (kTwoGpus' gpu1): one energy, no difference.
+  write_config("both_gpu1", kTwoGpus);
+  TelemetrySampler s1(opt, std::chrono::steady_clock::now());
+  auto c = s1.sample_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto d = s1.sample_now();
+  auto sec1 = s1.run_section(c.t_ns, d.t_ns, 10, "gpu1");
+  const auto& e1 = *sec1.summary.device("gpu1")->energy;
+  EXPECT_EQ(e1.energy_method, "power_integration");
+  EXPECT_FALSE(e1.counter_energy_j);
+  EXPECT_FALSE(e1.sources_diff_j);
+  EXPECT_FALSE(e1.sources_diff_pct);
+  EXPECT_FALSE(sec1.headline.energy_power_integration_j);  // energy_j already is that one
+  EXPECT_FALSE(sec1.headline.energy_sources_diff_pct);
+}
+
+// Statistics from fewer than 5 readings are marked as such; from 5 they are not.
+TEST(telemetry_Sampler, StatisticsFromFewerThanFiveSamplesAreMarked) {
+  write_config("few", kBothEnergySources);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
+  std::vector<int64_t> t;
+  for (int i = 0; i < 5; ++i) t.push_back(s.sample_now().t_ns);
+  auto three = s.run_section(t[0], t[2], 10, "gpu0");
+  const auto* p3 = three.summary.metric("gpu0", "power_w");
+  ASSERT_TRUE(p3);
+  EXPECT_EQ(p3->count, 3);
+  EXPECT_TRUE(p3->too_few_samples);
+  EXPECT_EQ(three.headline.stats_samples_min, 3);
+  EXPECT_EQ(three.headline.stats_too_few_samples, true);
+  auto five = s.run_section(t[0], t[4], 10, "gpu0");
+  const auto* p5 = five.summary.metric("gpu0", "power_w");
+  ASSERT_TRUE(p5);
+  EXPECT_EQ(p5->count, 5);
+  EXPECT_FALSE(p5->too_few_samples);
+  EXPECT_EQ(five.headline.stats_samples_min, 5);  // util_gpu and power_w, every sample
+  EXPECT_EQ(five.headline.stats_too_few_samples, false);
+  EXPECT_EQ(to_json(three.summary)["devices"]["gpu0"]["fields"]["power_w"]["too_few_samples"], true);
+}
+
+// The new energy and sample-count fields survive results.json's write and read.
+TEST(telemetry_Sampler, EnergySourcesAndTooFewSamplesRoundTripThroughJson) {
+  write_config("roundtrip", kBothEnergySources);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = opt.interval_s = 1e-3;
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  auto a = s.sample_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto b = s.sample_now();
+  auto sec = s.run_section(a.t_ns, b.t_ns, 10, "gpu0");
+  auto j = record_json::write(sec);
+  EXPECT_TRUE(j["summary"]["devices"]["gpu0"]["energy"]["power_integration_energy_j"].is_number());
+  EXPECT_TRUE(j["summary"]["devices"]["gpu0"]["energy"]["sources_diff_pct"].is_number());
+  EXPECT_TRUE(j["headline"]["energy_power_integration_j"].is_number());
+  EXPECT_EQ(j["headline"]["stats_too_few_samples"], true);
+  trainscope::TelemetrySection back;
+  record_json::read(j, back);
+  EXPECT_EQ(back.summary.device("gpu0")->energy->sources_diff_j, sec.summary.device("gpu0")->energy->sources_diff_j);
+  EXPECT_EQ(back.summary.device("gpu0")->energy->counter_energy_j, 500.0);
+  EXPECT_TRUE(back.summary.metric("gpu0", "power_w")->too_few_samples);
+  EXPECT_EQ(back.headline.energy_sources_diff_pct, sec.headline.energy_sources_diff_pct);
+  EXPECT_EQ(back.headline.stats_samples_min, 2);
+  EXPECT_EQ(record_json::write(back), j);
+}
+
 TEST(telemetry_Nvml, OldLibraryFallsBackPerEntryPoint) {
   write_config("old", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML_OLD), std::chrono::steady_clock::now());
