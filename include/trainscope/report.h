@@ -118,11 +118,20 @@ struct AdviceThresholds {
   double memory_headroom_pct = 50;  // peak reserved below this share of device memory
   double unbalanced_power_ratio = 0.5;  // least-loaded GPU power below this fraction of the most
   double memory_safety_fraction = 0.9;  // share of device memory a batch estimate may fill
+  /// cpu_contention: a CPU run's process used fewer cores than this fraction of its intra-op
+  /// threads (telemetry process_cpu_pct_mean / 100) ...
+  double cpu_contention_core_ratio = 0.75;
+  double busy_machine_pct = 80;     // ... while the machine's mean CPU utilisation was at least this
+  double other_load_cores = 0.5;    // ... and other processes held at least this many cores
+  /// noisy_headline: profile_step_time_ratio below this (the profiled steps, which do extra work,
+  /// ran faster than the headline steps) or a negative profile_cost_pct.
+  double noisy_headline_ratio = 1.0;
 };
 
 struct Advice {
   std::string rule;        // "low_utilisation", "data_loading", "h2d_copies", "memory_headroom",
-                           // "cpu_faster", "throttling", "unbalanced_gpus"
+                           // "cpu_faster", "throttling", "unbalanced_gpus", "cpu_contention",
+                           // "noisy_headline"
   std::string device, model;
   int64_t batch_size = 0;  // 0: not about one batch size
   std::string advice;      // what to do
@@ -151,6 +160,17 @@ struct Analysis {
   std::vector<std::string> notes;   // e.g. "single repeat: no spread, no difference is called noise"
   bool has_gpu = false, has_cpu = false, has_repeats = false;
 };
+
+/// The speed-up shown for one (device, model, batch size), decided in one place for the report
+/// and the console table: a GPU's DeviceComparison::speedup (noise flagged); for "cpu" the
+/// baseline (value 1) only when a GPU ran the same workload with a measured speed-up; otherwise
+/// absent (shown as "—").
+struct ShownSpeedup {
+  std::optional<double> value;
+  bool baseline = false;  // the CPU row of a compared workload
+  bool noise = false;
+};
+ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size);
 
 /// Reads <dir>/results.json. Throws Error(kIo) when missing, Error(kDataFormat) when malformed.
 ReportInput load_run_folder(const std::string& dir);

@@ -151,8 +151,8 @@ void add_profile(std::vector<Setting>& t) {
   t.push_back({.key = "profile.enabled", .flag = "--profile", .off_flag = "--no-profile",
                .help = "an operator-profiling window per run, its trace and op table", .field = TS_FIELD(profile.enabled)});
   auto steps = [&](const char* key, const char* flag, const char* help, double lo, const char* note,
-                   SettingField (*field)(MatrixConfig&)) {
-    t.push_back({.key = key, .flag = flag, .help = help, .unit = "steps", .range = {.min = lo, .max = kMaxSteps},
+                   SettingField (*field)(MatrixConfig&), const char* unit = "steps") {
+    t.push_back({.key = key, .flag = flag, .help = help, .unit = unit, .range = {.min = lo, .max = kMaxSteps},
                  .note = note, .field = field, .applies = when_profile, .applies_text = "profile.enabled"});
   };
   steps("profile.skip_first", "--profile-skip", "steps before the profiler's first warm-up", -1,
@@ -161,7 +161,7 @@ void add_profile(std::vector<Setting>& t) {
   steps("profile.wait", "", "steps waited at the start of each cycle", 0, "", TS_FIELD(profile.wait));
   steps("profile.warmup", "", "profiler warm-up steps per cycle (not recorded)", 0, "", TS_FIELD(profile.warmup));
   steps("profile.active", "--profile-steps", "profiled (active) steps per cycle", 1, "", TS_FIELD(profile.active));
-  steps("profile.repeat", "", "profiling cycles", 0, "0 = until the run ends", TS_FIELD(profile.repeat));
+  steps("profile.repeat", "", "profiling cycles", 0, "0 = until the run ends", TS_FIELD(profile.repeat), "cycles");
   t.push_back({.key = "profile.record_shapes", .flag = "--profile-shapes", .help = "operator input shapes in the profile",
                .field = TS_FIELD(profile.record_shapes)});
   t.push_back({.key = "profile.profile_memory", .off_flag = "--profile-no-memory",

@@ -216,7 +216,11 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
   out.backend = m.rec->backend();
 
   int64_t need = profile_schedule_steps(m.cfg);
-  if (need > 0 && m.steps_seen < need)
+  if (need > 0 && m.steps_seen < need && rec.status == RunStatus::kInterrupted)
+    m.warnings.push_back(fmt::format("the run was interrupted after {} step(s), before the profiling schedule's {} "
+                                     "ended; recorded {} active step(s)",
+                                     m.steps_seen, need, m.active_steps));
+  else if (need > 0 && m.steps_seen < need)
     m.warnings.push_back(fmt::format("the run had {} step(s) but the profiling schedule needs {} (skip_first {} + {} x "
                                      "(wait {} + warmup {} + active {})); recorded {} active step(s). Lower "
                                      "--profile-steps/skip_first or run longer",

@@ -205,12 +205,74 @@ void unbalanced_gpus(const ReportInput& in, const AdviceThresholds& t, Analysis&
   }
 }
 
+void add_for_run(Analysis& a, const char* rule, const RunRecord& r, std::string advice, std::string evidence) {
+  Advice x;
+  x.rule = rule;
+  x.device = r.device;
+  x.model = r.model;
+  x.batch_size = r.batch_size;
+  x.advice = std::move(advice);
+  x.evidence = std::move(evidence);
+  a.advice.push_back(std::move(x));
+}
+
+// A CPU run whose process got clearly fewer cores than its intra-op threads while the machine
+// was busy with other work: its throughput measures the contention, not the model.
+void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
+  const double cores = static_cast<double>(in.provenance.cpu_logical_cores);
+  for (const auto& r : in.runs) {
+    if (r.device != "cpu" || r.intra_op_threads <= 0 || !r.telemetry || r.status != RunStatus::kOk) continue;
+    const auto& h = r.telemetry->headline;
+    if (!h.process_cpu_pct_mean || !h.cpu_util_pct_mean) continue;
+    const double got = *h.process_cpu_pct_mean / 100.0;  // cores
+    const double threads = static_cast<double>(r.intra_op_threads);
+    if (got >= t.cpu_contention_core_ratio * threads || *h.cpu_util_pct_mean < t.busy_machine_pct) continue;
+    const double others = cores > 0 ? *h.cpu_util_pct_mean / 100.0 * cores - got : 0;
+    if (cores > 0 && others < t.other_load_cores) continue;
+    add_for_run(a, "cpu_contention", r,
+                "Other processes competed for the CPU: this run got fewer cores than its intra-op threads, so its "
+                "throughput measures the contention, not the model. Measure on a quiet machine, or run with fewer "
+                "--threads (no more than the cores that are free).",
+                fmt::format("run {}: the process used {} cores on average (process_cpu_pct_mean {}) for {} intra-op "
+                            "threads (threshold {} of them) while the machine's CPUs were {} busy (cpu_util_pct_mean; "
+                            "threshold {} %){}",
+                            r.run_id, fmt_num(got), pct(*h.process_cpu_pct_mean), r.intra_op_threads,
+                            fmt_num(t.cpu_contention_core_ratio * threads), pct(*h.cpu_util_pct_mean),
+                            fmt_num(t.busy_machine_pct),
+                            cores > 0 ? fmt::format("; other processes held about {} of the {} logical cores",
+                                                    fmt_num(others), in.provenance.cpu_logical_cores)
+                                      : std::string()));
+  }
+}
+
+// The profiled steps, which do extra work, ran faster than the headline steps: something else
+// slowed the headline window, so its figure is not a clean measurement.
+void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
+  for (const auto& r : in.runs) {
+    const auto& m = r.measurement;
+    const bool slow_headline = m.profile_step_time_ratio && *m.profile_step_time_ratio < t.noisy_headline_ratio;
+    const bool negative_cost = m.profile_cost_pct && *m.profile_cost_pct < 0;
+    if (!slow_headline && !negative_cost) continue;
+    add_for_run(a, "noisy_headline", r,
+                "The headline window was disturbed: its steps ran slower than the profiled steps, which do extra "
+                "work, so something else (another process, frequency scaling) slowed it. Treat this run's samples/s "
+                "as noisy, not clean: measure again on a quiet machine, with repeats to see the spread.",
+                fmt::format("run {}: profiled steps {} ms vs headline steps {} ms (profile_step_time_ratio {}, "
+                            "threshold < {}); the profiler's cost comes out as {} %, i.e. noise, not a cost",
+                            r.run_id, m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
+                            m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?",
+                            m.profile_step_time_ratio ? fmt_num(*m.profile_step_time_ratio) : "?",
+                            fmt_num(t.noisy_headline_ratio),
+                            m.profile_cost_pct ? fmt_num(*m.profile_cost_pct) : "?"));
+  }
+}
+
 using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
 using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
 
 // The rules, in the order their advice is listed: per cell, then across cells.
 const CellRule kCellRules[] = {low_utilisation, h2d_copies, memory_headroom, throttling, data_loading};
-const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus};
+const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline};
 
 }  // namespace
 

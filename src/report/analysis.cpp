@@ -379,6 +379,23 @@ void gpu_balance(const ReportInput& in, Analysis& a) {
 
 }  // namespace
 
+ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size) {
+  ShownSpeedup out;
+  for (const auto& d : a.device_comparisons) {
+    if (d.model != model || d.batch_size != batch_size || !d.speedup) continue;
+    if (d.gpu_device == device) {
+      out.value = d.speedup;
+      out.noise = d.noise;
+      return out;
+    }
+    if (device == "cpu") {
+      out.value = 1.0;
+      out.baseline = true;
+    }
+  }
+  return out;
+}
+
 Analysis analyze(const ReportInput& in, const AdviceThresholds& t) {
   Analysis a;
   build_cells(in, a);

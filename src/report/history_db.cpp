@@ -300,7 +300,8 @@ std::vector<HistoryRow> HistoryDb::list(size_t limit) const {
 
 namespace {
 
-ReportInput load_where(sqlite3* db, const std::string& path, const char* where, int64_t id) {
+// `what` names the id in the error: "matrix with id m7" or "run with id 7".
+ReportInput load_where(sqlite3* db, const std::string& path, const char* where, int64_t id, const std::string& what) {
   std::string sql = std::string("SELECT r.record_json, r.status, r.host, r.pid, m.provenance_json, m.run_dir "
                                 "FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE ") +
                     where + " ORDER BY r.id";
@@ -323,13 +324,20 @@ ReportInput load_where(sqlite3* db, const std::string& path, const char* where, 
       throw_error(ErrorKind::kDataFormat, fmt::format("{}: a stored record is malformed ({})", path, e.what()));
     }
   }
-  if (!any) throw_error(ErrorKind::kInvalidArgument, fmt::format("{}: no runs with id {} (see `trainscope history`)", path, id));
+  if (!any)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("{}: no {}; `trainscope history --db {}` lists the matrix ids (m<N>) and run ids (<N>)",
+                            path, what, path));
   return in;
 }
 
 }  // namespace
 
-ReportInput HistoryDb::load_matrix(int64_t matrix_id) const { return load_where(impl_->db, path_, "r.matrix_id = ?", matrix_id); }
-ReportInput HistoryDb::load_run(int64_t run_row_id) const { return load_where(impl_->db, path_, "r.id = ?", run_row_id); }
+ReportInput HistoryDb::load_matrix(int64_t matrix_id) const {
+  return load_where(impl_->db, path_, "r.matrix_id = ?", matrix_id, fmt::format("matrix with id m{}", matrix_id));
+}
+ReportInput HistoryDb::load_run(int64_t run_row_id) const {
+  return load_where(impl_->db, path_, "r.id = ?", run_row_id, fmt::format("run with id {}", run_row_id));
+}
 
 }  // namespace trainscope

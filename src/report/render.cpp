@@ -128,14 +128,10 @@ std::string opt_num(const std::optional<double>& v, const std::string& unit = ""
 }
 
 std::string speedup_of(const Analysis& a, const Cell& c) {
-  for (const auto& d : a.device_comparisons)
-    if (d.gpu_device == c.device && d.model == c.model && d.batch_size == c.batch_size && d.speedup)
-      return fmt::format("{}×{}", fmt_num(*d.speedup), d.noise ? " (noise)" : "");
-  // The CPU is the baseline (1×) only when some GPU ran the same workload.
-  if (c.device == "cpu")
-    for (const auto& d : a.device_comparisons)
-      if (d.model == c.model && d.batch_size == c.batch_size && d.speedup) return "1× (baseline)";
-  return "—";
+  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size);
+  if (sp.baseline) return "1× (baseline)";
+  if (!sp.value) return "—";
+  return fmt::format("{}×{}", fmt_num(*sp.value), sp.noise ? " (noise)" : "");
 }
 
 std::string provenance_line(const Provenance& p) {
@@ -166,13 +162,17 @@ const char* kDefinitions[][2] = {
 // docs/profiling.md#measurement-protocol).
 std::vector<std::string> instrumentation_flags(const ReportInput& in) {
   std::vector<std::string> out;
-  for (const auto& r : in.runs)
-    if (r.measurement.instrumentation_over_3pct)
-      out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % (telemetry sampler {:.1f} % of "
-                                "the run's cores, profiling window {:.1f} % of the training time); the headline "
-                                "excludes the profiled steps",
-                                r.run_id, r.measurement.sampler_cpu_share_pct.value_or(0),
-                                r.measurement.profile_cost_pct.value_or(0)));
+  for (const auto& r : in.runs) {
+    if (!r.measurement.instrumentation_over_3pct) continue;
+    const std::optional<double>& cost = r.measurement.profile_cost_pct;
+    // A negative cost is noise (the headline steps were slowed by something else), never a cost.
+    const std::string profiling =
+        cost && *cost < 0 ? "profiling window cost not measurable: its steps ran faster than the headline (noise)"
+                          : fmt::format("profiling window {:.1f} % of the training time", cost.value_or(0));
+    out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % (telemetry sampler {:.1f} % of "
+                              "the run's cores, {}); the headline excludes the profiled steps",
+                              r.run_id, r.measurement.sampler_cpu_share_pct.value_or(0), profiling));
+  }
   return out;
 }
 

@@ -27,7 +27,10 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
                             ref, db_path));
   }
   if (!file_exists(db_path))
-    throw_error(ErrorKind::kIo, fmt::format("{}: no history database; pass --db PATH or a run folder", db_path));
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--db '{}': no history database there, so '{}' cannot be looked up; check the path, pass "
+                            "the --db that `trainscope run` used, or give a run folder",
+                            db_path, ref));
   HistoryDb db(db_path);
   int64_t id = 0;
   try {

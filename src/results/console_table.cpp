@@ -17,13 +17,13 @@ std::string format_rate(double v) {
 namespace {
 
 // The "vs cpu" column: the report's speed-up of the run's cell (trainscope/report.h analyze).
+// The CPU row is the baseline only when a GPU ran the same workload (trainscope/report.h
+// shown_speedup, which the report uses too).
 std::string speedup_column(const RunRecord& r, const Analysis& a) {
   const bool measured = r.status == RunStatus::kOk && r.steady_samples_per_s;
-  if (r.device == "cpu") return measured ? "1.00×" : "—";
-  for (const auto& d : a.device_comparisons)
-    if (measured && d.gpu_device == r.device && d.model == r.model && d.batch_size == r.batch_size && d.speedup)
-      return fmt::format("{:.2f}×", *d.speedup);
-  return "—";
+  const ShownSpeedup sp = shown_speedup(a, r.device, r.model, r.batch_size);
+  if (!measured || !sp.value) return "—";
+  return fmt::format("{:.2f}×", *sp.value);
 }
 
 }  // namespace

@@ -525,10 +525,8 @@ void TrainLoop::epoch_time_figures() {
     for (double v : full_epochs) s += v;
     r_.mean_epoch_time_s = s / static_cast<double>(full_epochs.size());
   }
-  if (profiled_epochs > 0)
-    r_.notes.push_back(fmt::format("{} epoch time(s) include the {} profiled step(s) (profiler cost included); the "
-                                   "time for the requested epochs is estimated from the headline samples/s",
-                                   profiled_epochs, r_.measurement.profiled_steps));
+  if (auto note = profiled_epochs_note(r_.epochs, r_.measurement.profiled_steps); !note.empty())
+    r_.notes.push_back(std::move(note));
   if (r_.epochs_completed == cfg_.epochs && !r_.stopped_early && profiled_epochs == 0) {
     r_.time_for_requested_epochs_s = measured_total;
     r_.time_for_requested_epochs_is_estimate = false;
@@ -582,6 +580,24 @@ int64_t planned_train_steps(const TrainConfig& cfg, int64_t train_count, int64_t
   const int64_t per_epoch = (train_count + batch_size - 1) / std::max<int64_t>(batch_size, 1);
   const int64_t all = per_epoch * cfg.epochs;
   return cfg.max_steps > 0 ? std::min(all, cfg.max_steps) : all;
+}
+
+std::string profiled_epochs_note(const std::vector<EpochRecord>& epochs, int64_t profiled_steps) {
+  int64_t full = 0, unfinished = 0, complete = 0;
+  for (const auto& e : epochs) {
+    complete += e.complete;
+    if (e.profiled_steps > 0) ++(e.complete ? full : unfinished);
+  }
+  if (full > 0)
+    return fmt::format("{} epoch time(s) include the {} profiled step(s) (profiler cost included); the time for the "
+                       "requested epochs is estimated from the headline samples/s",
+                       full, profiled_steps);
+  if (unfinished == 0) return "";
+  return fmt::format("the {} profiled step(s) fell in an epoch that did not finish, so no measured epoch time includes "
+                     "them; {} estimated from the headline samples/s",
+                     profiled_steps,
+                     complete > 0 ? "the time for the requested epochs is"
+                                  : "no epoch finished: the epoch time and the time for the requested epochs are");
 }
 
 void rate_instrumentation_cost(RunRecord& r) {

@@ -49,6 +49,12 @@ int64_t planned_train_steps(const TrainConfig& cfg, int64_t train_count, int64_t
 /// note when it is raised. Definitions: docs/telemetry.md#cost-to-the-workload.
 void rate_instrumentation_cost(RunRecord& r);
 
+/// The note on epochs that held profiled steps: finished epochs whose measured time includes the
+/// profiler's cost, or, when the profiled steps fell in an epoch that never finished, that no
+/// measured epoch time includes them (and whether the epoch time is an estimate). "" when no
+/// epoch held a profiled step.
+std::string profiled_epochs_note(const std::vector<EpochRecord>& epochs, int64_t profiled_steps);
+
 /// Hooks the matrix passes to a run (all optional).
 struct TrainHooks {
   ProgressBar* progress = nullptr;

@@ -79,6 +79,18 @@ std::string find_idx(const std::string& dir, const std::string& stem) {
                           dir, stem, stem));
 }
 
+// <dir>/<name> of the CIFAR-10 binary version (cifar-10-batches-bin), or an error naming the
+// setting, the layout expected and the fix.
+std::string cifar_file(const std::string& dir, const std::string& name) {
+  auto p = (fs::path(dir) / name).string();
+  if (file_exists(p)) return p;
+  throw_error(ErrorKind::kIo,
+              fmt::format("'{}' does not exist: the CIFAR-10 data folder '{}' (--data / data.path) must hold the "
+                          "binary version's data_batch_1.bin .. data_batch_5.bin and test_batch.bin; give with --data "
+                          "the cifar-10-batches-bin folder of cifar-10-binary.tar.gz",
+                          p, dir));
+}
+
 RawImages take(const RawImages& r, const std::vector<int64_t>& idx) {
   RawImages o;
   o.channels = r.channels;
@@ -122,7 +134,7 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
     out.source = cfg.path;
   } else if (cfg.format == "cifar10") {
     for (int b = 1; b <= 5; ++b) {
-      auto p = (fs::path(cfg.path) / fmt::format("data_batch_{}.bin", b)).string();
+      auto p = cifar_file(cfg.path, fmt::format("data_batch_{}.bin", b));
       auto r = parse_cifar10_batch(read_file_bytes(p, uint64_t{1} << 30), p);
       if (train.count == 0) train = std::move(r);
       else {
@@ -131,7 +143,7 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
         train.count += r.count;
       }
     }
-    auto tp = (fs::path(cfg.path) / "test_batch.bin").string();
+    auto tp = cifar_file(cfg.path, "test_batch.bin");
     test = parse_cifar10_batch(read_file_bytes(tp, uint64_t{1} << 30), tp);
     classes = 10;
     class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};

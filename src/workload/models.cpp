@@ -194,6 +194,11 @@ class ScriptModel final : public Model {
  public:
   ScriptModel(const std::string& path) {
     name_ = path;
+    if (!file_exists(path))
+      throw_error(ErrorKind::kModel, fmt::format("TorchScript model '{}' (--models / models): the file does not exist; "
+                                                 "check the path (relative to the current folder) or give a built-in "
+                                                 "model name",
+                                                 path));
     try {
       m_ = torch::jit::load(path);
     } catch (const c10::Error& e) {

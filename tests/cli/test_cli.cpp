@@ -139,6 +139,35 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find(cfg), std::string::npos) << out;
 }
 
+// Messages a new user meets first: each names the setting, what is wrong and the fix.
+TEST(Cli, NewUserMistakesGetMessagesNamingTheSettingAndTheFix) {
+  std::string out;
+  EXPECT_EQ(run({"run", "--data-format", "cifar10", "--data", "/nonexistent", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("--data / data.path"), std::string::npos) << out;
+  EXPECT_NE(out.find("data_batch_1.bin .. data_batch_5.bin and test_batch.bin"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--data-format", "synthetic", "--models", "./nope.pt", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("the file does not exist"), std::string::npos) << out;
+  EXPECT_EQ(out.find("torch.jit.save"), std::string::npos) << out;
+  const std::string base = test_path("cli_db");
+  fs::remove_all(base);
+  const std::string db = base + "/nope/h.sqlite";
+  EXPECT_EQ(run({"history", "-n", "-1", "--db", db}, &out), 2);
+  EXPECT_NE(out.find("row limit -1 is out of range"), std::string::npos) << out;
+  EXPECT_NE(out.find("-n/--limit"), std::string::npos) << out;
+  // read-only commands never create a database
+  EXPECT_EQ(run({"history", "--db", db}, &out), 2);
+  EXPECT_NE(out.find("--db '" + db + "'"), std::string::npos) << out;
+  EXPECT_EQ(run({"report", "m7", "--db", db}, &out), 2);
+  EXPECT_NE(out.find("--db '" + db + "'"), std::string::npos) << out;
+  EXPECT_EQ(run({"compare", "m2", "m99", "--db", db}, &out), 2);
+  EXPECT_FALSE(fs::exists(base + "/nope"));
+  // a device from the config file: the error names the file and the key
+  const std::string cfg = test_path("gpu.toml");
+  std::ofstream(cfg) << "devices = [\"cuda:0\"]\n";
+  EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("key 'devices' in the config file " + cfg), std::string::npos) << out;
+}
+
 // --name is one folder under --out: a path is refused (exit 2) before anything is created.
 TEST(Cli, RunNameMustBeOneSafeFolderName) {
   const std::string base = ::testing::TempDir() + "cli_name";

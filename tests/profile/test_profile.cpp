@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <atomic>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -325,6 +327,22 @@ TEST(ProfileRun, ScheduleLongerThanRunWarnsAndStillWrites) {
   const auto p2 = to_json(*res.runs[0].profile);
   EXPECT_NE(p2["warnings"].dump().find("no step was profiled"), std::string::npos);
   EXPECT_TRUE(fs::exists(res.run_dir + "/profiles/" + res.runs[0].run_id + ".ops.csv"));
+}
+
+// An interrupted run was not too short: its warning says it was interrupted, not "run longer".
+TEST(ProfileRun, InterruptedRunWarningSaysInterrupted) {
+  auto out = temp_dir("interrupted");
+  auto m = cnn_matrix(out, 5);
+  m.profile.skip_first = 2;
+  m.profile.active = 2;
+  std::atomic<bool> stop{true};  // stops after the first step
+  auto res = run_matrix(m, {}, &stop);
+  ASSERT_EQ(res.runs.size(), 1u);
+  ASSERT_EQ(res.runs[0].status, RunStatus::kInterrupted);
+  ASSERT_TRUE(res.runs[0].profile);
+  const std::string w = to_json(*res.runs[0].profile)["warnings"].dump();
+  EXPECT_NE(w.find("the run was interrupted after"), std::string::npos) << w;
+  EXPECT_EQ(w.find("run longer"), std::string::npos) << w;
 }
 
 TEST(ProfileRun, SizeCapOnARealRunWarns) {

@@ -178,6 +178,68 @@ TEST(ReportAdvice, ThresholdsAreHonoured) {
   EXPECT_TRUE(fired_on(a, "data_loading", "cuda:0", "cnn", 64));  // ... but its 30 % data share still fires
 }
 
+// The healthy fixture's CPU run made contended the way a shared 2-core machine was measured:
+// 2 intra-op threads, the process on one core (99 %), the machine 100 % busy.
+ReportInput contended_fixture() {
+  auto in = load_run_folder(kHealthy);
+  in.provenance.cpu_logical_cores = 2;
+  for (auto& r : in.runs) {
+    if (r.device != "cpu") continue;
+    r.intra_op_threads = 2;
+    if (!r.telemetry) r.telemetry.emplace();
+    r.telemetry->headline.process_cpu_pct_mean = 99;
+    r.telemetry->headline.cpu_util_pct_mean = 100;
+  }
+  return in;
+}
+
+TEST(ReportAdvice, CpuContentionFiresOnAContendedCpuRun) {
+  auto a = analyze(contended_fixture());
+  ASSERT_EQ(fired(a, "cpu_contention").size(), 1u);
+  const Advice& x = *fired(a, "cpu_contention")[0];
+  EXPECT_EQ(x.device, "cpu");
+  EXPECT_NE(x.evidence.find("process_cpu_pct_mean 99"), std::string::npos) << x.evidence;
+  EXPECT_NE(x.evidence.find("2 intra-op threads"), std::string::npos) << x.evidence;
+  EXPECT_NE(x.advice.find("--threads"), std::string::npos) << x.advice;
+  // the same run with both cores to itself is not contended
+  auto quiet = contended_fixture();
+  for (auto& r : quiet.runs)
+    if (r.device == "cpu") r.telemetry->headline.process_cpu_pct_mean = 195;
+  EXPECT_TRUE(fired(analyze(quiet), "cpu_contention").empty());
+  // nor is one on an idle machine
+  auto idle = contended_fixture();
+  for (auto& r : idle.runs)
+    if (r.device == "cpu") r.telemetry->headline.cpu_util_pct_mean = 50;
+  EXPECT_TRUE(fired(analyze(idle), "cpu_contention").empty());
+}
+
+// Profiled steps faster than the headline steps: the headline window was slowed by something
+// else; the report says so and never prints the negative "cost" as a cost.
+TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
+  auto in = load_run_folder(kHealthy);
+  ASSERT_FALSE(in.runs.empty());
+  auto& m = in.runs[0].measurement;
+  m.headline_step_ms_mean = 2.0;
+  m.profiled_step_ms_mean = 1.6;
+  m.profile_step_time_ratio = 0.8;
+  m.profile_cost_pct = -4.0;
+  m.instrumentation_over_3pct = true;  // as a sampler over 3 % would set it
+  auto a = analyze(in);
+  ASSERT_EQ(fired(a, "noisy_headline").size(), 1u);
+  EXPECT_NE(fired(a, "noisy_headline")[0]->evidence.find("profile_step_time_ratio 0.80"), std::string::npos)
+      << fired(a, "noisy_headline")[0]->evidence;
+  std::string md = render_markdown(in, a);
+  EXPECT_EQ(md.find("profiling window -4"), std::string::npos);
+  EXPECT_NE(md.find("profiling window cost not measurable"), std::string::npos);
+  std::string con = render_console(in, a);
+  EXPECT_NE(con.find("[noisy_headline]"), std::string::npos);
+  EXPECT_EQ(con.find("profiling window -4"), std::string::npos);
+  // a profiler that cost time (ratio > 1) is no noise
+  m.profile_step_time_ratio = 1.2;
+  m.profile_cost_pct = 2.0;
+  EXPECT_TRUE(fired(analyze(in), "noisy_headline").empty());
+}
+
 TEST(ReportRender, MarkdownHtmlAndConsole) {
   auto in = load_run_folder(kStudy);
   auto a = analyze(in);
@@ -363,6 +425,24 @@ TEST(ReportHistory, ReporterRecordsRunsAndReportsAFailureOnce) {
   EXPECT_NE(notices.seen[0].find("run history disabled"), std::string::npos) << notices.seen[0];
   EXPECT_NO_THROW(bad.run_finished(in.runs[0]));
   EXPECT_EQ(notices.seen.size(), 1u);
+}
+
+TEST(ReportHistory, UnknownIdsSayMatrixOrRunAndHowToListThem) {
+  auto dir = tmpdir("unknown_ids");
+  HistoryDb db(dir + "/h.sqlite");
+  try {
+    db.load_matrix(99);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no matrix with id m99"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("trainscope history"), std::string::npos) << e.what();
+  }
+  try {
+    db.load_run(7);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no run with id 7"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ReportHistory, ResumedMatrixGetsANewId) {

@@ -92,6 +92,13 @@ TEST(ConsoleTable, SpeedupAgainstCpu) {
   EXPECT_NE(t.find("88.5 %"), std::string::npos);
 }
 
+// The CPU row is the baseline only when a GPU ran the same workload, as in report.md.
+TEST(ConsoleTable, CpuOnlyRunHasNoBaseline) {
+  auto t = format_matrix_table({sample("cpu", 1000)});
+  EXPECT_EQ(t.find("1.00×"), std::string::npos) << t;
+  EXPECT_EQ(t.find("×"), std::string::npos) << t;
+}
+
 TEST(ConsoleTable, FailedRunShowsReasonAndNoSpeedup) {
   auto bad = sample("cuda:0", 1);
   bad.status = RunStatus::kFailed;

@@ -232,6 +232,27 @@ TEST(Protocol, InstrumentationAboveThreePercentIsFlagged) {
   EXPECT_FALSE(q.measurement.instrumentation_over_3pct);
 }
 
+// The profiled steps in an epoch that never finished: no epoch time includes them, and the
+// note says so instead of claiming a measured epoch time includes them.
+TEST(Protocol, ProfiledEpochNoteSaysWhatIsTrue) {
+  EpochRecord done, partial;
+  done.complete = true;
+  partial.complete = false;
+  partial.profiled_steps = 7;
+  auto note = profiled_epochs_note({partial}, 7);
+  EXPECT_EQ(note.find("include the 7 profiled step(s)"), std::string::npos) << note;
+  EXPECT_NE(note.find("did not finish"), std::string::npos) << note;
+  EXPECT_NE(note.find("no epoch finished: the epoch time and the time for the requested epochs are estimated"),
+            std::string::npos)
+      << note;
+  note = profiled_epochs_note({done, partial}, 7);
+  EXPECT_NE(note.find("the time for the requested epochs is estimated"), std::string::npos) << note;
+  EXPECT_EQ(note.find("no epoch finished"), std::string::npos) << note;
+  done.profiled_steps = 7;
+  EXPECT_NE(profiled_epochs_note({done}, 7).find("1 epoch time(s) include the 7 profiled step(s)"), std::string::npos);
+  EXPECT_EQ(profiled_epochs_note({EpochRecord{}}, 0), "");
+}
+
 TEST(Protocol, ReportFlagsARunWhoseInstrumentsCostMoreThanThreePercent) {
   RunRecord r;
   r.run_id = "cpu-mlp-b32-r0";

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "trainscope/error.h"
+#include "trainscope/fs.h"
 #include "trainscope/console_table.h"
 #include "trainscope/compare.h"
 #include "trainscope/history.h"
@@ -12,18 +14,31 @@ namespace trainscope::cli {
 
 namespace {
 const char* kDefaultDb = "trainscope-runs/history.sqlite";
+
+// Read-only commands never create a database: a missing one is a usage error naming --db.
+void require_history_db(const std::string& db) {
+  if (!file_exists(db))
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--db '{}': no history database there; `trainscope run` creates it when it records its "
+                            "first run: check the path, or pass the --db that run used",
+                            db));
+}
 }
 
 void add_history_commands(CLI::App& app, int& exit_status) {
   // ---- history
   auto db = std::make_shared<std::string>(kDefaultDb);
-  auto limit = std::make_shared<size_t>(50);
+  auto limit = std::make_shared<int64_t>(50);
   auto* h = app.add_subcommand("history", "List the runs recorded in the history database, newest first");
   h->add_option("--db", *db, "history database (default trainscope-runs/history.sqlite)");
   h->add_option("-n,--limit", *limit, "rows to show (0 = all; default 50)");
   h->callback([db, limit] {
+    if (*limit < 0)
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("row limit {} is out of range; use an integer >= 0 (0 = all) (-n/--limit)", *limit));
+    require_history_db(*db);
     HistoryDb d(*db);
-    auto rows = d.list(*limit);
+    auto rows = d.list(static_cast<size_t>(*limit));
     if (rows.empty()) {
       fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);
       return;

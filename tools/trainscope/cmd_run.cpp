@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "settings_cli.h"
+#include "train/device.h"
 #include "workload/model.h"
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
@@ -170,6 +171,18 @@ struct RunFlags {
   std::string inject_reporter_failure;  // testing only: io | internal
 };
 
+// The devices exist on this machine; when they come from the --config file (not --devices), the
+// error names the file and its key.
+void check_devices(const MatrixConfig& m, const RunFlags& f, CLI::App* sub) {
+  try {
+    resolve_devices(m.devices, nullptr);
+  } catch (const Error& e) {
+    const auto* flag = sub->get_option_no_throw("--devices");
+    if (e.kind() != ErrorKind::kDevice || f.config.empty() || m.resume || (flag && flag->count() > 0)) throw;
+    throw_error(ErrorKind::kDevice, fmt::format("{} (key 'devices' in the config file {})", e.what(), f.config));
+  }
+}
+
 // The matrix the flags ask for: --resume's matrix.json, or the preset, then the --config file,
 // then the flags; validated, with paths made absolute.
 MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
@@ -221,6 +234,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
     throw_error(ErrorKind::kInvalidArgument, fmt::format("{} (the value comes from the command line or {})", e.what(),
                                                          m.resume ? f.resume + "/matrix.json" : f.config));
   }
+  check_devices(m, f, sub);
   if (!m.resume) {
     // Paths are stored absolute in matrix.json, so --resume from another working directory
     // reads the same data, models and libraries (never a same-named folder elsewhere).
