@@ -418,11 +418,23 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
     rec.telemetry = sampler->run_section(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples, tdev);
     // The headline figures come from the headline window only (docs/profiling.md#measurement-protocol);
     // the whole run stays in the summary.
+    // A headline window too short for kMinStatsSamples telemetry samples keeps the whole run's
+    // figures, and says so (window "run" plus a note), rather than means of one or two readings.
     const auto& mw = rec.measurement;
-    if (mw.headline_end_ns > mw.headline_start_ns)
-      rec.telemetry->headline =
-          sampler->run_section(mw.headline_start_ns, mw.headline_end_ns, mw.headline_samples, tdev).headline;
-    rec.telemetry->headline.window = mw.headline_end_ns > mw.headline_start_ns ? "headline" : "run";
+    bool from_headline = false;
+    if (mw.headline_end_ns > mw.headline_start_ns) {
+      auto h = sampler->run_section(mw.headline_start_ns, mw.headline_end_ns, mw.headline_samples, tdev).headline;
+      from_headline = h.stats_samples_min.value_or(0) >= kMinStatsSamples;
+      if (from_headline)
+        rec.telemetry->headline = std::move(h);
+      else
+        rec.notes.push_back(fmt::format(
+            "telemetry headline covers the whole run: the headline window ({:.2f} s) held {} telemetry sample(s), "
+            "fewer than {}; train longer (--max-steps, --epochs) or sample faster (--telemetry-interval)",
+            static_cast<double>(mw.headline_end_ns - mw.headline_start_ns) * 1e-9, h.stats_samples_min.value_or(0),
+            kMinStatsSamples));
+    }
+    rec.telemetry->headline.window = from_headline ? "headline" : "run";
     if (const MetricStats* cpu = rec.telemetry->summary.metric("sampler", "cpu_pct"); cpu && cpu->mean)
       rec.measurement.sampler_cpu_pct_mean = cpu->mean;
     if (tdev.empty() && dev != "cpu")

@@ -73,6 +73,7 @@ std::vector<int64_t> trace_profiler_steps(const std::string& path) {
 TEST(Protocol, AutoWindowSitsAfterTheHeadlineAndNeverOverlapsIt) {
   auto m = protocol_matrix("auto");
   m.train.epochs = 2;  // 32 planned steps; schedule warmup 2 + active 5 = the last 7
+  m.telemetry.interval_s = 0.001;  // enough samples inside the short headline window
   auto res = run_matrix(m, {}, nullptr);
   ASSERT_EQ(res.runs.size(), 1u);
   const auto& r = res.runs[0];
@@ -107,8 +108,13 @@ TEST(Protocol, AutoWindowSitsAfterTheHeadlineAndNeverOverlapsIt) {
   EXPECT_TRUE(r.time_for_requested_epochs_is_estimate);
   EXPECT_TRUE(has_note(r, "include the 7 profiled step(s)"));
   // Telemetry headline over the headline window; the whole run stays in the summary.
+  // (A headline window too short for 5 samples keeps the whole run's figures and says so; on a
+  // starved machine the sampler may fall that far behind even at 1 ms.)
   ASSERT_TRUE(r.telemetry);
-  EXPECT_EQ(r.telemetry->headline.window, "headline");
+  if (r.telemetry->headline.window == "run")
+    EXPECT_TRUE(has_note(r, "telemetry headline covers the whole run")) << "window 'run' without its reason";
+  else
+    EXPECT_EQ(r.telemetry->headline.window, "headline");
   // The profiler's own record agrees, and so does the trace.
   ASSERT_TRUE(r.profile);
   EXPECT_TRUE(r.profile->warnings.empty()) << to_json(*r.profile)["warnings"].dump();  // the window closes at the run's end
