@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "../test_helpers.h"
+
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -135,14 +137,7 @@ TEST(Config, NonAsciiAfterLineEndingBackslashLoads) {
 }
 
 namespace {
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::what_of;
 }  // namespace
 
 // The sections every run flag maps to are settable from a file too (docs/configuration-guide.md).

@@ -2,6 +2,8 @@
 // the source of validate()'s messages and docs/configuration.md.
 #include <gtest/gtest.h>
 
+#include "../test_helpers.h"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,14 +16,7 @@ using namespace trainscope;
 
 namespace {
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::what_of;
 
 // The address a row's field points at, as an offset into the MatrixConfig.
 std::ptrdiff_t offset_of(const Setting& s, MatrixConfig& m) {

@@ -1,7 +1,8 @@
 // Operator profiler: schedule, op table invariants, trace format (nesting, counters, metadata,
 // size cap) and an end-to-end cnn run on the CPU. No timing assertions.
 #include <gtest/gtest.h>
-#include <zlib.h>
+
+#include "../test_helpers.h"
 
 #include <atomic>
 
@@ -23,16 +24,7 @@ using namespace trainscope::profile;
 
 namespace {
 
-std::string gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << path;
-  std::string s;
-  char buf[65536];
-  int n;
-  while (f && (n = gzread(f, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
-  if (f) gzclose(f);
-  return s;
-}
+using test::read_text;
 
 std::string temp_dir(const std::string& name) {
   auto d = fs::temp_directory_path() / ("ts_profile_" + name + "_" + std::to_string(::getpid()));
@@ -188,7 +180,7 @@ TEST(ProfileTrace, ParsesNestsAndHasMetadataAndCounters) {
   auto r = write_trace(dir + "/t.trace.json.gz", d, counters, o);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_FALSE(r.truncated);
-  auto j = nlohmann::json::parse(gunzip(dir + "/t.trace.json.gz"));
+  auto j = nlohmann::json::parse(read_text(dir + "/t.trace.json.gz"));
   expect_strict_nesting(j);
   int meta = 0, counter = 0, steps = 0, kernels = 0, clipped = 0;
   for (const auto& e : j["traceEvents"]) {
@@ -219,7 +211,7 @@ TEST(ProfileTrace, SizeCapHoldsOnALongRun) {
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(r.truncated);
   EXPECT_GT(r.dropped, 0);
-  auto text = gunzip(dir + "/cap.trace.json.gz");
+  auto text = read_text(dir + "/cap.trace.json.gz");
   EXPECT_LE(static_cast<int64_t>(text.size()), o.max_bytes);
   auto j = nlohmann::json::parse(text);
   expect_strict_nesting(j);
@@ -289,7 +281,7 @@ TEST(ProfileRun, CnnOnCpuTopOperatorsAreConvAndMatmul) {
   // Files.
   auto run_dir = res.run_dir;
   EXPECT_TRUE(fs::exists(run_dir + "/profiles/" + r.run_id + ".ops.csv"));
-  auto trace = nlohmann::json::parse(gunzip(run_dir + "/traces/" + r.run_id + ".trace.json.gz"));
+  auto trace = nlohmann::json::parse(read_text(run_dir + "/traces/" + r.run_id + ".trace.json.gz"));
   expect_strict_nesting(trace);
   int counters = 0, names = 0, phases = 0;
   for (const auto& e : trace["traceEvents"]) {
@@ -356,7 +348,7 @@ TEST(ProfileRun, SizeCapOnARealRunWarns) {
   EXPECT_TRUE(p["trace"]["truncated"].get<bool>());
   EXPECT_NE(p["warnings"].dump().find("size cap"), std::string::npos);
   EXPECT_FALSE(p["op_table"].empty());  // summaries still produced
-  auto text = gunzip(res.run_dir + "/traces/" + res.runs[0].run_id + ".trace.json.gz");
+  auto text = read_text(res.run_dir + "/traces/" + res.runs[0].run_id + ".trace.json.gz");
   EXPECT_LE(static_cast<int64_t>(text.size()), m.profile.trace_max_bytes);
   expect_strict_nesting(nlohmann::json::parse(text));
 }

@@ -2,8 +2,9 @@
 // steps no profiler touched, the profiling window after them, and trainscope's own cost
 // measured in every run. CPU only; no timing assertions.
 #include <gtest/gtest.h>
+
+#include "../test_helpers.h"
 #include <unistd.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <thread>
@@ -20,16 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << path;
-  std::string s;
-  char buf[65536];
-  int n;
-  while (f && (n = gzread(f, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
-  if (f) gzclose(f);
-  return s;
-}
+using test::read_text;
 
 // mlp on 512 synthetic samples, batch 32: 16 steps per epoch.
 MatrixConfig protocol_matrix(const std::string& name) {
@@ -60,7 +52,7 @@ bool has_note(const RunRecord& r, const std::string& part) {
 
 // The steps N of the trace's ProfilerStep#N markers.
 std::vector<int64_t> trace_profiler_steps(const std::string& path) {
-  auto j = nlohmann::json::parse(gunzip(path));
+  auto j = nlohmann::json::parse(read_text(path));
   std::vector<int64_t> steps;
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "X" && e["name"].get<std::string>().rfind("ProfilerStep#", 0) == 0)
