@@ -1,0 +1,62 @@
+// A whole training step (forward, loss, backward, optimizer) captured once as a CUDA graph and
+// replayed, so a step costs one graph launch instead of hundreds of kernel launches. The recipe
+// is PyTorch's "whole-network capture" (docs/variants.md#cuda-graphs): warm-up steps on a side
+// stream with real batches, gradients set to none before capture so they live in the graph's
+// memory pool, an optimizer whose step counters are device tensors (capturable), static input
+// buffers filled by an asynchronous copy from pinned host memory before each replay.
+//
+// Built with CUDA (TRAINSCOPE_WITH_CUDA) in graph_step_cuda.cpp; without CUDA every capture
+// returns the fallback reason "CUDA graphs need a CUDA build of trainscope".
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "train/optimizer.h"
+#include "workload/model.h"
+
+namespace trainscope {
+
+/// One captured training step. Shapes are fixed at capture: x is B x C x H x W (float32, or the
+/// layout/dtype the variant asked for), y is B (int64), both on the device.
+class CapturedTrainStep {
+ public:
+  virtual ~CapturedTrainStep() = default;
+  /// The static input buffers the graph reads; fill them (copy_ non_blocking from pinned host
+  /// memory) before replay(). Never reallocate them.
+  virtual torch::Tensor& static_x() = 0;
+  virtual torch::Tensor& static_y() = 0;
+  /// Replays forward, loss, backward and the optimizer step on the current stream.
+  virtual void replay() = 0;
+  /// Outputs of the last replay, device tensors owned by the graph (overwritten by the next
+  /// replay): the mean cross-entropy loss (scalar) and the logits (B x classes).
+  virtual const torch::Tensor& loss() const = 0;
+  virtual const torch::Tensor& logits() const = 0;
+};
+
+/// What capture_train_step produced: a step, or no step and the reason (recorded in the run
+/// record as the variant's fallback; the run continues in eager mode).
+struct CaptureOutcome {
+  std::unique_ptr<CapturedTrainStep> step;
+  std::string fallback_reason;  // "" when step is set
+};
+
+/// The forward-and-loss the graph captures: logits from x, loss from (logits, y). The trainer
+/// passes its own (with autocast/channels_last applied), so eager and graph steps are one recipe.
+using StepForward = std::function<torch::Tensor(const torch::Tensor& x)>;
+
+/// Captures a training step of `model` (on a CUDA `device`, training mode) with optimizer `opt`,
+/// which must be capturable (StepOptimizer::capturable()); otherwise returns a fallback reason.
+/// warm_x/warm_y: a real batch (device tensors, batch B) used for the warm-up steps on a side
+/// stream (`warmup_steps`, PyTorch uses 3; these steps train the model like any other and are
+/// counted by the caller) and copied into the static buffers. Catches c10::Error during capture
+/// (host synchronisation in a TorchScript forward, data-dependent shapes) and returns it as the
+/// reason with the graph discarded.
+CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepForward& forward,
+                                  const torch::Tensor& warm_x, const torch::Tensor& warm_y,
+                                  const torch::Device& device, int warmup_steps = 3);
+
+}  // namespace trainscope
