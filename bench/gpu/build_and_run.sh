@@ -52,6 +52,18 @@ for stage in "$@"; do
       { STEPS=1500 timeout 240 bash bench/telemetry_overhead.sh $TS cuda:0 $DATA 7
         timeout 60 $B/profile_overhead --device cuda:0 --model resnet18 --batch 128 --steps 200 --data $DATA
       } 2>&1 | tee "$OUT/tele.log";;
+    self-gpu)
+      # issue 13's cells: N alternating pairs, default vs every tool off (bench/self_overhead.sh)
+      { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=3000 timeout 140 bash bench/self_overhead.sh cuda:0,mlp,64
+        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 140 bash bench/self_overhead.sh cuda:0,cnn,128
+        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=2 MAX_STEPS=600 timeout 150 bash bench/self_overhead.sh cuda:0,resnet18,128
+      } 2>&1 | tee "$OUT/self-gpu.log";;
+    self-cpu)
+      { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cpu,mlp,128
+        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=1 MAX_STEPS=300 timeout 200 bash bench/self_overhead.sh cpu,cnn,128
+      } 2>&1 | tee "$OUT/self-cpu.log";;
+    telecost)
+      timeout 60 $B/telemetry_cost 2>&1 | tee "$OUT/telecost.log";;
     *) echo "unknown stage $stage";;
   esac
 done
