@@ -18,6 +18,7 @@
 // a value that could not be measured is null/absent with a reason in "notes":
 //   {"device", "intra_op_threads", "inter_op_threads", "grad_mode": "inference_mode"|"no_grad",
 //    "eval_mode": true, "samples_in_pool", "timer": "steady_clock"|"cuda_events",
+//    "execution": "eager"|"cuda_graph_replay"|"eager (<why CUDA graphs were not used>)",
 //    "single_stream": {"queries", "warmup_queries", "budget_s", "wall_s", "p50_ms", "p90_ms",
 //                      "p99_ms", "max_ms", "mean_ms", "too_few_queries", "too_few_reason",
 //                      "split": {"h2d_ms": {p50_ms,p99_ms,mean_ms}, "compute_ms": {...},
@@ -57,6 +58,9 @@ struct InferenceOptions {
   int64_t server_max_batch = 1;         // queries the worker may take at once
   bool find_max_qps = false;            // bisection over the rate for the highest passing one
   uint64_t seed = 42;                   // arrival process
+  /// CUDA devices: capture the forward once per batch size as a CUDA graph and replay it (the
+  /// record's `execution` says what ran); ignored on the CPU ("not applicable on cpu").
+  bool cuda_graphs = false;
   /// Ctrl-C (may be null): every scenario checks it between queries (and while waiting for an
   /// arrival, at least every 50 ms) and ends early; the result then says "interrupted": true.
   const std::atomic<bool>* stop_requested = nullptr;

@@ -664,6 +664,9 @@ struct ServerResult {
 /// The record's inference section (trainscope/inference.h). error/error_kind set: it failed.
 struct InferenceSection {
   std::string device, grad_mode, timer, percentile_method;
+  /// How the forward passes ran: "eager", "cuda_graph_replay", or eager with the reason CUDA
+  /// graphs were not used (src/infer/executor.h InferenceExecutor::execution lists the values).
+  std::string execution;
   int64_t intra_op_threads = 0, inter_op_threads = 0, samples_in_pool = 0;
   bool eval_mode = false;
   std::vector<std::string> notes;
@@ -681,6 +684,7 @@ struct InferenceSection {
     v("eval_mode", s.eval_mode, Better::kNone);
     v("samples_in_pool", s.samples_in_pool, Better::kNone);
     v("timer", s.timer, Better::kNone);
+    v("execution", s.execution, Better::kNone);
     v("percentile_method", s.percentile_method, Better::kNone);
     v("notes", s.notes, Better::kNone);
     v("single_stream", s.single_stream, Better::kNone);

@@ -335,7 +335,7 @@ InferenceSection measure_inference(Model& model, const torch::Device& device, co
   if (opt.server_max_batch < 1) throw_error(ErrorKind::kInvalidArgument, "server max batch must be >= 1");
   c10::InferenceMode inference_mode;  // no autograd records, no version counters
   model.set_training(false);
-  auto ex = make_inference_executor(model, device);
+  auto ex = make_inference_executor(model, device, ExecutorOptions{opt.cuda_graphs});
   torch::Tensor pool = ex->prepare(samples.to(torch::kCPU, torch::kFloat));
   InferenceSection j;
   j.device = device.str();
@@ -345,6 +345,7 @@ InferenceSection measure_inference(Model& model, const torch::Device& device, co
   j.eval_mode = true;
   j.samples_in_pool = pool.size(0);
   j.timer = ex->timer();
+  j.execution = ex->execution();  // set again after the scenarios: CUDA graphs are captured on first use
   j.percentile_method = "exact, linear interpolation between closest ranks (Hyndman-Fan type 7)";
   if (device.is_cpu()) j.notes.push_back("CPU: no host-device copies; latency is the forward call (steady clock)");
   Env env{*ex, pool, opt, sampler, tdev};
@@ -368,16 +369,18 @@ InferenceSection measure_inference(Model& model, const torch::Device& device, co
                   "the server scenario needs a rate: pass --qps N (queries per second) or --find-max-qps");
     j.server = server(env, j.single_stream ? j.single_stream->latency.mean_ms : std::nullopt, log);
   }
+  j.execution = ex->execution();
   return j;
 }
 
 InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
-                              const std::string& tdev, const std::atomic<bool>* stop_requested) {
+                              const std::string& tdev, const std::atomic<bool>* stop_requested, bool cuda_graphs) {
   try {
     auto pool = test_x.narrow(0, 0, std::min<int64_t>(test_x.size(0), kPoolSamples));
     auto opt = inference_options(cfg, seed);
     opt.stop_requested = stop_requested;
+    opt.cuda_graphs = cuda_graphs;
     return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
     InferenceSection failed;

@@ -32,12 +32,29 @@ class InferenceExecutor {
   virtual void enqueue(const torch::Tensor& host_batch) = 0;
   virtual void drain() = 0;
   virtual std::string timer() const = 0;  // "steady_clock" | "cuda_events"
+  /// How the forward passes ran so far (the record's inference `execution`): "eager";
+  /// "cuda_graph_replay" (every batch size captured once, then replayed); with some or all
+  /// captures failed, "cuda_graph_replay, eager for batch N (capture failed: reason)" or
+  /// "eager (cuda graph capture failed for batch N: reason)"; on the CPU with cuda_graphs asked
+  /// for, "eager (cuda graphs not applicable on cpu)".
+  virtual std::string execution() const = 0;
+};
+
+struct ExecutorOptions {
+  /// CUDA: capture the forward pass once per input shape (batch size) as a CUDA graph, on its
+  /// first query (a static device input buffer, an output owned by the graph's private memory
+  /// pool), and replay it for run() and enqueue(); a shape whose capture fails runs eagerly and
+  /// execution() says why. CPU: ignored (execution() says "not applicable on cpu").
+  bool cuda_graphs = false;
 };
 
 /// The executor for `device`; the model must already be on it, in eval mode. The caller holds
 /// the grad-mode guard (InferenceMode is thread-local).
 std::unique_ptr<InferenceExecutor> make_inference_executor(Model& model, const torch::Device& device);
+std::unique_ptr<InferenceExecutor> make_inference_executor(Model& model, const torch::Device& device,
+                                                           const ExecutorOptions& options);
 /// CUDA version (executor_cuda.cpp, built only with TRAINSCOPE_WITH_CUDA).
-std::unique_ptr<InferenceExecutor> make_cuda_inference_executor(Model& model, const torch::Device& device);
+std::unique_ptr<InferenceExecutor> make_cuda_inference_executor(Model& model, const torch::Device& device,
+                                                                const ExecutorOptions& options);
 
 }  // namespace trainscope

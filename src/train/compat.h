@@ -33,4 +33,42 @@ struct ReportMemoryUsageArgs<R (C::*)(P, A, T, U, D)> { using Total = T; };
 using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage)>::Total;
 // ---- end profile
 
+// ---- optimizers (train/optimizer.cpp) ----
+// at::_fused_adam_ with float32 device step tensors (the kernel behind PyTorch's
+// Adam(fused=True), capturable in a CUDA graph): used from LibTorch 2.0 on, in CUDA builds only.
+// 1.13 declares an older CUDA-only variant that trainscope does not use.
+#if defined(TRAINSCOPE_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#define TRAINSCOPE_HAVE_FUSED_ADAM 1
+#else
+#define TRAINSCOPE_HAVE_FUSED_ADAM 0
+#endif
+// ---- end optimizers
+
 }  // namespace trainscope::compat
+
+// ---- CUDA graphs (train/graph_step_cuda.cpp, infer/executor_cuda.cpp) ----
+#ifdef TRAINSCOPE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+
+namespace trainscope::compat {
+
+/// After a capture that failed part-way: stops the caching allocator from routing allocations to
+/// the graph's pool `pool` (what CUDAGraph::capture_end does after a successful capture; older
+/// LibTorch versions skip it when cudaStreamEndCapture fails, and a stale entry would trip the
+/// allocator's "no capture underway" assertion in emptyCache). Throws c10::Error when the pool
+/// is not being recorded to (newer versions already ended it): callers catch and ignore that.
+/// LibTorch 2.2+ has endAllocateToPool(device, pool); before that the allocator was told
+/// through CUDAGraph-internal capture ids, so this does nothing there.
+template <class Pool>
+void end_allocate_to_pool(c10::DeviceIndex device, const Pool& pool) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+  c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+#else
+  (void)device;
+  (void)pool;
+#endif
+}
+
+}  // namespace trainscope::compat
+#endif
+// ---- end CUDA graphs

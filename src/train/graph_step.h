@@ -42,7 +42,13 @@ class CapturedTrainStep {
 struct CaptureOutcome {
   std::unique_ptr<CapturedTrainStep> step;
   std::string fallback_reason;  // "" when step is set
+  /// Eager warm-up steps that ran (and trained the model) before the capture, whether or not
+  /// the capture then succeeded; 0 when a precondition failed first.
+  int warmup_steps_run = 0;
 };
+
+/// The fallback reason of every capture in a build without CUDA (graph_step_stub.cpp).
+inline constexpr const char* kNoCudaBuildReason = "CUDA graphs need a CUDA build of trainscope";
 
 /// The forward-and-loss the graph captures: logits from x, loss from (logits, y). The trainer
 /// passes its own (with autocast/channels_last applied), so eager and graph steps are one recipe.
@@ -51,10 +57,19 @@ using StepForward = std::function<torch::Tensor(const torch::Tensor& x)>;
 /// Captures a training step of `model` (on a CUDA `device`, training mode) with optimizer `opt`,
 /// which must be capturable (StepOptimizer::capturable()); otherwise returns a fallback reason.
 /// warm_x/warm_y: a real batch (device tensors, batch B) used for the warm-up steps on a side
-/// stream (`warmup_steps`, PyTorch uses 3; these steps train the model like any other and are
-/// counted by the caller) and copied into the static buffers. Catches c10::Error during capture
-/// (host synchronisation in a TorchScript forward, data-dependent shapes) and returns it as the
-/// reason with the graph discarded.
+/// stream (`warmup_steps` >= 1, PyTorch uses 3; these steps train the model like any other and
+/// are counted by the caller: CaptureOutcome::warmup_steps_run) and copied into the static
+/// buffers. Catches errors during capture (host synchronisation in a TorchScript forward,
+/// data-dependent shapes) and returns them as the reason with the graph discarded and the
+/// gradients set to none; an error in an eager warm-up step propagates (the eager step would
+/// fail the same way). The caller's current stream is ordered after all of it (no host wait).
+/// After a successful capture the graph owns the gradients and replays the optimizer step: do
+/// not call opt.zero_grad()/step() around a replay. An eager step between replays (e.g. a
+/// smaller last batch of an epoch) is allowed: capturable optimizers update their state in
+/// place, where the graph reads it, and the gradients the eager step replaces are not the
+/// memory the graph uses. Memory: the graph's private pool holds the activations, gradients and
+/// outputs of one step for as long as the returned step lives; destroying the step waits for
+/// the device to finish its replays.
 CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepForward& forward,
                                   const torch::Tensor& warm_x, const torch::Tensor& warm_y,
                                   const torch::Device& device, int warmup_steps = 3);

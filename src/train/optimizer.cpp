@@ -9,6 +9,8 @@ namespace trainscope {
 
 namespace {
 
+constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;  // Kingma & Ba (2015), LibTorch's defaults
+
 class TorchOptimizer final : public StepOptimizer {
  public:
   TorchOptimizer(std::unique_ptr<torch::optim::Optimizer> o, std::string impl) : o_(std::move(o)), impl_(std::move(impl)) {}
@@ -21,17 +23,105 @@ class TorchOptimizer final : public StepOptimizer {
   std::string impl_;
 };
 
-#if defined(TRAINSCOPE_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
-constexpr bool kHaveFusedAdam = true;
+void set_grads_to_none(std::vector<torch::Tensor>& params) {
+  for (auto& p : params) p.mutable_grad() = torch::Tensor();
+}
 
+// Adam from tensor operations, capturable: per parameter a float32 step tensor on the
+// parameter's device, incremented there; bias corrections 1 - beta^step computed from it (no
+// host read). The update is torch::optim::Adam's
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// written as PyTorch's capturable single-tensor Adam does (torch/optim/adam.py), with the step
+// size folded into the denominator so that addcdiv_ needs no host scalar.
+class TensorAdam final : public StepOptimizer {
+ public:
+  TensorAdam(std::vector<torch::Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+    state_.resize(params_.size());
+  }
+  void zero_grad() override { set_grads_to_none(params_); }
+  void step() override {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].grad().defined()) update(params_[i], state_[i]);
+  }
+  std::string implementation() const override {
+    return "trainscope Adam (tensor ops, device step counts; capturable)";
+  }
+  bool capturable() const override { return true; }
+
+ private:
+  struct State {
+    torch::Tensor step, exp_avg, exp_avg_sq;
+  };
+  void update(torch::Tensor& p, State& s) {
+    const auto& g = p.grad();
+    if (!s.step.defined()) {  // first step: eager (capture needs the state to exist already)
+      s.step = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
+      s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      s.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+    }
+    s.step.add_(1);
+    s.exp_avg.mul_(kBeta1).add_(g, 1 - kBeta1);
+    s.exp_avg_sq.mul_(kBeta2).addcmul_(g, g, 1 - kBeta2);
+    auto bias1 = 1 - torch::pow(kBeta1, s.step);
+    auto bias2_sqrt = (1 - torch::pow(kBeta2, s.step)).sqrt_();
+    auto neg_step_size = -lr_ / bias1;  // -lr / (1 - b1^t)
+    // denom = (sqrt(v) / sqrt(1 - b2^t) + eps) / -step_size, so p + m / denom is the update.
+    auto denom = (s.exp_avg_sq.sqrt() / (bias2_sqrt * neg_step_size)).add_(kEps / neg_step_size);
+    p.addcdiv_(s.exp_avg, denom);
+  }
+  std::vector<torch::Tensor> params_;
+  std::vector<State> state_;
+  double lr_;
+};
+
+// SGD with momentum from foreach tensor operations, capturable after its first (eager) step,
+// which creates the momentum buffers as copies of the gradients (torch::optim::SGD's rule).
+class ForeachSgd final : public StepOptimizer {
+ public:
+  ForeachSgd(std::vector<torch::Tensor> params, double lr, double momentum)
+      : params_(std::move(params)), lr_(lr), momentum_(momentum) {}
+  void zero_grad() override { set_grads_to_none(params_); }
+  void step() override {
+    torch::NoGradGuard ng;
+    std::vector<torch::Tensor> ps, gs;
+    for (auto& p : params_)
+      if (p.grad().defined()) {
+        ps.push_back(p);
+        gs.push_back(p.grad());
+      }
+    if (ps.empty()) return;
+    if (momentum_ == 0) {
+      at::_foreach_add_(ps, gs, -lr_);
+      return;
+    }
+    if (bufs_.empty()) {
+      TS_CHECK(ps.size() == params_.size(), "capturable SGD: every parameter needs a gradient on the first step");
+      for (auto& g : gs) bufs_.push_back(g.clone(torch::MemoryFormat::Preserve));
+    } else {
+      TS_CHECK(ps.size() == bufs_.size(), "capturable SGD: the set of parameters with gradients changed");
+      at::_foreach_mul_(bufs_, momentum_);
+      at::_foreach_add_(bufs_, gs);
+    }
+    at::_foreach_add_(ps, bufs_, -lr_);
+  }
+  std::string implementation() const override { return "trainscope SGD (foreach tensor ops; capturable)"; }
+  bool capturable() const override { return true; }
+
+ private:
+  std::vector<torch::Tensor> params_, bufs_;
+  double lr_, momentum_;
+};
+
+#if TRAINSCOPE_HAVE_FUSED_ADAM
 // Same update as torch.optim.Adam(fused=True): step counters are float32 device tensors,
 // incremented with one foreach kernel, then one fused kernel updates every parameter.
+// Capturable after its first step (nothing is read back to the host).
 class FusedAdam final : public StepOptimizer {
  public:
   FusedAdam(std::vector<torch::Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {}
-  void zero_grad() override {
-    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
-  }
+  void zero_grad() override { set_grads_to_none(params_); }
   void step() override {
     torch::NoGradGuard ng;
     std::vector<torch::Tensor> ps, gs;
@@ -54,41 +144,53 @@ class FusedAdam final : public StepOptimizer {
     TS_CHECK(ps.size() == exp_avgs_.size(), "fused Adam: the set of parameters with gradients changed");
     at::_foreach_add_(steps_, 1);
     std::vector<torch::Tensor> no_max;
-    at::_fused_adam_(ps, gs, exp_avgs_, exp_avg_sqs_, no_max, steps_, lr_, 0.9, 0.999, 0.0, 1e-8,
+    at::_fused_adam_(ps, gs, exp_avgs_, exp_avg_sqs_, no_max, steps_, lr_, kBeta1, kBeta2, 0.0, kEps,
                      /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{}, /*found_inf=*/{});
   }
   std::string implementation() const override { return "at::_fused_adam_ (fused, one kernel per step)"; }
+  bool capturable() const override { return true; }
 
  private:
   std::vector<torch::Tensor> params_, exp_avgs_, exp_avg_sqs_, steps_;
   double lr_;
 };
-#else
-constexpr bool kHaveFusedAdam = false;
 #endif
+
+// at::_fused_adam_ where this build has it (compat.h), else nullptr (params left untouched).
+std::unique_ptr<StepOptimizer> fused_adam(std::vector<torch::Tensor>& params, double lr) {
+#if TRAINSCOPE_HAVE_FUSED_ADAM
+  return std::make_unique<FusedAdam>(std::move(params), lr);
+#else
+  (void)params;
+  (void)lr;
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<StepOptimizer> make_sgd(const TrainConfig& cfg, std::vector<torch::Tensor> params, bool capturable) {
+  if (cfg.optimizer_impl == "fused")
+    throw_error(ErrorKind::kInvalidArgument, "--optimizer-impl fused is only available for adam");
+  if (capturable) return std::make_unique<ForeachSgd>(std::move(params), cfg.learning_rate, cfg.momentum);
+  return std::make_unique<TorchOptimizer>(
+      std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(cfg.learning_rate).momentum(cfg.momentum)),
+      "torch::optim::SGD (per-parameter loop)");
+}
 
 }  // namespace
 
 std::unique_ptr<StepOptimizer> make_optimizer(const TrainConfig& cfg, std::vector<torch::Tensor> params,
-                                              const torch::Device& device) {
-  if (cfg.optimizer == "sgd") {
-    if (cfg.optimizer_impl == "fused")
-      throw_error(ErrorKind::kInvalidArgument, "--optimizer-impl fused is only available for adam");
-    return std::make_unique<TorchOptimizer>(
-        std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(cfg.learning_rate).momentum(cfg.momentum)),
-        "torch::optim::SGD (per-parameter loop)");
-  }
-  bool want_fused = cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda());
-  if (want_fused && device.is_cuda() && kHaveFusedAdam) {
-#if defined(TRAINSCOPE_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
-    return std::make_unique<FusedAdam>(std::move(params), cfg.learning_rate);
-#endif
-  }
+                                              const torch::Device& device, bool capturable) {
+  if (cfg.optimizer == "sgd") return make_sgd(cfg, std::move(params), capturable);
+  const bool want_fused = cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda());
+  if (want_fused && device.is_cuda())
+    if (auto fused = fused_adam(params, cfg.learning_rate)) return fused;
   if (cfg.optimizer_impl == "fused")
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("--optimizer-impl fused needs a CUDA device and LibTorch >= 2.0 (this is {} on {}); use "
                             "auto or loop",
                             compat::torch_version(), device.str()));
+  // "loop" with capturable, or no fused kernel here: LibTorch's Adam cannot be captured.
+  if (capturable) return std::make_unique<TensorAdam>(std::move(params), cfg.learning_rate);
   return std::make_unique<TorchOptimizer>(
       std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(cfg.learning_rate)),
       "torch::optim::Adam (per-parameter loop)");

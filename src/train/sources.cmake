@@ -8,3 +8,9 @@ target_sources(trainscope PRIVATE
 if(TRAINSCOPE_WITH_CUDA)
   target_sources(trainscope PRIVATE train/device_cuda.cpp)
 endif()
+# CUDA graphs (graph_step.h): the capture in CUDA builds, a stub that always falls back elsewhere.
+if(TRAINSCOPE_WITH_CUDA)
+  target_sources(trainscope PRIVATE train/graph_step_cuda.cpp)
+else()
+  target_sources(trainscope PRIVATE train/graph_step_stub.cpp)
+endif()
