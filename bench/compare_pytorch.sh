@@ -3,28 +3,38 @@
 # Python PyTorch in one invocation and prints the samples/s ratio (trainscope / PyTorch).
 #   bench/compare_pytorch.sh [--trainscope PATH] [--python PY] [--device cpu|cuda:0]
 #                            [--threads N] [--steps N] [--models mlp,cnn] [--batch-sizes 64,128]
+#                            [--variants eager,bf16,graphs,graphs+bf16]
+# Each variant (docs/variants.md) runs on both sides: trainscope --variants V and
+# pytorch_baseline.py --variant V (on CUDA the tuned Python recipe: data on the GPU, fused Adam;
+# graphs = whole-step capture with capturable Adam). GPU-only variants on the CPU print n/a.
 # On the CPU machine PY defaults to /usr/bin/python3 (Debian's python3-torch 1.13: the same
 # LibTorch as trainscope's build). Telemetry, profiling and inference are switched off in
 # trainscope so that both sides do the same work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
-MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist
+MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager
 while (($#)); do case $1 in
   --trainscope) TS=$2; shift 2;; --python) PY=$2; shift 2;; --device) DEV=$2; shift 2;;
   --threads) THREADS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --models) MODELS=$2; shift 2;;
-  --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; *) echo "unknown $1"; exit 2;; esac; done
+  --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; --variants) VARIANTS=$2; shift 2;;
+  *) echo "unknown $1"; exit 2;; esac; done
 OUTD=$(mktemp -d)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; $(date -u +%F)"
-printf "%-9s %5s %14s %14s %7s\n" model batch trainscope/s pytorch/s ratio
-IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"
-for m in "${ms[@]}"; do for b in "${bs[@]}"; do
-  # alternate the order to spread drift on a shared machine
-  "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --max-steps "$STEPS" --threads "$THREADS" \
-     --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" --name "$m-$b" >/dev/null
-  ts=$(python3 -c "import json;print(json.load(open('$OUTD/$m-$b/results.json'))['runs'][0]['steady_samples_per_s'])")
+printf "%-9s %5s %-20s %14s %14s %7s\n" model batch variant trainscope/s pytorch/s ratio
+IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"; IFS=, read -ra vs <<<"$VARIANTS"
+for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
+  if [[ $DEV == cpu && ( $v == *graphs* || $v == *tf32* ) ]]; then
+    printf "%-9s %5s %-20s %14s %14s %7s\n" "$m" "$b" "$v" n/a n/a "(cpu)"; continue
+  fi
+  name="$m-$b-${v//+/_}"
+  "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --variants "$v" --max-steps "$STEPS" \
+     --threads "$THREADS" --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" \
+     --name "$name" >/dev/null
+  ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
+  note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
   py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
-        --device "$DEV" --data "$DATA" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
-  printf "%-9s %5s %14.0f %14.0f %7.2f\n" "$m" "$b" "$ts" "$py" "$(python3 -c "print($ts/$py)")"
-done; done
+        --device "$DEV" --data "$DATA" --variant "$v" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
+  printf "%-9s %5s %-20s %14.0f %14.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
+done; done; done
 rm -rf "$OUTD"

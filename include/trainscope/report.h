@@ -131,7 +131,7 @@ struct AdviceThresholds {
 struct Advice {
   std::string rule;        // "low_utilisation", "data_loading", "h2d_copies", "memory_headroom",
                            // "cpu_faster", "throttling", "unbalanced_gpus", "cpu_contention",
-                           // "noisy_headline"
+                           // "noisy_headline", "variant_gain", "variant_untried" (docs/variants.md)
   std::string device, model;
   int64_t batch_size = 0;  // 0: not about one batch size
   std::string advice;      // what to do

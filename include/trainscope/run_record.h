@@ -118,13 +118,42 @@ struct MeasurementWindow {
   }
 };
 
-enum class RunStatus { kOk, kFailed, kInterrupted, kRunning };
+/// kNotApplicable: the cell's variant does not apply to its device or model (variants.h); the
+/// record holds the reason in variant_note and no measurements.
+enum class RunStatus { kOk, kFailed, kInterrupted, kRunning, kNotApplicable };
 std::string to_string(RunStatus s);
 RunStatus run_status_from_string(const std::string& s);
 
+/// Time-to-accuracy of a run with --target-accuracy (docs/variants.md#time-to-accuracy): the
+/// training time, samples and energy until the test accuracy first reached the target.
+/// Evaluation time is excluded from the time (the run's clock pauses while it evaluates).
+struct TimeToAccuracy {
+  double target_pct = 0;          // the requested test accuracy, %
+  bool reached = false;
+  std::optional<double> time_s;   // training time until the evaluation that reached it
+  std::optional<int64_t> samples; // training samples until then
+  std::optional<int64_t> steps;   // optimizer steps until then
+  std::optional<double> energy_j; // of the run's device over that training time, from telemetry
+  std::optional<double> best_accuracy_pct;  // highest test accuracy seen (the one reached, or the best miss)
+  int64_t evaluations = 0;        // test-set evaluations done
+  int64_t end_ns = 0;             // matrix clock when the training that reached it ended (0: not reached)
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("target_pct", s.target_pct, Better::kNone);
+    v("reached", s.reached, Better::kNone);
+    v("time_s", s.time_s, Better::kLower);
+    v("samples", s.samples, Better::kLower);
+    v("steps", s.steps, Better::kLower);
+    v("energy_j", s.energy_j, Better::kLower);
+    v("best_accuracy_pct", s.best_accuracy_pct, Better::kHigher);
+    v("evaluations", s.evaluations, Better::kNone);
+    v("end_ns", s.end_ns, Better::kNone);
+  }
+};
+
 struct RunRecord {
   // identity
-  std::string run_id;             // "<device>-<model>-b<batch>-r<repeat>", unique in a matrix
+  std::string run_id;             // "<device>-<model>-b<batch>-r<repeat>[-<variant>]", unique in a matrix
   std::string device;             // "cpu", "cuda:0"
   std::string device_name;        // CPU model or GPU name
   std::string model;              // "mlp", "cnn", "resnet18", "vgg11", or a TorchScript path
@@ -183,6 +212,18 @@ struct RunRecord {
   std::optional<ProfileSection> profile;      // RunProfiler::finish
   std::optional<InferenceSection> inference;  // trainscope/inference.h
 
+  // variants, MFU, time-to-accuracy (issue 14; trainscope/variants.h, trainscope/mfu.h)
+  std::string variant = "eager";     // canonical variant name (variants.h); part of the run id unless eager
+  /// Why the variant did not run as asked: "not applicable on cpu: ..." (status not_applicable),
+  /// or the CUDA-graph capture's fallback reason (the run continued eagerly); "" = ran as asked.
+  std::string variant_note;
+  std::optional<double> train_flops_per_s;  // 3 x forward_flops_per_sample x steady_samples_per_s
+  std::optional<double> mfu_pct;            // train_flops_per_s / the device's peak at mfu_precision
+  std::optional<double> peak_flops_per_s;   // the peak used (trainscope/mfu.h table)
+  std::string mfu_precision;                // "fp32", "tf32", "bf16"
+  std::string mfu_note;                     // why mfu_pct is absent ("" when set)
+  std::optional<TimeToAccuracy> time_to_accuracy;  // with --target-accuracy
+
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
   /// phases are null.
@@ -238,6 +279,15 @@ struct RunRecord {
     v("telemetry", s.telemetry, Better::kNone, kLiteral);
     v("profile", s.profile, Better::kNone, kLiteral);
     v("inference", s.inference, Better::kNone, kLiteral);
+    // variants, MFU, time-to-accuracy (issue 14)
+    v("variant", s.variant, Better::kNone, kLiteral);
+    v("variant_note", s.variant_note, Better::kNone);
+    v("train_flops_per_s", s.train_flops_per_s, Better::kHigher);
+    v("mfu_pct", s.mfu_pct, Better::kHigher);
+    v("peak_flops_per_s", s.peak_flops_per_s, Better::kNone);
+    v("mfu_precision", s.mfu_precision, Better::kNone);
+    v("mfu_note", s.mfu_note, Better::kNone);
+    v("time_to_accuracy", s.time_to_accuracy, Better::kNone);
   }
 };
 

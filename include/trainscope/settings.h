@@ -54,6 +54,9 @@ struct Setting {
   bool in_file = true;      // a TOML key (false: flag and matrix.json only, e.g. a testing hook)
   bool in_json = true;      // written to matrix.json (false: a display setting of one invocation)
   bool hidden = false;      // left out of --help and the docs (testing hooks)
+  /// Strings and string lists: checks each value (throws Error(kInvalidArgument) naming `where`)
+  /// where `choices` cannot express the valid values (e.g. variant combinations); nullptr = none.
+  void (*check_item)(const std::string& value, std::string_view where) = nullptr;
 
   /// The last part of the key ("epochs") and its table ("train"; "" at the top level).
   std::string_view section() const;

@@ -12,6 +12,7 @@
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/settings.h"
+#include "trainscope/variants.h"
 
 namespace trainscope {
 
@@ -336,6 +337,12 @@ void validate(const MatrixConfig& m) {
   no_duplicates(m.models, "model");
   no_duplicates(m.batch_sizes, "batch size");
   no_duplicates(m.devices, "device");
+  // variants (issue 14): "bf16+graphs" and "graphs+bf16" are one variant
+  if (m.train.variants.empty())
+    throw_error(ErrorKind::kInvalidArgument, "no variant given; use --variants eager (or eager,bf16,graphs+bf16)");
+  std::vector<std::string> canonical;
+  for (const auto& v : m.train.variants) canonical.push_back(parse_variant(v, "--variants").name());
+  no_duplicates(canonical, "variant");
   if (m.inference.enabled) validate_inference_together(m.inference);  // before training, not after it
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "trainscope/error.h"
+#include "trainscope/variants.h"
 
 namespace trainscope {
 
@@ -128,6 +129,25 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.inject_nan_at_step", .flag = "--inject-nan-at-step", .noun = "NaN injection step",
                .help = "testing: make the loss NaN at this step", .range = {.min = -1}, .note = "-1 = off",
                .field = TS_FIELD(train.inject_nan_at_step), .in_file = false, .hidden = true});
+  // ---- variants (issue 14; trainscope/variants.h)
+  t.push_back({.key = "train.variants", .flag = "--variants", .noun = "variant",
+               .help = "execution variants, a matrix dimension: eager, or a '+' combination of graphs, bf16, tf32, "
+                       "channels_last (e.g. eager,bf16,graphs+bf16; docs/variants.md)",
+               .field = TS_FIELD(train.variants),
+               .check_item = [](const std::string& v, std::string_view where) { (void)parse_variant(v, where); }});
+  t.push_back({.key = "train.target_accuracy_pct", .flag = "--target-accuracy", .noun = "target accuracy",
+               .help = "end each run when its test accuracy first reaches this; time, samples and energy to it are "
+                       "recorded",
+               .unit = "%", .range = {.min = 0, .max = 100}, .note = "0 = no target",
+               .field = TS_FIELD(train.target_accuracy_pct)});
+  t.push_back({.key = "train.eval_every_steps", .flag = "--eval-every-steps", .noun = "evaluation interval",
+               .help = "with a target accuracy: evaluate the test set every N steps", .unit = "steps",
+               .range = {.min = 0, .max = kMaxSteps}, .note = "0 = after each epoch",
+               .field = TS_FIELD(train.eval_every_steps)});
+  t.push_back({.key = "train.force_graph_capture", .flag = "--force-graph-capture",
+               .help = "testing: attempt the CUDA-graph capture of a graphs variant on any device",
+               .field = TS_FIELD(train.force_graph_capture), .in_file = false, .hidden = true});
+  // ---- end variants
 }
 
 void add_telemetry(std::vector<Setting>& t) {
@@ -351,8 +371,11 @@ void Setting::check(const MatrixConfig& m) const {
   if (auto* s = std::get_if<std::string*>(&f)) {
     check_choice(*this, **s, w);
     check_folder_name(*this, **s, w);
+    if (check_item) check_item(**s, w);
     return;
   }
+  if (auto* list = std::get_if<std::vector<std::string>*>(&f); list && check_item)
+    for (const auto& item : **list) check_item(item, w);
   for (double v : numbers_of(f)) {
     if (!range.choices.empty() &&
         std::find(range.choices.begin(), range.choices.end(), number_text(v)) == range.choices.end())

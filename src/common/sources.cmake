@@ -6,4 +6,7 @@ target_sources(trainscope_core PRIVATE
   common/fs.cpp
   common/progress.cpp
   common/stats.cpp
-  common/text.cpp)
+  common/text.cpp
+  # variants (issue 14)
+  common/variants.cpp
+  common/mfu.cpp)

@@ -170,7 +170,7 @@ void RunProfiler::on_phase_span(int64_t step, const char* phase, int64_t t0_ns, 
   s.step = step;
   std::string ph = phase;
   if (ph == "data") s.t0_ns = t0_ns;
-  if (ph == "optimizer") s.t1_ns = t1_ns;
+  if (ph == "optimizer" || ph == "graph_replay") s.t1_ns = t1_ns;  // graph_replay: a replayed CUDA-graph step
   if (s.profiled) m.data.phases.push_back({step, ph, t0_ns, t1_ns});
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "report/report_util.h"
+#include "trainscope/variants.h"
 #include "trainscope/report.h"
 
 namespace trainscope {
@@ -267,12 +268,43 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
   }
 }
 
+// Variants (docs/variants.md): a variant that ran beside eager on the same device, model and
+// batch size cites its measured gain; on a GPU where only eager ran, the untried variants are
+// suggested and said to be unmeasured.
+void variant_gain(const ReportInput&, const AdviceThresholds&, Analysis& a) {
+  for (const auto& v : a.cells) {
+    auto [model, variant] = split_model_variant(v.model);
+    if (variant == "eager" || v.runs_ok == 0) continue;
+    const Cell* e = find_cell(a.cells, v.device, model, v.batch_size);
+    if (!e || !e->samples_per_s.ok() || !v.samples_per_s.ok() || !(e->samples_per_s.median > 0)) continue;
+    const double gain = v.samples_per_s.median / e->samples_per_s.median;
+    add(a, "variant_gain", &v,
+        fmt::format("{}: {}× on {} for {} b{}, measured{}.", variant, fmt_num(gain), v.device, model, v.batch_size,
+                    gain > 1 ? fmt::format("; train with --variants {}", variant) : " (slower than eager: keep eager)"),
+        fmt::format("steady training throughput: {} {} vs eager {} samples/s", variant, fmt_stat(v.samples_per_s, "", 1),
+                    fmt_stat(e->samples_per_s, "", 1)));
+  }
+  for (const auto& e : a.cells) {
+    if (!is_gpu(e.device) || e.runs_ok == 0 || split_model_variant(e.model).second != "eager") continue;
+    const bool any_variant = std::any_of(a.cells.begin(), a.cells.end(), [&](const Cell& c) {
+      return c.device == e.device && c.batch_size == e.batch_size && split_model_variant(c.model).first == e.model &&
+             split_model_variant(c.model).second != "eager";
+    });
+    if (any_variant) continue;
+    add(a, "variant_untried", &e,
+        fmt::format("Try --variants eager,graphs,bf16,graphs+bf16 for {} b{} on {} (unmeasured: no variant ran "
+                    "beside eager; CUDA graphs remove the per-kernel launch cost, bf16 uses the tensor cores).",
+                    e.model, e.batch_size, e.device),
+        fmt::format("only eager ran for {}", where(e)));
+  }
+}
+
 using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
 using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
 
 // The rules, in the order their advice is listed: per cell, then across cells.
 const CellRule kCellRules[] = {low_utilisation, h2d_copies, memory_headroom, throttling, data_loading};
-const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline};
+const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain};
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include "report/report_util.h"
 #include "results/record_json.h"
+#include "trainscope/variants.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/report.h"
@@ -246,7 +247,7 @@ Cell new_cell(const RunRecord& r, const Provenance& p) {
   Cell c;
   c.device = r.device;
   c.device_name = r.device_name;
-  c.model = r.model;
+  c.model = model_with_variant(r.model, r.variant);  // variants are different workloads (trainscope/variants.h)
   c.batch_size = r.batch_size;
   c.epochs_requested = r.epochs_requested;
   if (auto i = cuda_index(r.device);
@@ -260,7 +261,7 @@ void build_cells(const ReportInput& in, Analysis& a) {
   std::map<std::string, size_t> index;
   std::vector<Acc> accs;
   for (const auto& r : in.runs) {
-    auto [it, added] = index.emplace(cell_key(r.device, r.model, r.batch_size), a.cells.size());
+    auto [it, added] = index.emplace(cell_key(r.device, model_with_variant(r.model, r.variant), r.batch_size), a.cells.size());
     if (added) {
       a.cells.push_back(new_cell(r, in.provenance));
       accs.emplace_back();

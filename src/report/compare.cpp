@@ -13,6 +13,7 @@
 #include "report/report_util.h"
 #include "trainscope/error.h"
 #include "trainscope/record_sections.h"
+#include "trainscope/variants.h"
 
 namespace trainscope {
 
@@ -56,7 +57,7 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   auto collect = [&](const std::vector<RunRecord>& runs, std::map<Key, std::vector<double>>& out) {
     for (const auto& r : runs) {
       if (r.status != RunStatus::kOk) continue;
-      Key k{r.model, r.device, r.batch_size};
+      Key k{model_with_variant(r.model, r.variant), r.device, r.batch_size};  // a variant is its own workload
       if (!out.count(k) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
       auto& v = out[k];
       if (auto x = metric_value(r, metric)) v.push_back(*x);
@@ -80,7 +81,7 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   auto both = [&](const std::vector<RunRecord>& runs) {
     std::vector<RunRecord> out;
     for (const auto& r : runs)
-      if (va.count(Key{r.model, r.device, r.batch_size}) && vb.count(Key{r.model, r.device, r.batch_size})) out.push_back(r);
+      if (Key k{model_with_variant(r.model, r.variant), r.device, r.batch_size}; va.count(k) && vb.count(k)) out.push_back(r);
     return out;
   };
   auto sa = distinct(both(a), stop), sb = distinct(both(b), stop);

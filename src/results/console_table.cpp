@@ -5,6 +5,7 @@
 
 
 #include "trainscope/report.h"
+#include "trainscope/variants.h"
 
 namespace trainscope {
 
@@ -21,7 +22,7 @@ namespace {
 // shown_speedup, which the report uses too).
 std::string speedup_column(const RunRecord& r, const Analysis& a) {
   const bool measured = r.status == RunStatus::kOk && r.steady_samples_per_s;
-  const ShownSpeedup sp = shown_speedup(a, r.device, r.model, r.batch_size);
+  const ShownSpeedup sp = shown_speedup(a, r.device, model_with_variant(r.model, r.variant), r.batch_size);
   if (!measured || !sp.value) return "—";
   return fmt::format("{:.2f}×", *sp.value);
 }
@@ -38,11 +39,17 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     return std::tie(a->model, a->batch_size) < std::tie(b->model, b->batch_size);
   });
   int64_t epochs = runs.empty() ? 0 : runs.front().epochs_requested;
+  // Variants (docs/variants.md): a variant column, and MFU where a run has it, only when used.
+  const bool variants = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.variant != "eager"; });
+  const bool mfu = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.mfu_pct.has_value(); });
+  auto extra = [&](const std::string& v, const std::string& m) {
+    return (variants ? fmt::format(" {:<20}", v) : "") + (mfu ? fmt::format(" {:>7}", m) : "");
+  };
   std::string out;
-  out += fmt::format("{:<14} {:>5} {:<8} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device", "rep",
-                     "samples/s", "epoch", fmt::format("time {} epoch{}", epochs, epochs == 1 ? "" : "s"),
-                     "test acc", "vs cpu", "status");
-  out += std::string(100, '-') + "\n";
+  out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
+                     extra("variant", "MFU"), "rep", "samples/s", "epoch",
+                     fmt::format("time {} epoch{}", epochs, epochs == 1 ? "" : "s"), "test acc", "vs cpu", "status");
+  out += std::string(100 + (variants ? 21 : 0) + (mfu ? 8 : 0), '-') + "\n";
   for (const auto* r : order) {
     std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
     std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";
@@ -58,14 +65,17 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     std::string acc = r->test_accuracy_pct ? fmt::format("{:.1f} %", *r->test_accuracy_pct) : "—";
     std::string sp = speedup_column(*r, analysis);
     std::string st = to_string(r->status);
-    if (r->status != RunStatus::kOk && !r->failure_reason.empty()) {
-      st += ": " + r->failure_reason;
+    const std::string& why = r->failure_reason.empty() ? r->variant_note : r->failure_reason;
+    if (r->status != RunStatus::kOk && !why.empty()) {
+      st += ": " + why;
       if (st.size() > 60) st = st.substr(0, 57) + "...";
     } else if (r->stopped_early) {
       st += " (stopped: " + r->stop_reason + ")";
     }
-    out += fmt::format("{:<14} {:>5} {:<8} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
-                       r->device, r->repeat, sps, ep, tn, acc, sp, st);
+    if (r->status == RunStatus::kOk && !r->variant_note.empty()) st += " (" + r->variant_note + ")";
+    std::string mfu_cell = r->mfu_pct ? fmt::format("{:.2f} %", *r->mfu_pct) : "—";
+    out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
+                       r->device, extra(r->variant, mfu_cell), r->repeat, sps, ep, tn, acc, sp, st);
   }
   bool any_est = false, any_part = false, any_no_rate = false;
   for (const auto& r : runs) {
@@ -74,6 +84,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     any_no_rate |= r.status == RunStatus::kOk && !r.steady_samples_per_s;
   }
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
+  if (mfu) out += "MFU: 3 x forward FLOPs x samples/s over the device's dense peak for the variant's precision (docs/variants.md#mfu).\n";
   if (any_est) out += "(est.): estimated from the measured steady-state rate; the run stopped early.\n";
   if (any_part) out += "*: epoch time estimated from the steady-state rate (the epoch did not finish).\n";
   if (any_no_rate)

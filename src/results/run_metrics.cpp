@@ -16,7 +16,7 @@ bool ends_with(const std::string& s, const std::string& x) {
 // Unit from the name's suffix (units are in field names).
 std::string unit_of(const std::string& name) {
   static const std::pair<const char*, const char*> kUnits[] = {
-      {"_samples_per_s", "samples/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
+      {"_samples_per_s", "samples/s"}, {"_flops_per_s", "FLOP/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
       {"_bytes", "bytes"}, {"_w", "W"}, {"_j", "J"}, {"_c", "°C"}, {"_mhz", "MHz"}};
   std::string base = name;
   for (const char* stat : {"_mean", "_max"})
@@ -46,6 +46,12 @@ void add_record_metrics(std::vector<RunMetric>& m) {
   add(m, "peak_rss_bytes", false, [](const RunRecord& r) { return d(r.peak_rss_bytes); });
   add(m, "device_peak_allocated_bytes", false, [](const RunRecord& r) { return d(r.device_peak_allocated_bytes); });
   add(m, "device_peak_reserved_bytes", false, [](const RunRecord& r) { return d(r.device_peak_reserved_bytes); });
+  // variants (issue 14)
+  add(m, "train_flops_per_s", true, [](const RunRecord& r) { return r.train_flops_per_s; });
+  add(m, "mfu_pct", true, [](const RunRecord& r) { return r.mfu_pct; });
+  add(m, "time_to_accuracy_s", false, [](const RunRecord& r) {
+    return r.time_to_accuracy && r.time_to_accuracy->reached ? r.time_to_accuracy->time_s : std::nullopt;
+  });
 }
 
 template <class T>

@@ -17,7 +17,7 @@ namespace {
 // Each status and its name in results.json, the CSV and the history: one table for both directions.
 constexpr std::pair<RunStatus, const char*> kRunStatusNames[] = {
     {RunStatus::kOk, "ok"}, {RunStatus::kFailed, "failed"}, {RunStatus::kInterrupted, "interrupted"},
-    {RunStatus::kRunning, "running"}};
+    {RunStatus::kRunning, "running"}, {RunStatus::kNotApplicable, "not_applicable"}};
 }  // namespace
 
 std::string to_string(RunStatus s) {
@@ -83,6 +83,10 @@ std::vector<std::string> csv_header() {
           "infer_single_stream_p50_ms", "infer_single_stream_p99_ms", "infer_offline_samples_per_s", "world_size"};
   TelemetryHeadline h;
   TelemetryHeadline::fields(h, [&](const char* name, const auto&, Better) { cols.push_back(std::string("telemetry_") + name); });
+  for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision",
+                        "target_accuracy_pct", "target_reached", "time_to_target_s", "samples_to_target",
+                        "energy_to_target_j"})
+    cols.push_back(c);  // variants, MFU, time-to-accuracy (issue 14)
   return cols;
 }
 
@@ -104,6 +108,12 @@ std::vector<std::string> csv_row(const RunRecord& r) {
   for (auto& c : inference_cells(r.inference)) row.push_back(std::move(c));
   row.push_back(std::to_string(r.world_size));
   for (auto& c : headline_cells(r.telemetry)) row.push_back(std::move(c));
+  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy (issue 14)
+  for (auto& c : std::initializer_list<std::string>{csv_field(r.variant), csv_field(r.variant_note), numd(r.train_flops_per_s), numd(r.mfu_pct),
+                  r.mfu_precision, tta ? num(tta->target_pct) : "", std::string(tta ? (tta->reached ? "true" : "false") : ""),
+                  numd(tta ? tta->time_s : std::nullopt), num(tta ? tta->samples : std::nullopt),
+                  numd(tta ? tta->energy_j : std::nullopt)})
+    row.push_back(c);
   return row;
 }
 

@@ -2,6 +2,7 @@
 // CPU-only, and 2.x with CUDA from a PyTorch wheel) lives in this one file.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -43,6 +44,32 @@ using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::r
 #define TRAINSCOPE_HAVE_FUSED_ADAM 0
 #endif
 // ---- end optimizers
+// ---- variants (autocast)
+// 1.13 and 2.0-2.3 have one switch and dtype per device kind (at::autocast::set_enabled for
+// CUDA, set_cpu_enabled for the CPU, set_autocast_{gpu,cpu}_dtype); 2.4 and later take the
+// device type (aten/src/ATen/autocast_mode.h: set_autocast_enabled(at::DeviceType, bool),
+// set_autocast_dtype(at::DeviceType, at::ScalarType)) and deprecate the old names.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+inline at::DeviceType autocast_device(bool cuda) { return cuda ? at::kCUDA : at::kCPU; }
+inline bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(autocast_device(cuda)); }
+inline void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(autocast_device(cuda), on); }
+inline at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(autocast_device(cuda)); }
+inline void set_autocast_dtype(bool cuda, at::ScalarType t) { at::autocast::set_autocast_dtype(autocast_device(cuda), t); }
+#else
+inline bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+inline void set_autocast_enabled(bool cuda, bool on) {
+  if (cuda) at::autocast::set_enabled(on);
+  else at::autocast::set_cpu_enabled(on);
+}
+inline at::ScalarType autocast_dtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
+  if (cuda) at::autocast::set_autocast_gpu_dtype(t);
+  else at::autocast::set_autocast_cpu_dtype(t);
+}
+#endif
+// ---- end variants
 
 }  // namespace trainscope::compat
 

@@ -27,6 +27,8 @@
 #include "trainscope/profile.h"
 #include "trainscope/progress.h"
 #include "trainscope/telemetry.h"
+#include "trainscope/variants.h"
+#include "train/variant_exec.h"
 
 namespace trainscope {
 
@@ -75,6 +77,23 @@ void publish_file(const std::string& tmp, const std::string& path) {
                                             tmp, path, ec.message()));
 }
 
+// --target-accuracy: the device's energy over the training that reached the target (the epochs'
+// training intervals up to the evaluation that reached it; an evaluation every N steps inside
+// that span is included). Absent when a part has no energy reading.
+void energy_to_target(const TelemetrySampler& sampler, const std::string& tdev, RunRecord& rec) {
+  auto& t = rec.time_to_accuracy;
+  if (!t || !t->reached || tdev.empty()) return;
+  double joules = 0;
+  for (const auto& e : rec.epochs) {
+    if (e.start_ns >= t->end_ns) break;
+    const auto es = sampler.summarize(e.start_ns, std::min(e.end_ns, t->end_ns));
+    const auto* d = es.device(tdev);
+    if (!d || !d->energy || !d->energy->energy_j) return;
+    joules += *d->energy->energy_j;
+  }
+  t->energy_j = joules;
+}
+
 // The matrix in four stages (run() below): inputs and run folder, telemetry, one cell at a time,
 // and the merge of each finished run into the reporters' records and the telemetry file.
 class Matrix {
@@ -104,8 +123,9 @@ class Matrix {
   void load_resumed_runs();
   void start_telemetry();
   void run_cells();
+  void check_variants();
   void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
-                ProgressBar& progress);
+                const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
   void fill_run_telemetry(const std::string& dev, RunRecord& rec);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
@@ -134,6 +154,8 @@ class Matrix {
   std::string kept_telemetry_;             // --resume: the earlier sessions' telemetry rows
   std::unique_ptr<TelemetrySampler> sampler_;
   std::vector<GpuInfo> telemetry_gpus_;
+  std::vector<std::string> variants_;           // canonical names (trainscope/variants.h)
+  std::map<std::string, bool> model_has_4d_;    // per model: has convolution kernels (channels_last applies)
 };
 
 MatrixResult Matrix::run() {
@@ -184,10 +206,31 @@ void Matrix::check_inputs() {
   if (tr.count < 1) throw_error(ErrorKind::kDataFormat, "the training set is empty");
   // Models: build each once on the CPU to reject unknown names, shape mismatches and models
   // with nothing to train before anything runs.
-  for (const auto& m : cfg_.models)
-    check_model_fits(*make_model(m, tr.channels, tr.height, tr.width, tr.num_classes), workload_->train_x,
-                     tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
-  planned_ = devices_.size() * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
+  for (const auto& m : cfg_.models) {
+    auto model = make_model(m, tr.channels, tr.height, tr.width, tr.num_classes);
+    check_model_fits(*model, workload_->train_x, tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
+    model_has_4d_[m] = has_4d_parameters(*model);
+  }
+  check_variants();
+  planned_ = devices_.size() * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats) *
+             variants_.size();
+}
+
+// Variants (docs/variants.md#applicability): a GPU-only variant asked for explicitly on CPU-only
+// devices is bad input; with the default devices (or a GPU among them) its CPU cells are
+// recorded as not applicable.
+void Matrix::check_variants() {
+  variants_.clear();
+  for (const auto& v : cfg_.train.variants) variants_.push_back(parse_variant(v, "--variants").name());
+  const bool all_cpu = std::none_of(devices_.begin(), devices_.end(), [](const auto& d) { return d.rfind("cuda", 0) == 0; });
+  if (!all_cpu || cfg_.devices.empty()) return;
+  for (const auto& v : variants_)
+    if (parse_variant(v, "--variants").gpu_only())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("variant '{}' needs a CUDA device, but every device asked for ({}) is a CPU; add a GPU "
+                              "with --devices cuda, or leave graphs and tf32 out of --variants (eager, bf16 and "
+                              "channels_last run on the CPU)",
+                              v, fmt::join(devices_, ", ")));
 }
 
 // The run folder: created, locked, cleaned of interrupted writes, checked against --resume.
@@ -287,16 +330,18 @@ void Matrix::run_cells() {
   for (int64_t rep = 0; rep < cfg_.repeats; ++rep)
     for (size_t mi = 0; mi < cfg_.models.size(); ++mi)
       for (int64_t b : cfg_.batch_sizes)
-        for (const auto& dev : devices_) {
-          if (res_.interrupted) return;
-          run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, progress);
-        }
+        for (const auto& dev : devices_)
+          for (const auto& variant : variants_) {
+            if (res_.interrupted) return;
+            run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
+          }
 }
 
 void Matrix::run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch,
-                      int64_t rep, ProgressBar& progress) {
+                      int64_t rep, const std::string& variant, ProgressBar& progress) {
   RunSpec spec;
-  spec.run_id = fmt::format("{}-{}-b{}-r{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5), id_name, batch, rep);
+  spec.run_id = fmt::format("{}-{}-b{}-r{}{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5), id_name, batch, rep,
+                            variant_run_id_suffix(variant));
   if (auto it = done_.find(spec.run_id); it != done_.end()) {
     res_.runs.push_back(it->second);
     report([&](Reporter& r) { r.run_skipped(res_.runs.back()); });
@@ -318,6 +363,14 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   rec.batch_size = batch;
   rec.repeat = rep;
   rec.device_name = device_display_name(dev, res_.provenance.cpu_model);
+  spec.variant = rec.variant = variant;
+  rec.variant_note = variant_not_applicable(parse_variant(variant, "--variants"), dev, model_has_4d_[model]);
+  if (!rec.variant_note.empty()) {  // recorded, not run: not an error (docs/variants.md#applicability)
+    rec.status = RunStatus::kNotApplicable;
+    notice(fmt::format("{}: {}", spec.run_id, rec.variant_note));
+    merge_run(std::move(rec));
+    return;
+  }
   report([&](Reporter& r) { r.run_started(rec); });
   train_cell(spec, rec, progress);
   progress.end();
@@ -416,6 +469,7 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
       if (const auto* d = es.device(tdev); d && d->energy) e.energy_j = d->energy->energy_j;
     }
     rec.telemetry = sampler->run_section(rec.epochs.front().start_ns, rec.epochs.back().end_ns, samples, tdev);
+    energy_to_target(*sampler, tdev, rec);
     // The headline figures come from the headline window only (docs/profiling.md#measurement-protocol);
     // the whole run stays in the summary.
     // A headline window too short for kMinStatsSamples telemetry samples keeps the whole run's

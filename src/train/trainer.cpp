@@ -10,8 +10,11 @@
 
 #include "train/compat.h"
 #include "train/device.h"
+#include "train/graph_step.h"
 #include "train/optimizer.h"
+#include "train/variant_exec.h"
 #include "trainscope/error.h"
+#include "trainscope/mfu.h"
 #include "trainscope/profile.h"
 
 namespace trainscope {
@@ -134,10 +137,21 @@ class TrainLoop {
  private:
   void describe_run();
   void set_up();
+  void set_up_variant();
   void plan_windows();
   StepRole role(int64_t step) const;
   void begin_epoch(EpochState& e);
   bool step(EpochState& e, int64_t s);
+  // the step's compute: eager (forward, loss, backward, optimizer) or one graph replay
+  std::pair<torch::Tensor, torch::Tensor> eager_compute(const torch::Tensor& x, const torch::Tensor& y, int64_t s,
+                                                        Clock::time_point* hm);
+  void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* hm);
+  void try_capture(const torch::Tensor& x, const torch::Tensor& y);
+  void phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm);
+  // --target-accuracy (docs/variants.md#time-to-accuracy)
+  void maybe_evaluate_mid_epoch(EpochState& e);
+  void check_target(double accuracy_pct, double trained_s, int64_t end_ns);
+  void target_figures();
   void after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
                   const Clock::time_point* hm);
   bool should_stop(const EpochState& e, int64_t s);
@@ -146,6 +160,7 @@ class TrainLoop {
   void finish_epoch(EpochState& e);
   void evaluate_epoch(EpochRecord& er);
   void figures();
+  void mfu_figures();
   void epoch_time_figures();
   void wrap_up();
 
@@ -164,6 +179,18 @@ class TrainLoop {
   int64_t n_ = 0, B_ = 0, steps_per_epoch_ = 0;
   int staging_ = 1;
   bool rss_reset_ = false;
+
+  // the execution variant (trainscope/variants.h, train/variant_exec.h)
+  Variant variant_;
+  at::MemoryFormat format_ = at::MemoryFormat::Contiguous;
+  StepForward forward_;                        // the one forward of eager and graph steps
+  bool want_graph_ = false;                    // graphs variant on CUDA (or forced): capture once
+  int64_t capture_at_ = 0;                     // global step whose batch is used for the capture
+  std::unique_ptr<CapturedTrainStep> graph_;
+  bool replayed_ = false;                      // the last step was a graph replay
+  int64_t samples_total_ = 0;                  // training samples so far (all epochs)
+  double epoch_paused_s_ = 0;                  // evaluation time inside the current epoch (mid-epoch evals)
+  Clock::time_point epoch_start_;
 
   PhaseBreakdown ph_;
   int64_t global_step_ = 0;
@@ -198,6 +225,9 @@ void TrainLoop::describe_run() {
   r_.epochs_requested = cfg_.epochs;
   r_.warmup_steps = cfg_.warmup_steps;
   r_.start_ns = ns_since(spec_.origin, Clock::now());
+  variant_ = parse_variant(spec_.variant, "the run's variant");
+  r_.variant = variant_.name();
+  if (cfg_.target_accuracy_pct > 0) r_.time_to_accuracy = TimeToAccuracy{.target_pct = cfg_.target_accuracy_pct};
 }
 
 void TrainLoop::set_up() {
@@ -216,8 +246,7 @@ void TrainLoop::set_up() {
   if (!r_.forward_flops_per_sample) r_.notes.push_back("forward FLOPs: no convolution or matrix product operator seen");
   model_->to(dev_);
   model_->set_training(true);
-  opt_ = make_optimizer(cfg_, model_->parameters(), dev_);
-  r_.optimizer_impl = opt_->implementation();
+  set_up_variant();
   reset_device_memory_stats(dev_);
   rss_reset_ = reset_peak_rss();
 
@@ -240,6 +269,19 @@ void TrainLoop::set_up() {
   gen_ = at::detail::createCPUGenerator(cfg_.seed + 1);
   ph_.method = clock_->method();
   plan_windows();
+}
+
+// The variant's layout, forward and optimizer (train/variant_exec.h). The graph is captured at the
+// last warm-up step (its cost stays out of the headline window) with that step's real batch.
+void TrainLoop::set_up_variant() {
+  format_ = variant_memory_format(variant_);
+  if (variant_.channels_last) convert_model_memory_format(*model_, format_);
+  forward_ = [this](const torch::Tensor& x) { return variant_forward(*model_, x, format_); };
+  want_graph_ = variant_.graphs && (cuda_ || cfg_.force_graph_capture);
+  capture_at_ = std::max<int64_t>(cfg_.warmup_steps - 1, 0);
+  // A graphs run needs an optimizer whose step counters live on the device (graph_step.h).
+  opt_ = make_optimizer(cfg_, model_->parameters(), dev_, /*capturable=*/want_graph_);
+  r_.optimizer_impl = opt_->implementation();
 }
 
 void TrainLoop::plan_windows() {
@@ -290,6 +332,7 @@ void TrainLoop::begin_epoch(EpochState& e) {
   e.host_step_ms = e.host_data_ms;
   e.counted.assign(static_cast<size_t>(steps_per_epoch_), 0);
   e.start = Clock::now();
+  epoch_paused_s_ = 0;
   if (headline_open_) segment_start_ = e.start;
 }
 
@@ -307,30 +350,30 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   Clock::time_point hm[PhaseClock::kMarks];
   hm[0] = t_data;
   clock_->mark(s, 0);
-  auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
-  auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
-  clock_->mark(s, 1);
-  hm[1] = Clock::now();
-  auto logits = model_->forward(x);
-  auto loss = torch::nn::functional::cross_entropy(logits, y);
-  if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
+  bool filled = false;  // the capture left this batch in the static buffers
+  if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == B_) {
+    try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by);
+    filled = graph_ != nullptr;
+  }
+  torch::Tensor loss, logits, y;
+  replayed_ = graph_ && m == B_;
+  if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
+    graph_compute(bx, by, filled, s, hm);
+    loss = graph_->loss(), logits = graph_->logits(), y = graph_->static_y();
+  } else {
+    auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
+    y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
+    std::tie(loss, logits) = eager_compute(x, y, s, hm);
+  }
   {
     torch::NoGradGuard ng;
     e.loss_sum += loss.detach() * static_cast<double>(m);
     e.correct += logits.detach().argmax(1).eq(y).sum();
   }
-  clock_->mark(s, 2);
-  hm[2] = Clock::now();
-  opt_->zero_grad();
-  loss.backward();
-  clock_->mark(s, 3);
-  hm[3] = Clock::now();
-  opt_->step();
-  clock_->mark(s, 4);
-  hm[4] = Clock::now();
   ++global_step_;
   ++e.steps;
   e.samples += m;
+  samples_total_ += m;
   // NaN/Inf check: one host synchronisation every nan_check_interval steps.
   if (global_step_ % cfg_.nan_check_interval == 0 || global_step_ == cfg_.inject_nan_at_step + 1) {
     float lv = loss.item<float>();
@@ -343,7 +386,59 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
   after_step(e, s, m, t0, t_data, hm);
   if (hooks_.progress) hooks_.progress->update(s + 1);
+  if (s + 1 < steps_per_epoch_) maybe_evaluate_mid_epoch(e);  // the epoch's last step: evaluate_epoch
   return should_stop(e, s);
+}
+
+// Forward (the variant's StepForward), loss, backward and optimizer step, marking the phases.
+std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Tensor& x, const torch::Tensor& y,
+                                                                 int64_t s, Clock::time_point* hm) {
+  clock_->mark(s, 1);
+  hm[1] = Clock::now();
+  auto logits = forward_(x);
+  auto loss = torch::nn::functional::cross_entropy(logits, y);
+  if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
+  clock_->mark(s, 2);
+  hm[2] = Clock::now();
+  opt_->zero_grad();
+  loss.backward();
+  clock_->mark(s, 3);
+  hm[3] = Clock::now();
+  opt_->step();
+  clock_->mark(s, 4);
+  hm[4] = Clock::now();
+  return {loss, logits};
+}
+
+// One replay of the captured step: the pinned batch is copied into the graph's static buffers
+// (asynchronously) and the graph replayed. Phases: h2d, then the whole replay booked as
+// "forward" (backward and optimizer are inside it and read 0; docs/variants.md#cuda-graphs).
+void TrainLoop::graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s,
+                              Clock::time_point* hm) {
+  if (!filled) {
+    graph_->static_x().copy_(bx, /*non_blocking=*/true);
+    graph_->static_y().copy_(by, /*non_blocking=*/true);
+  }
+  clock_->mark(s, 1);
+  hm[1] = Clock::now();
+  graph_->replay();
+  for (int k = 2; k < PhaseClock::kMarks; ++k) clock_->mark(s, k);
+  hm[2] = hm[3] = hm[4] = Clock::now();
+}
+
+// Captures the training step with this step's batch (graph_step.h). Its warm-up steps train the
+// model on that batch (noted); a failed capture leaves the run eager with the reason recorded.
+void TrainLoop::try_capture(const torch::Tensor& x, const torch::Tensor& y) {
+  constexpr int kCaptureWarmup = 3;  // PyTorch's recipe (graph_step.h)
+  CaptureOutcome out = capture_train_step(*model_, *opt_, forward_, x, y, dev_, kCaptureWarmup);
+  if (out.step) {
+    graph_ = std::move(out.step);
+    r_.notes.push_back(fmt::format("CUDA graph captured at step {}: its {} warm-up steps trained on that step's batch "
+                                   "on a side stream (not counted in steps_completed)",
+                                   global_step_, kCaptureWarmup));
+  } else {
+    r_.variant_note = "graphs fell back to eager: " + out.fallback_reason;
+  }
 }
 
 // Books the step into its protocol window, feeds the hooks, opens/closes the headline window.
@@ -375,12 +470,7 @@ void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_poin
     case StepRole::kAfterProfile: after_ms_.add(step_ms); break;
     case StepRole::kWarmup: break;
   }
-  if (hooks_.on_phase_span) {
-    static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
-    hooks_.on_phase_span(step, "data", ns_since(spec_.origin, t0), ns_since(spec_.origin, t_data));
-    for (int k = 0; k < 4; ++k)
-      hooks_.on_phase_span(step, kPhase[k], ns_since(spec_.origin, hm[k]), ns_since(spec_.origin, hm[k + 1]));
-  }
+  if (hooks_.on_phase_span) phase_spans(step, t0, t_data, hm);
   if (hooks_.on_step_end) hooks_.on_step_end(step);
   if (!headline_open_ && !headline_closed_ && global_step_ == cfg_.warmup_steps && global_step_ < first_touched_)
     open_headline();
@@ -389,6 +479,20 @@ void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_poin
     close_headline(Clock::now());
     headline_closed_ = true;
   }
+}
+
+// The step's phase spans for the hooks: data, h2d, forward, backward, optimizer; a replayed
+// graph step has data, h2d and one "graph_replay" span.
+void TrainLoop::phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm) {
+  static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
+  auto ns = [&](Clock::time_point t) { return ns_since(spec_.origin, t); };
+  hooks_.on_phase_span(step, "data", ns(t0), ns(t_data));
+  hooks_.on_phase_span(step, "h2d", ns(hm[0]), ns(hm[1]));
+  if (replayed_) {
+    hooks_.on_phase_span(step, "graph_replay", ns(hm[1]), ns(hm[4]));
+    return;
+  }
+  for (int k = 1; k < 4; ++k) hooks_.on_phase_span(step, kPhase[k], ns(hm[k]), ns(hm[k + 1]));
 }
 
 bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
@@ -423,7 +527,7 @@ void TrainLoop::finish_epoch(EpochState& e) {
     close_headline(epoch_end);
     headline_open_ = !stop_;
   }
-  const double epoch_time = seconds(e.start, epoch_end);
+  const double epoch_time = seconds(e.start, epoch_end) - epoch_paused_s_;  // mid-epoch evaluations excluded
   train_time_ += epoch_time;
   // Phase means over the headline steps of this epoch.
   clock_->synchronize();
@@ -472,6 +576,65 @@ void TrainLoop::evaluate_epoch(EpochRecord& er) {
   er.test_accuracy_pct = acc;
   er.test_loss = tl;
   r_.test_accuracy_pct = acc;
+  check_target(acc, train_time_, er.end_ns);
+}
+
+// --eval-every-steps N with a target: the test set every N steps; the evaluation is outside the
+// training time and the headline window (both pause while it runs).
+void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
+  if (!r_.time_to_accuracy || cfg_.eval_every_steps <= 0 || global_step_ % cfg_.eval_every_steps != 0 || stop_) return;
+  device_synchronize(dev_);
+  const auto t0 = Clock::now();
+  const double trained_s = train_time_ + seconds(e.start, t0) - epoch_paused_s_;
+  const bool was_open = headline_open_;
+  if (was_open) close_headline(t0);
+  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+  (void)loss;
+  const auto t1 = Clock::now();
+  epoch_paused_s_ += seconds(t0, t1);
+  eval_time_total_ += seconds(t0, t1);
+  if (was_open) {
+    segment_start_ = t1;
+    headline_open_ = true;
+  }
+  check_target(acc, trained_s, ns_since(spec_.origin, t0));
+}
+
+// Books one evaluation against --target-accuracy; the first that reaches it ends the run.
+void TrainLoop::check_target(double accuracy_pct, double trained_s, int64_t end_ns) {
+  if (!r_.time_to_accuracy || r_.status == RunStatus::kInterrupted) return;
+  auto& t = *r_.time_to_accuracy;
+  ++t.evaluations;
+  t.best_accuracy_pct = std::max(t.best_accuracy_pct.value_or(accuracy_pct), accuracy_pct);
+  if (t.reached || accuracy_pct < t.target_pct) return;
+  t.reached = true;
+  t.time_s = trained_s;
+  t.samples = samples_total_;
+  t.steps = global_step_;
+  t.end_ns = end_ns;
+  stop_ = true;
+  r_.stopped_early = global_step_ < planned_train_steps(cfg_, n_, B_);
+  if (r_.stopped_early) r_.stop_reason = "target_accuracy";
+}
+
+void TrainLoop::target_figures() {
+  const auto& t = r_.time_to_accuracy;
+  if (!t || t->reached) return;
+  r_.notes.push_back(fmt::format("target accuracy {:.2f} % not reached: best {} in {} evaluation(s) over {} steps",
+                                 t->target_pct,
+                                 t->best_accuracy_pct ? fmt::format("{:.2f} %", *t->best_accuracy_pct) : "none",
+                                 t->evaluations, global_step_));
+}
+
+// MFU (trainscope/mfu.h): 3 x forward FLOPs x samples/s against the peak of the variant's precision.
+void TrainLoop::mfu_figures() {
+  auto f = compute_mfu(r_.forward_flops_per_sample, r_.steady_samples_per_s, spec_.device, r_.device_name,
+                       variant_.bf16, variant_.tf32);
+  r_.train_flops_per_s = f.train_flops_per_s;
+  r_.mfu_pct = f.mfu_pct;
+  r_.peak_flops_per_s = f.peak_flops_per_s;
+  r_.mfu_precision = f.precision;
+  r_.mfu_note = f.note;
 }
 
 // The run's figures: headline samples/s and phases, self-perturbation, epoch times.
@@ -509,6 +672,8 @@ void TrainLoop::figures() {
                                    "set --profile-skip or --max-steps to profile such runs",
                                    global_step_, planned_train_steps(cfg_, n_, B_)));
   epoch_time_figures();
+  mfu_figures();
+  target_figures();
 }
 
 void TrainLoop::epoch_time_figures() {
@@ -559,6 +724,9 @@ void TrainLoop::wrap_up() {
 
 void TrainLoop::run() {
   describe_run();
+  // The variant's autocast and TF32 switches, restored when the run ends (or throws); inference
+  // after training (the on_trained hook) runs under them too.
+  VariantGuard guard(variant_, dev_);
   set_up();
   train_start_ = Clock::now();
   if (cfg_.warmup_steps == 0 && first_touched_ > 0) open_headline();

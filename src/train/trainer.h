@@ -13,6 +13,7 @@
 #include "trainscope/dataset.h"
 #include "trainscope/progress.h"
 #include "trainscope/run_record.h"
+#include "trainscope/variants.h"
 #include "workload/model.h"
 
 namespace trainscope {
@@ -38,6 +39,7 @@ struct RunSpec {
   /// the headline window ends before its first touched step (docs/profiling.md#measurement-protocol).
   std::optional<ProfileConfig> profile;
   bool profile_skip_first_auto = false;  // `profile` had skip_first = -1 (auto) before resolving
+  std::string variant = "eager";  // canonical execution variant (trainscope/variants.h)
 };
 
 /// Optimizer steps a run plans: epochs x ceil(train_count / batch), or max_steps when smaller.

@@ -12,6 +12,7 @@
 #include "settings_cli.h"
 #include "train/device.h"
 #include "workload/model.h"
+#include "trainscope/variants.h"
 #include "trainscope/config.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
@@ -82,12 +83,12 @@ class ConsoleReporter final : public Reporter {
     ++done_;
     if (r.status == RunStatus::kOk)
       fmt::print("[{}/{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", done_, planned_, r.device,
-                 r.model, r.batch_size, r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
+                 model_with_variant(r.model, r.variant), r.batch_size, r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
                  r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
                  format_duration(r.train_time_s));
     else
-      fmt::print("[{}/{}] {} {} b{}: {}: {}\n", done_, planned_, r.device, r.model, r.batch_size, to_string(r.status),
-                 r.failure_reason);
+      fmt::print("[{}/{}] {} {} b{}: {}: {}\n", done_, planned_, r.device, model_with_variant(r.model, r.variant),
+                 r.batch_size, to_string(r.status), r.failure_reason.empty() ? r.variant_note : r.failure_reason);
     print_inference(r);
     std::fflush(stdout);
   }

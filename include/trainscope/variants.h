@@ -1,0 +1,56 @@
+// Execution variants: how one cell of the matrix executes its training step (docs/variants.md).
+// A variant is a matrix dimension like the batch size: `--variants eager,bf16,graphs+bf16`
+// (TOML train.variants) runs every cell once per variant and records the variant in the run
+// record (`variant`, part of the run id except for eager).
+//
+// Names: "eager" (LibTorch's default: fp32, NCHW, one kernel launch per operator) or a '+'
+// combination of the techniques below (order free; written in this canonical order):
+//   graphs        the whole training step captured once as a CUDA graph and replayed (CUDA only)
+//   bf16          autocast to bfloat16 for the forward pass (CPU and CUDA; no grad scaler)
+//   tf32          TF32 tensor cores for fp32 matrix products and convolutions (CUDA only)
+//   channels_last 4-D parameters and inputs in NHWC memory layout (models with convolutions)
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace trainscope {
+
+struct Variant {
+  bool graphs = false, bf16 = false, tf32 = false, channels_last = false;
+
+  /// The canonical name: "eager" when no technique is on, else the techniques joined by '+'
+  /// in the order graphs, bf16, tf32, channels_last ("graphs+bf16").
+  std::string name() const;
+  bool eager() const { return !graphs && !bf16 && !tf32 && !channels_last; }
+  /// Techniques that need a CUDA device (graphs, tf32).
+  bool gpu_only() const { return graphs || tf32; }
+  bool operator==(const Variant&) const = default;
+};
+
+/// The technique names a variant may combine, in canonical order.
+const std::vector<std::string>& variant_techniques();
+
+/// Parses "eager", "bf16", "graphs+bf16", ... (case-sensitive, no spaces). Throws
+/// Error(kInvalidArgument) naming the value, `where` (e.g. "--variants; TOML key train.variants"),
+/// the valid names and an example when a part is unknown, repeated, empty, or "eager" is
+/// combined with a technique.
+Variant parse_variant(const std::string& text, std::string_view where);
+
+/// Why `v` does not apply to a run on `device` ("cpu", "cuda:0") of a model that has (or has
+/// not) 4-D parameters (convolutions), e.g. "not applicable on cpu: graphs needs a CUDA device";
+/// "" when it applies.
+std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params);
+
+/// The run id suffix of a variant: "" for eager, "-bf16", "-graphs+bf16" otherwise.
+std::string variant_run_id_suffix(const std::string& variant);
+
+/// How reports and compare name a workload with its variant: "cnn" (eager), "cnn [bf16]".
+/// Cells of different variants are different workloads: never repeats of one another.
+std::string model_with_variant(const std::string& model, const std::string& variant);
+/// The inverse: {"cnn", "bf16"} from "cnn [bf16]", {"cnn", "eager"} from "cnn".
+std::pair<std::string, std::string> split_model_variant(const std::string& label);
+
+}  // namespace trainscope

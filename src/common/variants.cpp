@@ -1,0 +1,85 @@
+#include "trainscope/variants.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "trainscope/error.h"
+
+namespace trainscope {
+
+namespace {
+
+// The member of a Variant each technique name sets, in canonical order.
+bool Variant::*technique_member(size_t i) {
+  static bool Variant::*const kMembers[] = {&Variant::graphs, &Variant::bf16, &Variant::tf32, &Variant::channels_last};
+  return kMembers[i];
+}
+
+[[noreturn]] void bad_variant(const std::string& text, std::string_view where, const std::string& what) {
+  throw_error(ErrorKind::kInvalidArgument,
+              fmt::format("variant '{}': {}; use eager or a '+' combination of {}, e.g. eager,bf16,graphs+bf16 ({})",
+                          text, what, fmt::join(variant_techniques(), ", "), where));
+}
+
+}  // namespace
+
+const std::vector<std::string>& variant_techniques() {
+  static const std::vector<std::string> kNames = {"graphs", "bf16", "tf32", "channels_last"};
+  return kNames;
+}
+
+std::string Variant::name() const {
+  std::vector<std::string> on;
+  for (size_t i = 0; i < variant_techniques().size(); ++i)
+    if (this->*technique_member(i)) on.push_back(variant_techniques()[i]);
+  return on.empty() ? "eager" : fmt::format("{}", fmt::join(on, "+"));
+}
+
+Variant parse_variant(const std::string& text, std::string_view where) {
+  if (text == "eager") return Variant{};
+  Variant v;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t plus = text.find('+', start);
+    std::string part = text.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    if (part.empty()) bad_variant(text, where, "an empty part");
+    if (part == "eager") bad_variant(text, where, "eager cannot be combined with a technique");
+    const auto& names = variant_techniques();
+    auto it = std::find(names.begin(), names.end(), part);
+    if (it == names.end()) bad_variant(text, where, fmt::format("unknown part '{}'", part));
+    bool& on = v.*technique_member(static_cast<size_t>(it - names.begin()));
+    if (on) bad_variant(text, where, fmt::format("'{}' appears twice", part));
+    on = true;
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return v;
+}
+
+std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params) {
+  if (device.rfind("cuda", 0) != 0) {
+    if (v.graphs) return fmt::format("not applicable on {}: graphs needs a CUDA device", device);
+    if (v.tf32) return fmt::format("not applicable on {}: tf32 needs a CUDA device (Ampere or newer)", device);
+  }
+  if (v.channels_last && !model_has_4d_params)
+    return "not applicable: channels_last needs a model with 4-D parameters (convolutions); this one has none";
+  return "";
+}
+
+std::string variant_run_id_suffix(const std::string& variant) {
+  return variant.empty() || variant == "eager" ? "" : "-" + variant;
+}
+
+std::string model_with_variant(const std::string& model, const std::string& variant) {
+  return variant.empty() || variant == "eager" ? model : fmt::format("{} [{}]", model, variant);
+}
+
+std::pair<std::string, std::string> split_model_variant(const std::string& label) {
+  const auto open = label.rfind(" [");
+  if (open == std::string::npos || label.back() != ']') return {label, "eager"};
+  return {label.substr(0, open), label.substr(open + 2, label.size() - open - 3)};
+}
+
+}  // namespace trainscope

@@ -1,0 +1,156 @@
+// Variants (trainscope/variants.h), MFU (trainscope/mfu.h) and their record fields.
+#include <gtest/gtest.h>
+
+#include "results/record_json.h"
+#include "trainscope/config.h"
+#include "trainscope/error.h"
+#include "trainscope/mfu.h"
+#include "trainscope/run_record.h"
+#include "trainscope/variants.h"
+
+using namespace trainscope;
+
+namespace {
+
+std::string what_of_parse(const std::string& v) {
+  try {
+    parse_variant(v, "--variants");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Variants, ParseCanonicalNames) {
+  EXPECT_TRUE(parse_variant("eager", "x").eager());
+  EXPECT_EQ(parse_variant("eager", "x").name(), "eager");
+  auto v = parse_variant("bf16+graphs", "x");
+  EXPECT_TRUE(v.graphs);
+  EXPECT_TRUE(v.bf16);
+  EXPECT_FALSE(v.tf32);
+  EXPECT_EQ(v.name(), "graphs+bf16");  // canonical order, whatever the order given
+  EXPECT_EQ(parse_variant("channels_last+tf32", "x").name(), "tf32+channels_last");
+  EXPECT_TRUE(parse_variant("tf32", "x").gpu_only());
+  EXPECT_FALSE(parse_variant("bf16+channels_last", "x").gpu_only());
+}
+
+TEST(Variants, BadNamesSayWhatAndHow) {
+  auto m = what_of_parse("fp16");
+  EXPECT_NE(m.find("unknown part 'fp16'"), std::string::npos) << m;
+  EXPECT_NE(m.find("--variants"), std::string::npos) << m;
+  EXPECT_NE(m.find("graphs, bf16, tf32, channels_last"), std::string::npos) << m;
+  EXPECT_NE(what_of_parse("bf16+bf16").find("appears twice"), std::string::npos);
+  EXPECT_NE(what_of_parse("eager+bf16").find("cannot be combined"), std::string::npos);
+  EXPECT_NE(what_of_parse("graphs+").find("empty part"), std::string::npos);
+  EXPECT_NE(what_of_parse("").find("empty part"), std::string::npos);
+}
+
+TEST(Variants, NotApplicableRules) {
+  auto na = [](const std::string& v, const std::string& dev, bool conv) {
+    return variant_not_applicable(parse_variant(v, "x"), dev, conv);
+  };
+  EXPECT_EQ(na("eager", "cpu", false), "");
+  EXPECT_EQ(na("bf16", "cpu", false), "");
+  EXPECT_EQ(na("graphs", "cuda:0", false), "");
+  EXPECT_EQ(na("tf32+channels_last", "cuda:1", true), "");
+  EXPECT_EQ(na("graphs", "cpu", true).rfind("not applicable on cpu", 0), 0u);
+  EXPECT_EQ(na("tf32", "cpu", true).rfind("not applicable on cpu", 0), 0u);
+  EXPECT_NE(na("channels_last", "cuda:0", false).find("4-D parameters"), std::string::npos);
+  EXPECT_NE(na("bf16+channels_last", "cpu", false), "");
+}
+
+TEST(Variants, RunIdSuffixAndWorkloadName) {
+  EXPECT_EQ(variant_run_id_suffix("eager"), "");
+  EXPECT_EQ(variant_run_id_suffix("graphs+bf16"), "-graphs+bf16");
+  EXPECT_EQ(model_with_variant("cnn", "eager"), "cnn");
+  EXPECT_EQ(model_with_variant("cnn", "bf16"), "cnn [bf16]");
+}
+
+TEST(Variants, ValidatedInTheSettingsTable) {
+  MatrixConfig m;
+  m.train.variants = {"eager", "bf16", "graphs+bf16"};
+  EXPECT_NO_THROW(validate(m));
+  m.train.variants = {"eager", "bogus"};
+  try {
+    validate(m);
+    ADD_FAILURE() << "an unknown variant was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TOML key train.variants"), std::string::npos) << e.what();
+  }
+  m.train.variants = {"graphs+bf16", "bf16+graphs"};  // one variant twice
+  EXPECT_THROW(validate(m), Error);
+  m.train.variants = {};
+  EXPECT_THROW(validate(m), Error);
+  m.train.variants = {"eager"};
+  m.train.target_accuracy_pct = 101;
+  EXPECT_THROW(validate(m), Error);
+}
+
+TEST(Mfu, HandValuesForMlpOnH200) {
+  const double fwd = 2.0 * (784 * 128 + 128 * 10);  // mlp 784-128-10, FLOPs per sample
+  auto f = compute_mfu(fwd, 1e6, "cuda:0", "NVIDIA H200", /*bf16=*/true, /*tf32=*/false);
+  ASSERT_TRUE(f.train_flops_per_s && f.mfu_pct && f.peak_flops_per_s);
+  EXPECT_DOUBLE_EQ(*f.train_flops_per_s, 3.0 * fwd * 1e6);
+  EXPECT_DOUBLE_EQ(*f.peak_flops_per_s, 989.4e12);
+  EXPECT_NEAR(*f.mfu_pct, 100.0 * 3.0 * fwd * 1e6 / 989.4e12, 1e-12);
+  EXPECT_EQ(f.precision, "bf16");
+  EXPECT_EQ(f.note, "");
+  auto fp32 = compute_mfu(fwd, 1e6, "cuda:0", "NVIDIA H200", false, false);
+  EXPECT_DOUBLE_EQ(*fp32.peak_flops_per_s, 67e12);
+  auto tf32 = compute_mfu(fwd, 1e6, "cuda:0", "NVIDIA A100-SXM4-80GB", false, true);
+  EXPECT_DOUBLE_EQ(*tf32.peak_flops_per_s, 156e12);
+  EXPECT_EQ(tf32.precision, "tf32");
+}
+
+TEST(Mfu, PeaksMatchByNameAndCpuHasNone) {
+  EXPECT_EQ(find_device_peak("NVIDIA H200")->name, "NVIDIA H200 SXM");
+  EXPECT_EQ(find_device_peak("NVIDIA H100 80GB HBM3")->name, "NVIDIA H100 SXM");
+  EXPECT_EQ(find_device_peak("NVIDIA H100 PCIe"), nullptr);  // another peak: not guessed
+  EXPECT_EQ(find_device_peak("NVIDIA H200 NVL"), nullptr);
+  EXPECT_EQ(find_device_peak("NVIDIA RTX A6000")->bf16_tflops, 154.8);
+  auto cpu = compute_mfu(1000.0, 50.0, "cpu", "AMD EPYC", false, false);
+  EXPECT_DOUBLE_EQ(*cpu.train_flops_per_s, 150000.0);
+  EXPECT_FALSE(cpu.mfu_pct);
+  EXPECT_NE(cpu.note.find("MFU absent on cpu"), std::string::npos);
+  auto unknown = compute_mfu(1000.0, 50.0, "cuda:0", "NVIDIA T4", false, false);
+  EXPECT_FALSE(unknown.mfu_pct);
+  EXPECT_NE(unknown.note.find("NVIDIA T4"), std::string::npos);
+  EXPECT_FALSE(compute_mfu(std::nullopt, 50.0, "cuda:0", "NVIDIA H200", false, false).train_flops_per_s);
+}
+
+TEST(Variants, RecordFieldsRoundTripAndCsvColumns) {
+  RunRecord r;
+  r.run_id = "cpu-cnn-b64-r0-bf16";
+  r.variant = "bf16";
+  r.status = RunStatus::kNotApplicable;
+  r.variant_note = "not applicable on cpu: x";
+  r.mfu_pct = 12.5;
+  r.time_to_accuracy = TimeToAccuracy{.target_pct = 80, .reached = true, .time_s = 1.5, .samples = 640};
+  auto back = run_record_from_json(to_json(r));
+  EXPECT_EQ(back.variant, "bf16");
+  EXPECT_EQ(back.status, RunStatus::kNotApplicable);
+  EXPECT_EQ(to_string(back.status), "not_applicable");
+  EXPECT_EQ(back.variant_note, r.variant_note);
+  EXPECT_EQ(back.mfu_pct, 12.5);
+  ASSERT_TRUE(back.time_to_accuracy);
+  EXPECT_EQ(back.time_to_accuracy->samples, 640);
+  auto header = csv_header();
+  auto row = csv_row(r);
+  ASSERT_EQ(header.size(), row.size());
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return row[i];
+    ADD_FAILURE() << "no column " << name;
+    return std::string();
+  };
+  EXPECT_EQ(col("variant"), "bf16");
+  EXPECT_EQ(col("target_reached"), "true");
+  EXPECT_EQ(col("samples_to_target"), "640");
+  // an older record without the key reads as eager
+  auto j = to_json(r);
+  j.erase("variant");
+  EXPECT_EQ(run_record_from_json(j).variant, "eager");
+}
