@@ -47,11 +47,21 @@ struct CompareResult {
   /// Differences between the two sides that make the comparison questionable (data set,
   /// complete vs stopped runs); printed as warnings, they do not change the verdict.
   std::vector<std::string> warnings;
+  /// compare_inputs: each side's host (Provenance::host and its description) and what differs
+  /// between the two provenances besides the workload (LibTorch version, threads, CPU, ...).
+  std::string host_a, host_b;
+  std::vector<std::string> provenance_differences;
 };
-/// Pairs cells by (device, model, batch size) and compares the median of `metric` over repeats.
+/// Pairs cells by device and workload identity (trainscope/report.h Workload: model, data set,
+/// batch size, seed) and compares the median of `metric` over repeats; a cell on one side only is
+/// listed as not comparable (only_in_a / only_in_b), never compared.
 /// A row regressed when B is worse than A by more than threshold_pct and the difference is not noise.
 CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b,
                            const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
+/// compare_runs on two run sets that keep their provenance (folders from different hosts): the
+/// result names both hosts and lists the provenance differences.
+CompareResult compare_inputs(const ReportInput& a, const ReportInput& b,
+                             const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
 std::string render_compare(const CompareResult& c, const std::string& label_a, const std::string& label_b);
 
 }  // namespace trainscope

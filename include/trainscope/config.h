@@ -87,6 +87,16 @@ struct InferenceConfig {
   double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
 };
 
+/// `--batch-sizes auto` (trainscope/batch_sweep.h): per device and model, the batch size doubles
+/// from the smallest batch size of the matrix until throughput stops rising (or memory or the
+/// data set runs out).
+struct BatchSweepConfig {
+  bool enabled = false;
+  int64_t start = 16;          // samples; the batch sizes when `--batch-sizes auto` gives no number
+  double min_gain_pct = 5;     // a doubling must raise steady samples/s by at least this much
+  int64_t max_batch = 65536;   // samples; never beyond
+};
+
 /// The experiment matrix: devices x models x batch sizes x repeats.
 struct MatrixConfig {
   std::vector<std::string> devices;    // empty = "cpu" plus every visible CUDA device
@@ -105,6 +115,7 @@ struct MatrixConfig {
   InferenceConfig inference;
   std::string history_db;                   // "" = <out_dir>/history.sqlite
   bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
+  BatchSweepConfig batch_sweep;             // batch_sizes = the sweep's start when enabled
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

@@ -61,6 +61,16 @@ class HistoryDb {
   /// Runs of one matrix (by id) / one run row; with their records and the matrix provenance.
   ReportInput load_matrix(int64_t matrix_id) const;
   ReportInput load_run(int64_t run_row_id) const;
+  /// `trainscope history import DIR`: the runs of a run folder, possibly made on another host,
+  /// as one matrix with the folder's provenance (its host and date). Idempotent: a matrix with
+  /// the same provenance host and date is already there (imported, or recorded by the run
+  /// itself) and nothing is added. Returns the matrix id and whether it was added.
+  struct Imported {
+    int64_t matrix_id = 0;
+    bool added = false;
+    size_t runs = 0;
+  };
+  Imported import_runs(const ReportInput& in);
   /// The newest matrix id recorded for `run_dir`.
   std::optional<int64_t> matrix_id_for_dir(const std::string& run_dir) const;
 

@@ -41,10 +41,28 @@ Stat make_stat(const std::vector<double>& values);
 /// ranges overlap (the difference is within the run-to-run spread).
 bool within_noise(const Stat& a, const Stat& b);
 
-/// One (device, model, batch size): all repeats that finished with status ok.
+/// The workload identity: what makes runs the same experiment on any machine. Runs with equal
+/// identities are comparable across hosts; anything else that differs (LibTorch version,
+/// threads, CPU) is reported as a difference, never used to pair runs. The one place it is
+/// defined: a new dimension (e.g. a variant) is one more field here and one line in workload_of.
+struct WorkloadId {
+  std::string model, dataset;   // dataset: RunRecord::dataset ("" when not recorded)
+  int64_t batch_size = 0;       // samples
+  uint64_t seed = 0;
+  bool operator==(const WorkloadId&) const = default;
+};
+WorkloadId workload_of(const RunRecord& r);
+/// A sort key (model, batch, data set, seed) and a label: "`mlp` b64 (fashion-mnist, seed 1)".
+std::string workload_key(const WorkloadId& w);
+std::string workload_label(const WorkloadId& w);
+
+/// One (host, device, workload): all repeats that finished with status ok.
 struct Cell {
   std::string device, device_name, model;
   int64_t batch_size = 0;
+  WorkloadId workload;
+  std::string host;              // Provenance::host of the runs' folder
+  std::string verdict;           // one line: how this cell compares within its model (analyze)
   int runs_ok = 0, runs_failed = 0;
   std::vector<std::string> run_ids;
   int64_t epochs_requested = 0;
@@ -75,9 +93,11 @@ struct Cell {
   std::vector<std::string> absent_reasons;      // notes of the runs (why a value is missing)
 };
 
-/// A GPU cell against the CPU cell of the same model and batch size.
+/// A GPU cell against the CPU cell of the same workload (same host when it has one, else the
+/// CPU of another host: a laptop CPU against a cloud GPU).
 struct DeviceComparison {
   std::string model, gpu_device;
+  std::string gpu_host, cpu_host;
   int64_t batch_size = 0;
   std::optional<double> speedup;          // gpu samples/s / cpu samples/s
   bool noise = false;                     // samples/s ranges overlap
@@ -111,13 +131,15 @@ struct GpuBalance {
 
 /// Thresholds of the advice rules (docs/report.md#advice-rules gives their sources).
 struct AdviceThresholds {
+  /// batch_size: a larger measured batch is recommended when it raised samples/s by at least
+  /// this much over the smaller one (the sweep's saturation rule, trainscope/batch_sweep.h).
+  double batch_gain_pct = 5;
   double low_gpu_util_pct = 50;     // mean NVML utilisation below this: the GPU waits
   double low_sm_activity_pct = 30;  // mean SM activity below this: kernels too small to fill it
   double data_share_pct = 20;       // data loading above this share of the step
   double h2d_share_pct = 15;        // host-to-device copies above this share of the step
-  double memory_headroom_pct = 50;  // peak reserved below this share of device memory
+  double memory_headroom_pct = 50;  // batch_sweep: one batch size ran and peak reserved stayed below this share
   double unbalanced_power_ratio = 0.5;  // least-loaded GPU power below this fraction of the most
-  double memory_safety_fraction = 0.9;  // share of device memory a batch estimate may fill
   /// cpu_contention: a CPU run's process used fewer cores than this fraction of its intra-op
   /// threads (telemetry process_cpu_pct_mean / 100) ...
   double cpu_contention_core_ratio = 0.75;
@@ -128,14 +150,37 @@ struct AdviceThresholds {
   double noisy_headline_ratio = 1.0;
 };
 
+/// One firing of a rule on one cell (or run). The renderings group them: one item per rule
+/// (AdviceItem), listing every cell it fired on.
 struct Advice {
-  std::string rule;        // "low_utilisation", "data_loading", "h2d_copies", "memory_headroom",
-                           // "cpu_faster", "throttling", "unbalanced_gpus", "cpu_contention",
-                           // "noisy_headline", "variant_gain", "variant_untried" (docs/variants.md)
-  std::string device, model;
+  std::string rule;        // "low_utilisation", "data_loading", "h2d_copies", "batch_size",
+                           // "batch_sweep", "cpu_faster", "throttling", "unbalanced_gpus",
+                           // "cpu_contention", "noisy_headline", "variant_gain", "variant_untried"
+                           // (docs/variants.md)
+  std::string device, model, host;
   int64_t batch_size = 0;  // 0: not about one batch size
   std::string advice;      // what to do
   std::string evidence;    // the measurement that fired the rule, with its number and source
+};
+
+/// One rule's advice: what to do (the distinct advice texts of its firings, usually one) and
+/// every cell it fired on with the measurement ("where: evidence").
+struct AdviceItem {
+  std::string rule;
+  std::vector<std::string> advice;
+  std::vector<std::string> fired_on;
+};
+std::vector<AdviceItem> group_advice(const std::vector<Advice>& advice);
+
+/// Batch-size scaling of one (host, device, model, data, seed): the measured batch sizes in
+/// order, the saturation point and why a sweep would stop there (the rule of
+/// trainscope/batch_sweep.h replayed on the measurements).
+struct BatchScaling {
+  std::string host, device, model;
+  std::vector<int64_t> batch_sizes;
+  std::vector<std::optional<double>> samples_per_s, test_accuracy_pct;
+  std::optional<int64_t> saturation_batch;
+  std::string stop_reason;  // "" when the measured batches still rose at the largest one
 };
 
 struct Answer {
@@ -144,10 +189,39 @@ struct Answer {
   std::vector<std::string> sentences;
 };
 
-struct ReportInput {
+struct ReportSource {
   Provenance provenance;
+  std::string run_dir;
+};
+struct ReportInput {
+  Provenance provenance;   // the first source's when several were merged
   std::vector<RunRecord> runs;
   std::string run_dir;     // "" when built from history without a folder
+  /// Several folders (trainscope report A B ...), merged by merge_inputs: one source per folder
+  /// and run_source[i] the source of runs[i]. Empty for one folder: every run has `provenance`.
+  std::vector<ReportSource> sources;
+  std::vector<size_t> run_source;
+};
+/// The runs of several folders (possibly from different hosts) as one input, each run keeping
+/// its folder's provenance. Throws Error(kInvalidArgument) when `parts` is empty.
+ReportInput merge_inputs(const std::vector<ReportInput>& parts);
+const Provenance& provenance_of(const ReportInput& in, size_t run_index);
+
+/// The same workloads measured on two hosts (sources[0] against sources[k]).
+struct HostComparison {
+  std::string host_a, host_b;             // "host (date, CPU, GPUs)"
+  /// Anything other than the workload that differs: LibTorch version, intra-op threads, CPU,
+  /// trainscope version, data sets. Printed with the comparison; never used to pair runs.
+  std::vector<std::string> differences;
+  struct Row {
+    std::string workload;                 // workload_label
+    std::string device_a, device_b;       // the fastest device of the workload on each host
+    Stat samples_per_s_a, samples_per_s_b;
+    std::optional<double> ratio;          // b / a (> 1: host b faster)
+    bool noise = false;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> not_comparable;  // "label: only on host X" for workloads on one side
 };
 
 struct Analysis {
@@ -157,6 +231,9 @@ struct Analysis {
   std::vector<GpuBalance> balance;
   std::vector<Answer> answers;
   std::vector<Advice> advice;
+  std::vector<BatchScaling> batch_scaling;
+  std::vector<HostComparison> host_comparisons;
+  bool multi_host = false;          // the runs come from several hosts (cells name them)
   std::vector<std::string> notes;   // e.g. "single repeat: no spread, no difference is called noise"
   bool has_gpu = false, has_cpu = false, has_repeats = false;
 };

@@ -32,7 +32,8 @@ void add_top_level(std::vector<Setting>& t) {
                .note = "[] = cpu and every visible GPU", .field = TS_FIELD(devices)});
   t.push_back({.key = "models", .flag = "-m,--models", .noun = "model",
                .help = "models: mlp, cnn, resnet18, vgg11 or a TorchScript file (.pt)", .field = TS_FIELD(models)});
-  t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size", .help = "training batch sizes",
+  t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size",
+               .help = "training batch sizes; auto (or 32,auto): the batch sweep (batch_sweep.*)",
                .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sizes)});
   t.push_back({.key = "repeats", .flag = "--repeats", .noun = "repeats",
                .help = "repeats of every cell (median and spread are reported)", .range = {.min = 1, .max = 1000},
@@ -226,6 +227,29 @@ void add_inference(std::vector<Setting>& t) {
          TS_FIELD(inference.server_budget_s));
 }
 
+bool when_sweep(const MatrixConfig& m) { return m.batch_sweep.enabled; }
+
+// --batch-sizes auto (trainscope/batch_sweep.h); `--batch-sizes auto` sets batch_sweep.enabled
+// (tools/trainscope/cmd_run.cpp).
+void add_batch_sweep(std::vector<Setting>& t) {
+  t.push_back({.key = "batch_sweep.enabled", .flag = "--batch-sweep",
+               .help = "sweep the batch size: double it from the smallest batch size until steady samples/s rises "
+                       "by less than batch_sweep.min_gain_pct, memory or the data set runs out (same as "
+                       "--batch-sizes auto)",
+               .field = TS_FIELD(batch_sweep.enabled)});
+  t.push_back({.key = "batch_sweep.start", .noun = "batch sweep start",
+               .help = "first batch size of `--batch-sizes auto` when no number is given with it", .unit = "samples",
+               .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sweep.start), .applies = when_sweep,
+               .applies_text = "batch_sweep.enabled"});
+  t.push_back({.key = "batch_sweep.min_gain_pct", .flag = "--batch-sweep-min-gain", .noun = "batch sweep minimum gain",
+               .help = "a doubling of the batch must raise steady samples/s by at least this much, else the sweep stops",
+               .unit = "%", .range = {.min = 0, .max = 1000}, .field = TS_FIELD(batch_sweep.min_gain_pct),
+               .applies = when_sweep, .applies_text = "batch_sweep.enabled"});
+  t.push_back({.key = "batch_sweep.max_batch", .noun = "batch sweep maximum", .help = "largest batch size the sweep tries",
+               .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sweep.max_batch),
+               .applies = when_sweep, .applies_text = "batch_sweep.enabled"});
+}
+
 #undef TS_FIELD
 
 // Whole numbers as integers ("1000000000", not "1e+09"), others as the shortest exact form.
@@ -400,6 +424,7 @@ const std::vector<Setting>& settings() {
     add_telemetry(t);
     add_profile(t);
     add_inference(t);
+    add_batch_sweep(t);
     return t;
   }();
   return table;

@@ -18,7 +18,9 @@ namespace {
 
 std::string pct(double v) { return fmt_num(v) + " %"; }
 
-std::string where(const Cell& c) { return fmt::format("`{}` batch {} on {}", c.model, c.batch_size, c.device); }
+std::string where(const Cell& c) {
+  return fmt::format("`{}` batch {} on {}{}", c.model, c.batch_size, c.device, c.host.empty() ? "" : " (" + c.host + ")");
+}
 
 bool data_bound(const Cell& c, const AdviceThresholds& t) {
   return c.data_share_pct.ok() && c.data_share_pct.median >= t.data_share_pct;
@@ -51,7 +53,7 @@ void low_utilisation(const Cell& c, const AdviceThresholds& t, Analysis& a) {
   add(a, "low_utilisation", &c,
       data_bound(c, t) ? "The GPU waits for data: data loading is the bottleneck. Prepare batches ahead (more loader "
                          "threads, prefetching, data decoded once and kept in memory) before raising the batch size."
-                       : "The GPU is under-used: raise the batch size (see the memory headroom advice) or use a "
+                       : "The GPU is under-used: raise the batch size (see the batch_size advice) or use a "
                          "larger model per step; small kernels leave SMs idle.",
       ev);
 }
@@ -66,60 +68,60 @@ void h2d_copies(const Cell& c, const AdviceThresholds& t, Analysis& a) {
                   pct(c.h2d_share_pct.median), fmt_num(t.h2d_share_pct)));
 }
 
-struct BatchEstimate {
-  std::optional<double> max_batch;
-  std::string how;
-};
-
-// Largest batch within memory_safety_fraction of the device. Two batch sizes measured:
-// allocated = fixed + per_sample * batch (a line through both). One: allocated scaled
-// linearly with the batch (a lower bound: the fixed part does not grow).
-BatchEstimate estimate_max_batch(const Cell& c, const std::vector<Cell>& cells, double budget) {
-  BatchEstimate e;
-  const Cell* other = nullptr;
-  for (const auto& o : cells)
-    if (&o != &c && o.device == c.device && o.model == c.model && o.batch_size != c.batch_size &&
-        o.device_peak_allocated_bytes.ok())
-      other = &o;
-  const double mine = c.device_peak_allocated_bytes.median;
-  if (other) {
-    const double theirs = other->device_peak_allocated_bytes.median;
-    double per = (mine - theirs) / static_cast<double>(c.batch_size - other->batch_size);
-    double fixed = mine - per * static_cast<double>(c.batch_size);
-    if (per > 0) {
-      e.max_batch = (budget - fixed) / per;
-      e.how = fmt::format("line through batch {} ({}) and batch {} ({}): {} per sample + {} fixed", other->batch_size,
-                          fmt_bytes(theirs), c.batch_size, fmt_bytes(mine), fmt_bytes(per), fmt_bytes(fixed));
-    }
-  }
-  if (!e.max_batch) {
-    e.max_batch = static_cast<double>(c.batch_size) * budget / mine;
-    e.how = "peak allocated scaled linearly with the batch (a lower bound)";
-  }
-  return e;
+// Where a batch-size series is: "`cnn` on cuda:0" (with its host when several hosts ran).
+std::string series_where(const Analysis& a, const BatchScaling& s) {
+  return a.multi_host ? fmt::format("`{}` on {} ({})", s.model, s.device, s.host) : fmt::format("`{}` on {}", s.model, s.device);
 }
 
-void memory_headroom(const Cell& c, const AdviceThresholds& t, Analysis& a) {
-  if (!is_gpu(c.device) || !c.device_memory_total_bytes) return;
-  if (!c.device_peak_reserved_bytes.ok() && !c.device_peak_allocated_bytes.ok()) return;
-  double total = static_cast<double>(*c.device_memory_total_bytes);
-  double used = c.device_peak_reserved_bytes.ok() ? c.device_peak_reserved_bytes.median : c.device_peak_allocated_bytes.median;
-  double used_pct = 100.0 * used / total;
-  if (used_pct >= t.memory_headroom_pct || !c.device_peak_allocated_bytes.ok() || c.device_peak_allocated_bytes.median <= 0)
-    return;
-  auto est = estimate_max_batch(c, a.cells, t.memory_safety_fraction * total);
-  int64_t max_b = static_cast<int64_t>(std::floor(*est.max_batch));
-  int64_t pow2 = 1;
-  while (pow2 * 2 <= max_b) pow2 *= 2;
-  if (max_b <= c.batch_size) return;
-  add(a, "memory_headroom", &c,
-      fmt::format("Memory headroom: a batch of about {} should fit ({} % of device memory); the largest power of two "
-                  "below it is {}. A larger batch usually raises utilisation; re-tune the learning rate when you "
-                  "change it.",
-                  max_b, fmt_num(t.memory_safety_fraction * 100), pow2),
-      fmt::format("{}: peak {} {} of {} device memory ({} < {} %); estimate from {}", where(c),
-                  c.device_peak_reserved_bytes.ok() ? "reserved" : "allocated", fmt_bytes(used), fmt_bytes(total),
-                  pct(used_pct), fmt_num(t.memory_headroom_pct), est.how));
+std::string series_numbers(const BatchScaling& s) {
+  std::string v, acc;
+  for (size_t i = 0; i < s.batch_sizes.size(); ++i) {
+    v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i], s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "failed");
+    if (s.test_accuracy_pct[i]) acc += fmt::format("{}b{} {}", acc.empty() ? "" : ", ", s.batch_sizes[i], pct(*s.test_accuracy_pct[i]));
+  }
+  return fmt::format("samples/s {}; test accuracy {}", v, acc.empty() ? "not measured" : acc);
+}
+
+// A larger measured batch trained clearly faster: recommend the saturation point (the smallest
+// batch within batch_gain_pct of the best), from measured throughput, never from memory alone.
+void batch_size(const ReportInput&, const AdviceThresholds& t, Analysis& a) {
+  for (const auto& s : a.batch_scaling) {
+    if (!s.saturation_batch || !s.samples_per_s.front() || *s.saturation_batch == s.batch_sizes.front()) continue;
+    size_t i = std::find(s.batch_sizes.begin(), s.batch_sizes.end(), *s.saturation_batch) - s.batch_sizes.begin();
+    const double gain = (*s.samples_per_s[i] / *s.samples_per_s.front() - 1) * 100;
+    if (gain < t.batch_gain_pct) continue;
+    const Cell* c = find_cell(a.cells, s.device, s.model, *s.saturation_batch, s.host);
+    std::string acc_cost = s.test_accuracy_pct.front() && s.test_accuracy_pct[i]
+                               ? fmt::format("test accuracy {} at b{} vs {} at b{} (measured)", pct(*s.test_accuracy_pct[i]),
+                                             *s.saturation_batch, pct(*s.test_accuracy_pct.front()), s.batch_sizes.front())
+                               : "accuracy at the larger batch not measured";
+    add(a, "batch_size", c,
+        "Train at the saturation batch (the smallest measured batch within the gain threshold of the fastest): "
+        "larger batches stopped paying beyond it. Its cost: a larger batch takes fewer, larger steps, so re-tune the "
+        "learning rate (the linear scaling rule with a warm-up, Goyal et al. 2017, arXiv 1706.02677, is the usual "
+        "start) and check the test accuracy before adopting it.",
+        fmt::format("{}: b{} trains {} % faster than b{} ({}); {}{}", series_where(a, s), *s.saturation_batch,
+                    fmt_num(gain), s.batch_sizes.front(), series_numbers(s), acc_cost,
+                    s.stop_reason.empty() ? "" : "; beyond it " + s.stop_reason));
+  }
+}
+
+// One batch size measured on a GPU that used little of its memory: measure, do not extrapolate.
+void batch_sweep(const Cell& c, const AdviceThresholds& t, Analysis& a) {
+  if (!is_gpu(c.device) || !c.device_memory_total_bytes || !c.device_peak_reserved_bytes.ok()) return;
+  for (const auto& s : a.batch_scaling)
+    if (s.host == c.host && s.device == c.device && s.model == c.model) return;  // several batch sizes ran
+  const double total = static_cast<double>(*c.device_memory_total_bytes);
+  const double used_pct = 100.0 * c.device_peak_reserved_bytes.median / total;
+  if (used_pct >= t.memory_headroom_pct) return;
+  add(a, "batch_sweep", &c,
+      "Only one batch size ran and the GPU kept most of its memory free: measure the throughput at several batch "
+      "sizes (`trainscope run --batch-sizes auto` doubles the batch until throughput stops rising) before changing "
+      "it; free memory alone does not say that a larger batch trains faster, and a larger batch needs the learning "
+      "rate re-tuned.",
+      fmt::format("{}: peak reserved {} of {} device memory ({} < {} %), one batch size measured", where(c),
+                  fmt_bytes(c.device_peak_reserved_bytes.median), fmt_bytes(total), pct(used_pct),
+                  fmt_num(t.memory_headroom_pct)));
 }
 
 std::string throttle_reasons(uint64_t mask) {
@@ -166,13 +168,14 @@ void data_loading(const Cell& c, const AdviceThresholds& t, Analysis& a) {
 void cpu_faster(const ReportInput&, const AdviceThresholds&, Analysis& a) {
   for (const auto& d : a.device_comparisons) {
     if (!d.speedup || *d.speedup >= 1 || d.noise) continue;
-    const Cell* c = find_cell(a.cells, "cpu", d.model, d.batch_size);
-    const Cell* g = find_cell(a.cells, d.gpu_device, d.model, d.batch_size);
+    const Cell* c = find_cell(a.cells, "cpu", d.model, d.batch_size, d.cpu_host);
+    const Cell* g = find_cell(a.cells, d.gpu_device, d.model, d.batch_size, d.gpu_host);
     add(a, "cpu_faster", c,
-        fmt::format("Train `{}` on the CPU: it is {}× faster than {} at batch {}; the model is too small for the "
-                    "GPU to pay for its launch and copy overheads.",
-                    d.model, fmt_num(1 / *d.speedup), d.gpu_device, d.batch_size),
-        fmt::format("steady training throughput: CPU {} vs {} {} samples/s", fmt_stat(c->samples_per_s, "", 1),
+        "Train these workloads on the CPU: the model is too small for the GPU to pay for its launch and copy "
+        "overheads.",
+        fmt::format("`{}` batch {}: the CPU is {}× faster than {} (steady training throughput: CPU {} vs {} {} "
+                    "samples/s)",
+                    d.model, d.batch_size, fmt_num(1 / *d.speedup), where_label(a, *g), fmt_stat(c->samples_per_s, "", 1),
                     d.gpu_device, fmt_stat(g->samples_per_s, "", 1)));
   }
 }
@@ -303,8 +306,8 @@ using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
 using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
 
 // The rules, in the order their advice is listed: per cell, then across cells.
-const CellRule kCellRules[] = {low_utilisation, h2d_copies, memory_headroom, throttling, data_loading};
-const RunRule kRunRules[] = {cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain};
+const CellRule kCellRules[] = {low_utilisation, h2d_copies, batch_sweep, throttling, data_loading};
+const RunRule kRunRules[] = {batch_size, cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain};
 
 }  // namespace
 

@@ -66,6 +66,45 @@ ReportInput load_run_folder(const std::string& dir) {
   return in;
 }
 
+WorkloadId workload_of(const RunRecord& r) {
+  WorkloadId w;
+  w.model = model_with_variant(r.model, r.variant);  // a variant is its own workload (trainscope/variants.h)
+  w.dataset = r.dataset;
+  w.batch_size = r.batch_size;
+  w.seed = r.seed;
+  return w;
+}
+
+std::string workload_key(const WorkloadId& w) {
+  return fmt::format("{}\x1f{:012d}\x1f{}\x1f{}", w.model, w.batch_size, w.dataset, w.seed);
+}
+
+std::string workload_label(const WorkloadId& w) {
+  return fmt::format("`{}` b{} ({}, seed {})", w.model, w.batch_size, w.dataset.empty() ? "data set ?" : w.dataset,
+                     w.seed);
+}
+
+ReportInput merge_inputs(const std::vector<ReportInput>& parts) {
+  if (parts.empty()) throw_error(ErrorKind::kInvalidArgument, "no run folder given; pass one or more run folders");
+  if (parts.size() == 1) return parts.front();
+  ReportInput in;
+  in.provenance = parts.front().provenance;
+  in.run_dir = parts.front().run_dir;
+  for (const auto& p : parts) {
+    in.sources.push_back({p.provenance, p.run_dir});
+    for (const auto& r : p.runs) {
+      in.runs.push_back(r);
+      in.run_source.push_back(in.sources.size() - 1);
+    }
+  }
+  return in;
+}
+
+const Provenance& provenance_of(const ReportInput& in, size_t i) {
+  if (i < in.run_source.size() && in.run_source[i] < in.sources.size()) return in.sources[in.run_source[i]].provenance;
+  return in.provenance;
+}
+
 namespace report_detail {
 
 bool is_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
@@ -115,10 +154,30 @@ std::optional<double> speedup(const Cell& gpu, const Cell& cpu) {
   return gpu.samples_per_s.median / cpu.samples_per_s.median;
 }
 
-const Cell* find_cell(const std::vector<Cell>& cells, const std::string& d, const std::string& m, int64_t b) {
+const Cell* find_cell(const std::vector<Cell>& cells, const std::string& d, const std::string& m, int64_t b,
+                      const std::string& host) {
   for (const auto& c : cells)
-    if (c.device == d && c.model == m && c.batch_size == b) return &c;
+    if (c.device == d && c.model == m && c.batch_size == b && (host.empty() || c.host == host)) return &c;
   return nullptr;
+}
+
+std::vector<std::vector<const Cell*>> batch_series(const Analysis& a) {
+  std::map<std::string, std::vector<const Cell*>> by;
+  for (const auto& c : a.cells) {
+    WorkloadId w = c.workload;
+    w.batch_size = 0;
+    by[fmt::format("{}\x1f{}\x1f{}", c.host, c.device, workload_key(w))].push_back(&c);
+  }
+  std::vector<std::vector<const Cell*>> out;
+  for (auto& [k, v] : by) {
+    std::sort(v.begin(), v.end(), [](const Cell* p, const Cell* q) { return p->batch_size < q->batch_size; });
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string where_label(const Analysis& a, const Cell& c) {
+  return a.multi_host ? fmt::format("{} on {}", c.device, c.host) : c.device;
 }
 
 }  // namespace report_detail
@@ -137,7 +196,9 @@ void push(std::vector<double>& v, std::optional<int64_t> x) {
   if (x) v.push_back(static_cast<double>(*x));
 }
 
-std::string cell_key(const std::string& d, const std::string& m, int64_t b) { return fmt::format("{}\x1f{}\x1f{}", d, m, b); }
+std::string cell_key(const RunRecord& r, const std::string& host) {
+  return fmt::format("{}\x1f{}\x1f{}", host, r.device, workload_key(workload_of(r)));
+}
 
 // Training throughput and times of one run.
 void accumulate_training(const RunRecord& r, Acc& a, Cell& c) {
@@ -245,6 +306,8 @@ void finish_cell(Cell& c, const Acc& x) {
 
 Cell new_cell(const RunRecord& r, const Provenance& p) {
   Cell c;
+  c.workload = workload_of(r);
+  c.host = p.host;
   c.device = r.device;
   c.device_name = r.device_name;
   c.model = model_with_variant(r.model, r.variant);  // variants are different workloads (trainscope/variants.h)
@@ -260,10 +323,13 @@ Cell new_cell(const RunRecord& r, const Provenance& p) {
 void build_cells(const ReportInput& in, Analysis& a) {
   std::map<std::string, size_t> index;
   std::vector<Acc> accs;
-  for (const auto& r : in.runs) {
-    auto [it, added] = index.emplace(cell_key(r.device, model_with_variant(r.model, r.variant), r.batch_size), a.cells.size());
+  for (size_t i = 0; i < in.runs.size(); ++i) {
+    const RunRecord& r = in.runs[i];
+    const Provenance& prov = provenance_of(in, i);
+    if (prov.host != in.provenance.host) a.multi_host = true;
+    auto [it, added] = index.emplace(cell_key(r, prov.host), a.cells.size());
     if (added) {
-      a.cells.push_back(new_cell(r, in.provenance));
+      a.cells.push_back(new_cell(r, prov));
       accs.emplace_back();
     }
     Cell& c = a.cells[it->second];
@@ -287,8 +353,10 @@ void build_cells(const ReportInput& in, Analysis& a) {
   std::stable_sort(a.cells.begin(), a.cells.end(), [](const Cell& p, const Cell& q) {
     if (p.model != q.model) return p.model < q.model;
     if (p.batch_size != q.batch_size) return p.batch_size < q.batch_size;
+    if (p.workload != q.workload) return workload_key(p.workload) < workload_key(q.workload);
     if ((p.device == "cpu") != (q.device == "cpu")) return p.device == "cpu";
-    return p.device < q.device;
+    if (p.device != q.device) return p.device < q.device;
+    return p.host < q.host;
   });
   if (!a.has_repeats)
     a.notes.push_back("one repeat per cell: there is no spread, so no difference is called noise (use --repeats 3)");
@@ -297,11 +365,15 @@ void build_cells(const ReportInput& in, Analysis& a) {
 void compare_devices(Analysis& a) {
   for (const auto& g : a.cells) {
     if (!is_gpu(g.device) || g.runs_ok == 0) continue;
-    const Cell* c = find_cell(a.cells, "cpu", g.model, g.batch_size);
-    if (!c || c->runs_ok == 0) continue;
+    const Cell* c = nullptr;
+    for (const auto& x : a.cells)
+      if (x.device == "cpu" && x.runs_ok > 0 && x.workload == g.workload && (!c || x.host == g.host)) c = &x;
+    if (!c) continue;
     DeviceComparison d;
     d.model = g.model;
     d.gpu_device = g.device;
+    d.gpu_host = g.host;
+    d.cpu_host = c->host;
     d.batch_size = g.batch_size;
     d.speedup = speedup(g, *c);
     d.noise = within_noise(g.samples_per_s, c->samples_per_s);
@@ -337,12 +409,10 @@ BatchComparison compare_batch_pair(const std::string& device, const std::string&
 }
 
 void compare_batches(Analysis& a) {
-  std::map<std::pair<std::string, std::string>, std::vector<const Cell*>> by;
-  for (const auto& c : a.cells)
-    if (c.runs_ok > 0) by[{c.device, c.model}].push_back(&c);
-  for (auto& [k, v] : by) {
-    std::sort(v.begin(), v.end(), [](const Cell* p, const Cell* q) { return p->batch_size < q->batch_size; });
-    for (size_t i = 0; i + 1 < v.size(); ++i) a.batch_comparisons.push_back(compare_batch_pair(k.first, k.second, *v[i], *v[i + 1]));
+  for (auto v : batch_series(a)) {
+    std::erase_if(v, [](const Cell* c) { return c->runs_ok == 0; });
+    for (size_t i = 0; i + 1 < v.size(); ++i)
+      a.batch_comparisons.push_back(compare_batch_pair(v[i]->device, v[i]->model, *v[i], *v[i + 1]));
   }
 }
 
@@ -403,7 +473,10 @@ Analysis analyze(const ReportInput& in, const AdviceThresholds& t) {
   compare_devices(a);
   compare_batches(a);
   gpu_balance(in, a);
+  build_batch_scaling(in, t, a);
+  compare_hosts(in, a);
   add_advice(in, t, a);
+  build_verdicts(t, a);
   build_answers(in, a);
   return a;
 }

@@ -51,13 +51,15 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
       res.higher_is_better = m.higher_is_better;
     }
   if (!known) metric_value(RunRecord{}, metric);  // throws with the list of names
-  using Key = std::tuple<std::string, std::string, int64_t>;
+  // (model, device, batch size, workload key): sorted by model, device, batch; paired by identity.
+  using Key = std::tuple<std::string, std::string, int64_t, std::string>;
+  auto key_of = [](const RunRecord& r) { return Key{r.model, r.device, r.batch_size, workload_key(workload_of(r))}; };
   std::map<Key, std::vector<double>> va, vb;
   std::vector<Key> order;
   auto collect = [&](const std::vector<RunRecord>& runs, std::map<Key, std::vector<double>>& out) {
     for (const auto& r : runs) {
       if (r.status != RunStatus::kOk) continue;
-      Key k{model_with_variant(r.model, r.variant), r.device, r.batch_size};  // a variant is its own workload
+      Key k = key_of(r);
       if (!out.count(k) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
       auto& v = out[k];
       if (auto x = metric_value(r, metric)) v.push_back(*x);
@@ -81,7 +83,7 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   auto both = [&](const std::vector<RunRecord>& runs) {
     std::vector<RunRecord> out;
     for (const auto& r : runs)
-      if (Key k{model_with_variant(r.model, r.variant), r.device, r.batch_size}; va.count(k) && vb.count(k)) out.push_back(r);
+      if (va.count(key_of(r)) && vb.count(key_of(r))) out.push_back(r);
     return out;
   };
   auto sa = distinct(both(a), stop), sb = distinct(both(b), stop);
@@ -90,8 +92,11 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
                                        "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));
   std::sort(order.begin(), order.end());
   for (const auto& k : order) {
-    auto [model, device, batch] = k;
-    std::string name = fmt::format("{} {} b{}", device, model, batch);
+    const auto& [model, device, batch, wkey] = k;
+    std::string name;
+    for (const auto* side : {&a, &b})
+      for (const auto& r : *side)
+        if (name.empty() && key_of(r) == k) name = fmt::format("{} {}", device, workload_label(workload_of(r)));
     if (!vb.count(k)) {
       res.only_in_a.push_back(name);
       continue;
@@ -117,6 +122,15 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
     }
     res.rows.push_back(row);
   }
+  return res;
+}
+
+CompareResult compare_inputs(const ReportInput& a, const ReportInput& b, const std::string& metric,
+                             double threshold_pct) {
+  CompareResult res = compare_runs(a.runs, b.runs, metric, threshold_pct);
+  res.host_a = host_line(a.provenance);
+  res.host_b = host_line(b.provenance);
+  res.provenance_differences = provenance_differences(a.provenance, b.provenance);
   return res;
 }
 
@@ -158,8 +172,12 @@ std::string verdict(const CompareRow& r) {
 }  // namespace
 
 std::string render_compare(const CompareResult& c, const std::string& la, const std::string& lb) {
-  std::string s = fmt::format("metric {} ({} is better), threshold {} %\nA = {}\nB = {}\n\n", c.metric,
-                              c.higher_is_better ? "higher" : "lower", fmt_num(c.threshold_pct), la, lb);
+  auto host = [](const std::string& h) { return h.empty() ? std::string() : " on " + h; };
+  std::string s = fmt::format("metric {} ({} is better), threshold {} %\nA = {}{}\nB = {}{}\n", c.metric,
+                              c.higher_is_better ? "higher" : "lower", fmt_num(c.threshold_pct), la, host(c.host_a), lb,
+                              host(c.host_b));
+  for (const auto& d : c.provenance_differences) s += "differs: " + d + "\n";
+  s += "\n";
   s += fmt::format("{:<10} {:<12} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", "device", "model", "batch", "A median (±, n)",
                    "B median (±, n)", "delta", "verdict");
   size_t single = 0;
@@ -171,8 +189,8 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                      r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
                      verdict(r));
   }
-  for (const auto& x : c.only_in_a) s += "only in A (no ok run of this cell in B): " + x + "\n";
-  for (const auto& x : c.only_in_b) s += "only in B (no ok run of this cell in A): " + x + "\n";
+  for (const auto& x : c.only_in_a) s += "only in A (no ok run of this workload in B; not comparable): " + x + "\n";
+  for (const auto& x : c.only_in_b) s += "only in B (no ok run of this workload in A; not comparable): " + x + "\n";
   for (const auto& w : c.warnings) s += "warning: " + w + "\n";
   if (single > 0)
     s += fmt::format("note: {} verdict(s) rest on one repeat per side: without a spread, run-to-run noise cannot be "

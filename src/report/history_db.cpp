@@ -215,6 +215,41 @@ int64_t HistoryDb::begin_matrix(const std::string& run_dir, const Provenance& p)
   return sqlite3_last_insert_rowid(impl_->db);
 }
 
+HistoryDb::Imported HistoryDb::import_runs(const ReportInput& in) {
+  Imported out;
+  {
+    Stmt q(impl_->db, "SELECT id FROM matrices WHERE host=? AND started_utc=? ORDER BY id LIMIT 1", path_);
+    q.bind(1, in.provenance.host).bind(2, in.provenance.date_utc);
+    if (q.step()) {
+      out.matrix_id = q.i64(0);
+      return out;  // already there: imported before, or recorded by the run itself
+    }
+  }
+  exec(impl_->db, "BEGIN IMMEDIATE", path_);
+  try {
+    out.matrix_id = begin_matrix(in.run_dir, in.provenance);
+    for (const auto& r : in.runs) {
+      // The run's own host and no pid: an imported run is never taken for one still running here.
+      Stmt s(impl_->db,
+             "INSERT INTO runs(matrix_id, run_id, device, model, batch_size, repeat, status, host, pid, started_utc, "
+             "finished_utc, steady_samples_per_s, test_accuracy_pct, record_json) VALUES(?,?,?,?,?,?,?,?,0,?,?,?,?,?)",
+             path_);
+      s.bind(1, out.matrix_id).bind(2, r.run_id).bind(3, r.device).bind(4, r.model).bind(5, r.batch_size);
+      s.bind(6, r.repeat).bind(7, to_string(r.status)).bind(8, in.provenance.host).bind(9, in.provenance.date_utc);
+      s.bind(10, in.provenance.date_utc).bind(11, r.steady_samples_per_s).bind(12, r.test_accuracy_pct);
+      s.bind(13, to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      s.step();
+      ++out.runs;
+    }
+    exec(impl_->db, "COMMIT", path_);
+  } catch (...) {
+    exec(impl_->db, "ROLLBACK", path_);
+    throw;
+  }
+  out.added = true;
+  return out;
+}
+
 std::optional<int64_t> HistoryDb::matrix_id_for_dir(const std::string& run_dir) const {
   Stmt s(impl_->db, "SELECT id FROM matrices WHERE run_dir=? ORDER BY id DESC LIMIT 1", path_);
   s.bind(1, run_dir);

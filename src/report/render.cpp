@@ -30,6 +30,54 @@ const std::string& chartjs_source() {
 }
 std::string chartjs_version() { return kChartJsVersion; }
 
+namespace report_detail {
+
+std::string speedup_of(const Analysis& a, const Cell& c) {
+  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size);
+  if (sp.baseline) return "1× (baseline)";
+  if (!sp.value) return "—";
+  return fmt::format("{}×{}", fmt_num(*sp.value), sp.noise ? " (noise)" : "");
+}
+
+// A device telemetry column of a cell: marked "n=3, too few" when fewer than kMinStatsSamples
+// readings were behind a run's mean or maximum (trainscope/record_sections.h).
+std::string fmt_device_stat(const Cell& c, const Stat& s, const std::string& unit) {
+  std::string v = fmt_stat(s, unit);
+  if (!s.ok() || !c.telemetry_samples_min || !too_few_samples(*c.telemetry_samples_min)) return v;
+  return fmt::format("n={}, too few ({})", *c.telemetry_samples_min, v);
+}
+
+std::string html_escape(const std::string& in) {
+  std::string o;
+  for (char c : in) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string md_inline(const std::string& s) {  // `code` -> <code>, the rest escaped
+  std::string o;
+  bool code = false;
+  for (char c : html_escape(s)) {
+    if (c == '`') {
+      o += code ? "</code>" : "<code>";
+      code = !code;
+    } else {
+      o += c;
+    }
+  }
+  if (code) o += "</code>";
+  return o;
+}
+
+}  // namespace report_detail
+
 // ---------------------------------------------------------------- telemetry series
 
 namespace {
@@ -127,12 +175,6 @@ std::string opt_num(const std::optional<double>& v, const std::string& unit = ""
   return v ? fmt_num(*v) + unit : "—";
 }
 
-std::string speedup_of(const Analysis& a, const Cell& c) {
-  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size);
-  if (sp.baseline) return "1× (baseline)";
-  if (!sp.value) return "—";
-  return fmt::format("{}×{}", fmt_num(*sp.value), sp.noise ? " (noise)" : "");
-}
 
 std::string provenance_line(const Provenance& p) {
   std::string gpus;
@@ -143,6 +185,14 @@ std::string provenance_line(const Provenance& p) {
                      gpus.empty() ? "none" : gpus, p.gpu_driver.empty() ? "—" : p.gpu_driver, p.libtorch_version,
                      p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.trainscope_version, p.git_commit,
                      p.build_type, p.schema_version);
+}
+
+// One provenance line per source folder (several when folders from other hosts were merged).
+std::string provenance_lines(const ReportInput& in, const std::string& sep) {
+  if (in.sources.empty()) return provenance_line(in.provenance) + sep;
+  std::string s;
+  for (const auto& src : in.sources) s += provenance_line(src.provenance) + (src.run_dir.empty() ? "" : " · folder " + src.run_dir) + sep;
+  return s;
 }
 
 const char* kDefinitions[][2] = {
@@ -181,14 +231,10 @@ std::vector<std::string> instrumentation_flags(const ReportInput& in) {
 // ---------------------------------------------------------------- console
 
 std::string render_console(const ReportInput& in, const Analysis& a) {
-  std::string s = "Research questions\n";
-  for (const auto& q : a.answers) {
-    s += fmt::format("{}  {}\n", q.id == "simple_network" ? "Simple network" : q.id, q.question);
-    for (const auto& x : q.sentences) s += "  - " + x + "\n";
-  }
-  s += "\nAdvice\n";
-  if (a.advice.empty()) s += "  (no rule fired: no measurement points to a problem)\n";
-  for (const auto& x : a.advice) s += fmt::format("  - [{}] {}\n      because {}\n", x.rule, x.advice, x.evidence);
+  std::string s = console_summary(a) + console_advice(a);
+  s += "\nResearch questions (answered in full in report.md)\n";
+  for (const auto& q : a.answers)
+    if (!q.sentences.empty()) s += fmt::format("  {}  {}\n", q.id == "simple_network" ? "Simple network" : q.id, q.sentences.front());
   for (const auto& n : a.notes) s += "note: " + n + "\n";
   for (const auto& f : instrumentation_flags(in)) s += "flag: " + f + "\n";
   return s;
@@ -198,13 +244,6 @@ std::string render_console(const ReportInput& in, const Analysis& a) {
 
 namespace {
 
-// A device telemetry column of a cell: marked "n=3, too few" when fewer than kMinStatsSamples
-// readings were behind a run's mean or maximum (trainscope/record_sections.h).
-std::string fmt_device_stat(const Cell& c, const Stat& s, const std::string& unit) {
-  std::string v = fmt_stat(s, unit);
-  if (!s.ok() || !c.telemetry_samples_min || !too_few_samples(*c.telemetry_samples_min)) return v;
-  return fmt::format("n={}, too few ({})", *c.telemetry_samples_min, v);
-}
 
 }  // namespace
 
@@ -212,7 +251,7 @@ namespace {
 
 std::string md_summary_table(const Analysis& a) {
   std::string s;
-  s += "## Summary per device, model and batch size\n\n";
+  s += "## Details per device, model and batch size\n\n";
   s += "Median over repeats; (±half the spread, n = repeats) where there are several. — = not measured.\n\n";
   s += "| model | batch | device | runs ok/failed | samples/s | speed-up | epoch time | time for N epochs | test acc. | "
        "GPU util | SM activity | CPU util | GPU peak alloc. | GPU peak reserved | host RSS | power mean | power peak | "
@@ -249,9 +288,7 @@ std::string md_answers_and_advice(const Analysis& a) {
     for (const auto& x : q.sentences) s += "- " + x + "\n";
     s += "\n";
   }
-  s += "## Advice\n\nEach piece of advice names the measurement that fired its rule (thresholds and their sources: docs/report.md#advice-rules).\n\n";
-  if (a.advice.empty()) s += "No rule fired: no measurement points to a problem.\n";
-  for (const auto& x : a.advice) s += fmt::format("- **{}**: {}\n  - measured: {}\n", x.rule, x.advice, x.evidence);
+  s += md_advice(a);
   return s;
 }
 
@@ -299,28 +336,16 @@ std::string md_definitions_and_notes(const ReportInput& in, const Analysis& a) {
 
 std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
-  s += fmt::format("{}\n\n", provenance_line(in.provenance));
+  s += provenance_lines(in, "\n\n");
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
-  return s + md_summary_table(a) + md_answers_and_advice(a) + md_comparisons(a) + md_definitions_and_notes(in, a);
+  return s + md_summary(a) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) +
+         md_definitions_and_notes(in, a);
 }
 
 // ---------------------------------------------------------------- html
 
 namespace {
 
-std::string html_escape(const std::string& in) {
-  std::string o;
-  for (char c : in) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 // Inline <script> content must not contain "</script" (nor "<!--"); JSON and JS allow "<\/".
 std::string script_safe(std::string s) {
@@ -329,20 +354,6 @@ std::string script_safe(std::string s) {
   return s;
 }
 
-std::string md_inline(const std::string& s) {  // `code` -> <code>, the rest escaped
-  std::string o;
-  bool code = false;
-  for (char c : html_escape(s)) {
-    if (c == '`') {
-      o += code ? "</code>" : "<code>";
-      code = !code;
-    } else {
-      o += c;
-    }
-  }
-  if (code) o += "</code>";
-  return o;
-}
 
 // The top `n` operators of a run's profile by self time: self device time when the profiler
 // recorded device events (OpRow::device_self_us), else self CPU time (OpRow::cpu_self_us).
@@ -369,7 +380,10 @@ const char* kHtmlHead = R"(<!DOCTYPE html>
 <style>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1280px;padding:16px 24px;color:#1b1f24;background:#fff}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px}
+h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px;white-space:pre-line}
+#summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:180px}
+table.summary{display:table;width:100%;margin:2px 0}table.summary td,table.summary th{padding:2px 6px}
+table.summary td:first-child,table.summary td:last-child{text-align:left}table.summary td:last-child{white-space:normal;min-width:220px}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f6f8fa}td:nth-child(-n+3){text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{position:relative;height:300px;flex:1 1 560px;min-width:360px;border:1px solid #eaeef2;border-radius:6px;padding:6px}
@@ -434,7 +448,19 @@ const char* kPageScript = R"JS(
   // Speed-up and throughput
   if (D.speedup.labels.length) bars('speedup', 'Training speed-up over the CPU (×, > 1: GPU faster)', D.speedup.labels, [{label: 'speed-up', data: D.speedup.values}], '×');
   else absent('speedup', D.speedup.absent);
-  if (D.throughput.labels.length) bars('speedup', 'Steady training throughput (samples/s)', D.throughput.labels, D.throughput.sets, 'samples/s');
+  // Summary: throughput of every workload and device, right after the summary tables
+  if (D.throughput.labels.length)
+    chart('summary', 'Steady training throughput (samples/s' + (D.throughput.log ? ', log scale' : '') + ')', {type: 'bar',
+      data: {labels: D.throughput.labels, datasets: D.throughput.sets.map(function(s, i){ return {label: s.label, data: s.data, backgroundColor: color(i)}; })},
+      options: {scales: {y: {type: D.throughput.log ? 'logarithmic' : 'linear', beginAtZero: !D.throughput.log, title: {display: true, text: 'samples/s'}}}}});
+  else absent('summary', 'no steady training throughput in these runs');
+  // Batch-size scaling: samples/s over the batch size; the saturation point drawn larger
+  if (D.batches.sets.length)
+    chart('batches', 'Throughput over batch size (the large point: saturation)', {type: 'line',
+      data: {datasets: D.batches.sets.map(function(s, i){ return {label: s.label, data: s.points, borderColor: color(i), backgroundColor: color(i),
+        pointRadius: s.points.map(function(p){ return p.x === s.saturation ? 7 : 3; }), parsing: false}; })},
+      options: {scales: {x: {type: 'logarithmic', title: {display: true, text: 'batch size (samples)'}}, y: {beginAtZero: true, title: {display: true, text: 'samples/s'}}}}});
+  else absent('batches', D.batches.absent);
   // Energy
   if (D.energy.labels.length) bars('energy', 'Energy per sample (mJ)', D.energy.labels, [{label: 'mJ per sample', data: D.energy.values}], 'mJ');
   else absent('energy', D.energy.absent);
@@ -459,6 +485,10 @@ const char* kPageScript = R"JS(
   setTimeout(function(){
     charts.forEach(function(p){ if (drawn(p[1])) p[1].setAttribute('data-rendered', '1'); });
     document.body.setAttribute('data-charts', String(charts.length));
+    // Where the summary (tables and their chart) ends, in CSS pixels from the top of the page:
+    // the end-to-end test checks that it fits the first screen.
+    var sum = document.getElementById('summary');
+    if (sum) { var last = sum.querySelector('canvas') || sum; document.body.setAttribute('data-summary-bottom', String(Math.round(last.getBoundingClientRect().bottom + window.scrollY))); }
     document.body.setAttribute('data-charts-done', '1');
   }, 50);
 })();
@@ -483,10 +513,16 @@ json speedup_chart(const ReportInput& in, const Analysis& a) {
 
 json throughput_chart(const Analysis& a) {
   std::vector<std::string> labels, devices;
+  double lo = 0, hi = 0;
   for (const auto& c : a.cells) {
     std::string l = fmt::format("{} b{}", c.model, c.batch_size);
     if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
-    if (std::find(devices.begin(), devices.end(), c.device) == devices.end()) devices.push_back(c.device);
+    const std::string dev = where_label(a, c);
+    if (std::find(devices.begin(), devices.end(), dev) == devices.end()) devices.push_back(dev);
+    if (c.samples_per_s.ok() && c.samples_per_s.median > 0) {
+      lo = lo > 0 ? std::min(lo, c.samples_per_s.median) : c.samples_per_s.median;
+      hi = std::max(hi, c.samples_per_s.median);
+    }
   }
   json sets = json::array();
   for (const auto& dev : devices) {
@@ -494,12 +530,25 @@ json throughput_chart(const Analysis& a) {
     for (const auto& l : labels) {
       json v = nullptr;
       for (const auto& c : a.cells)
-        if (c.device == dev && fmt::format("{} b{}", c.model, c.batch_size) == l) v = nullable(c.samples_per_s);
+        if (where_label(a, c) == dev && fmt::format("{} b{}", c.model, c.batch_size) == l) v = nullable(c.samples_per_s);
       vals.push_back(v);
     }
     sets.push_back({{"label", dev}, {"data", vals}});
   }
-  return {{"labels", labels}, {"sets", sets}};
+  return {{"labels", labels}, {"sets", sets}, {"log", lo > 0 && hi / lo > 20}};
+}
+
+json batches_chart(const Analysis& a) {
+  json sets = json::array();
+  for (const auto& s : a.batch_scaling) {
+    json pts = json::array();
+    for (size_t i = 0; i < s.batch_sizes.size(); ++i)
+      if (s.samples_per_s[i]) pts.push_back({{"x", s.batch_sizes[i]}, {"y", *s.samples_per_s[i]}});
+    std::string label = fmt::format("{} {}{}", s.model, s.device, a.multi_host ? " (" + s.host + ")" : "");
+    sets.push_back({{"label", label}, {"points", pts}, {"saturation", s.saturation_batch ? json(*s.saturation_batch) : json(nullptr)}});
+  }
+  return {{"sets", sets},
+          {"absent", "one batch size per device and model: no scaling to chart (measure several with --batch-sizes auto)"}};
 }
 
 json energy_chart(const ReportInput& in, const Analysis& a) {
@@ -603,6 +652,7 @@ json chart_data(const ReportInput& in, const Analysis& a, const std::vector<Coun
   json d;
   d["speedup"] = speedup_chart(in, a);
   d["throughput"] = throughput_chart(a);
+  d["batches"] = batches_chart(a);
   d["energy"] = energy_chart(in, a);
   d["latency"] = latency_chart(a);
   d["series"] = series_chart(series, telemetry_absent_reason);
@@ -624,18 +674,13 @@ std::string html_answers_and_advice(const Analysis& a) {
     for (const auto& s : q.sentences) h += "<li>" + md_inline(s) + "</li>\n";
     h += "</ul>\n";
   }
-  h += "<h2>Advice</h2>\n<ul>\n";
-  if (a.advice.empty()) h += "<li>No rule fired: no measurement points to a problem.</li>\n";
-  for (const auto& x : a.advice)
-    h += "<li><span class=\"rule\">" + html_escape(x.rule) + "</span>: " + md_inline(x.advice) +
-         "<br><span class=\"ev\">measured: " + md_inline(x.evidence) + "</span></li>\n";
-  return h + "</ul>\n";
+  return h + html_advice(a);
 }
 
 // The summary table, as in report.md.
 std::string html_summary_table(const Analysis& a) {
   std::string h =
-      "<h2>Summary per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
+      "<h2>Details per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
       "<th>samples/s</th><th>speed-up</th><th>epoch time</th><th>test acc.</th><th>GPU util</th><th>SM activity</th>"
       "<th>CPU util</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
       "<th>temp peak</th><th>energy/sample</th><th>latency p50</th></tr>\n";
@@ -654,6 +699,7 @@ std::string html_summary_table(const Analysis& a) {
 }
 
 const char* kChartSections =
+    "<section id=\"batches\"><h2>Batch-size scaling</h2></section>\n"
     "<section id=\"speedup\"><h2>Training speed and speed-up</h2></section>\n"
     "<section id=\"energy\"><h2>Energy</h2></section>\n"
     "<section id=\"latency\"><h2>Inference latency</h2></section>\n"
@@ -668,11 +714,12 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
                         const std::string& telemetry_absent_reason) {
   const json d = chart_data(in, a, series, telemetry_absent_reason);
   std::string h = kHtmlHead;
-  h += "<h1>trainscope report</h1>\n<p class=\"prov\">" + html_escape(provenance_line(in.provenance)) + "</p>\n";
+  h += "<h1>trainscope report</h1>\n<p class=\"prov\">" + html_escape(provenance_lines(in, "\n")) + "</p>\n";
   if (!in.provenance.command_line.empty())
     h += "<p class=\"prov\">Command: <code>" + html_escape(in.provenance.command_line) + "</code></p>\n";
-  h += html_answers_and_advice(a);
+  h += html_summary(a);
   h += kChartSections;
+  h += html_answers_and_advice(a);
   h += html_summary_table(a);
   h += "<h2>Definitions</h2>\n<ul>\n";
   for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";

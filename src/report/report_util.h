@@ -25,8 +25,40 @@ std::string source_reason(const std::vector<RunRecord>& runs, const std::string&
 /// Speed-up = GPU cell's median steady samples/s / CPU cell's (trainscope/report.h); the one
 /// place it is computed (the report and the console table use it).
 std::optional<double> speedup(const Cell& gpu, const Cell& cpu);
+/// The cell of (device, model, batch size); with `host` non-empty only that host's. Across hosts
+/// the first match is returned (callers that compare hosts pass the host).
 const Cell* find_cell(const std::vector<Cell>& cells, const std::string& device, const std::string& model,
-                      int64_t batch_size);
+                      int64_t batch_size, const std::string& host = "");
+/// Shared by the renderings (src/report/render.cpp): the speed-up column text ("6.24×",
+/// "1× (baseline)", "—"), a device telemetry Stat marked "n=3, too few" when too few readings
+/// were behind it, HTML escaping, and `code` spans to <code>.
+std::string speedup_of(const Analysis& a, const Cell& c);
+std::string fmt_device_stat(const Cell& c, const Stat& s, const std::string& unit);
+std::string html_escape(const std::string& in);
+std::string md_inline(const std::string& s);
+/// The opening of the report (src/report/summary.cpp): per model, one table of every device
+/// (and batch size), then the cross-host comparisons and the batch-size scaling; and the advice
+/// one item per rule. Markdown, console text and HTML (tables only: the page script draws the
+/// charts from DATA).
+std::string md_summary(const Analysis& a);
+std::string console_summary(const Analysis& a);
+std::string html_summary(const Analysis& a);
+std::string md_advice(const Analysis& a);
+std::string console_advice(const Analysis& a);
+std::string html_advice(const Analysis& a);
+/// The cells of each (host, device, model, data set, seed), sorted by batch size (failed cells too).
+std::vector<std::vector<const Cell*>> batch_series(const Analysis& a);
+/// "cuda:0 on gpuhost" when the analysis spans several hosts, else the device.
+std::string where_label(const Analysis& a, const Cell& c);
+/// The batch-size scaling (trainscope/batch_sweep.h replayed) and the per-cell verdicts.
+void build_batch_scaling(const ReportInput& in, const AdviceThresholds& t, Analysis& a);
+void build_verdicts(const AdviceThresholds& t, Analysis& a);
+/// What differs between two provenances besides the workload ("LibTorch: 1.13.0 vs 2.1.0",
+/// threads, CPU, CUDA runtime, trainscope build), and a host's one-line description.
+std::vector<std::string> provenance_differences(const Provenance& p, const Provenance& q);
+std::string host_line(const Provenance& p);
+/// Cross-host comparisons of a merged input (trainscope/report.h HostComparison).
+void compare_hosts(const ReportInput& in, Analysis& a);
 
 /// The advice rules (src/report/advice.cpp) over the cells, comparisons and GPU balance.
 void add_advice(const ReportInput& in, const AdviceThresholds& t, Analysis& a);

@@ -8,7 +8,11 @@ target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/history_reporter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resolve_runs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/compare.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/reporters.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/reporters.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/batch_sweep.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/hosts.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/summary.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/render_summary.cpp)
 
 # Chart.js is embedded into report.html: the vendored file becomes a C++ byte array at configure
 # time (no network, no file needed at run time). Re-configures when the file changes.

@@ -21,6 +21,8 @@
 #include "train/device.h"
 #include "train/trainer.h"
 #include "workload/model_names.h"
+#include "trainscope/batch_sweep.h"
+#include "trainscope/stats.h"
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -124,6 +126,7 @@ class Matrix {
   void start_telemetry();
   void run_cells();
   void check_variants();
+  void run_sweeps(const std::vector<std::string>& model_names, ProgressBar& progress);
   void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
                 const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
@@ -327,6 +330,7 @@ void Matrix::start_telemetry() {
 void Matrix::run_cells() {
   ProgressBar progress(cfg_.progress);
   const auto model_names = run_id_model_names(cfg_.models);  // one per list entry, unique
+  if (cfg_.batch_sweep.enabled) return run_sweeps(model_names, progress);
   for (int64_t rep = 0; rep < cfg_.repeats; ++rep)
     for (size_t mi = 0; mi < cfg_.models.size(); ++mi)
       for (int64_t b : cfg_.batch_sizes)
@@ -335,6 +339,46 @@ void Matrix::run_cells() {
             if (res_.interrupted) return;
             run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
           }
+}
+
+namespace {
+
+// One batch size of a sweep: the median steady samples/s of its ok runs (res.runs from `first`).
+BatchSweepPoint sweep_point(int64_t batch, const std::vector<RunRecord>& runs, size_t first) {
+  BatchSweepPoint p;
+  p.batch_size = batch;
+  std::vector<double> sps;
+  for (size_t i = first; i < runs.size(); ++i) {
+    const RunRecord& r = runs[i];
+    if (r.status == RunStatus::kOk && r.steady_samples_per_s) sps.push_back(*r.steady_samples_per_s);
+    if (r.status != RunStatus::kFailed) continue;
+    p.out_of_memory = p.out_of_memory || r.error_kind == to_string(ErrorKind::kOutOfMemory);
+    if (p.failure.empty()) p.failure = r.failure_reason;
+  }
+  if (!sps.empty()) p.samples_per_s = median(sps);
+  return p;
+}
+
+}  // namespace
+
+// --batch-sizes auto (trainscope/batch_sweep.h): per model and device, the batch doubles from the
+// smallest batch size until the sweep rule stops it; every batch runs all repeats.
+void Matrix::run_sweeps(const std::vector<std::string>& model_names, ProgressBar& progress) {
+  const BatchSweepRule rule{cfg_.batch_sweep.min_gain_pct, cfg_.batch_sweep.max_batch, workload_->data.train.count};
+  const int64_t start = *std::min_element(cfg_.batch_sizes.begin(), cfg_.batch_sizes.end());
+  for (size_t mi = 0; mi < cfg_.models.size(); ++mi)
+    for (const auto& dev : devices_) {
+      auto sweep = run_batch_sweep(start, rule, [&](int64_t b) {
+        const size_t first = res_.runs.size();
+        for (int64_t rep = 0; rep < cfg_.repeats && !res_.interrupted; ++rep)
+          for (const auto& variant : variants_) run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
+        return res_.interrupted ? BatchSweepPoint{} : sweep_point(b, res_.runs, first);
+      });
+      if (res_.interrupted) return;
+      notice(fmt::format("batch sweep of {} on {}: saturation point batch {}; stopped because {}", cfg_.models[mi], dev,
+                         sweep.last.saturation_batch ? std::to_string(*sweep.last.saturation_batch) : "none",
+                         sweep.last.stop_reason));
+    }
 }
 
 void Matrix::run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch,

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "../test_helpers.h"
 #include "train/script_models.h"
 #include "trainscope/fs.h"
 #include "trainscope/inference_reporter.h"
@@ -622,4 +623,91 @@ TEST(Cli, FailedRunStepCountAgreesWithTheProfilerWarning) {
     EXPECT_EQ(r["profile"]["window"]["run_steps"].get<int64_t>(), steps);
     EXPECT_NE(out.find("the run had " + std::to_string(steps) + " step(s)"), std::string::npos) << out;
   }
+}
+
+// ---------------------------------------------------------------- issue 16: across machines
+
+namespace {
+
+// The study fixture as measured on this host (A) and on "gpu-box" (B: another LibTorch, its
+// provenance edited, the cnn b64 workload not measured there).
+std::pair<std::string, std::string> two_hosts(const std::string& dir) {
+  fs::remove_all(dir);
+  auto study = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/study/results.json"));
+  fs::create_directories(dir + "/a");
+  std::ofstream(dir + "/a/results.json") << study.dump();
+  auto b = study;
+  b["provenance"]["host"] = "gpu-box";
+  b["provenance"]["libtorch_version"] = "2.1.0";
+  json runs = json::array();
+  for (const auto& r : b["runs"])
+    if (!(r["model"] == "cnn" && r["batch_size"] == 64)) runs.push_back(r);
+  b["runs"] = runs;
+  fs::create_directories(dir + "/b");
+  std::ofstream(dir + "/b/results.json") << b.dump();
+  return {dir + "/a", dir + "/b"};
+}
+
+}  // namespace
+
+TEST(CliHosts, ReportOnTwoHostsNamesBothAndListsMismatchedWorkloads) {
+  std::string dir = test_path("cli_hosts");
+  auto [a, b] = two_hosts(dir);
+  std::string out;
+  ASSERT_EQ(run({"report", a, b, "-o", dir + "/out", "--db", dir + "/none.sqlite"}, &out), 0) << out;
+  EXPECT_NE(out.find("Across machines: A = fixture-host"), std::string::npos) << out;
+  EXPECT_NE(out.find("B = gpu-box"), std::string::npos) << out;
+  EXPECT_NE(out.find("differs: LibTorch: "), std::string::npos) << out;
+  EXPECT_NE(out.find("not comparable: `cnn` b64 (fashion-mnist, seed 42): measured only on fixture-host"),
+            std::string::npos)
+      << out;
+  auto md = trainscope::test::read_text(dir + "/out/report.md");
+  size_t n = 0;
+  for (size_t p = md.find("## Across machines"); p != std::string::npos; p = md.find("## Across machines", p + 1)) ++n;
+  EXPECT_EQ(n, 1u);  // one comparison
+  EXPECT_TRUE(fs::exists(dir + "/out/report.html"));
+  // compare: each side names its host; the mismatched workload is not compared
+  ASSERT_EQ(run({"compare", a, b, "--db", dir + "/none.sqlite", "--threshold-pct", "1000"}, &out), 0) << out;
+  EXPECT_NE(out.find("on gpu-box"), std::string::npos) << out;
+  EXPECT_NE(out.find("differs: LibTorch"), std::string::npos) << out;
+  EXPECT_NE(out.find("not comparable"), std::string::npos) << out;
+}
+
+TEST(CliHosts, HistoryImportAddsAFolderOnceAndRefusesANonRunFolder) {
+  std::string dir = test_path("cli_import");
+  auto [a, b] = two_hosts(dir);
+  std::string db = dir + "/h.sqlite", out;
+  ASSERT_EQ(run({"history", "import", b, "--db", db}, &out), 0) << out;
+  EXPECT_NE(out.find("imported 19 run(s) from host gpu-box"), std::string::npos) << out;
+  ASSERT_EQ(run({"history", "import", b, "--db", db}, &out), 0) << out;
+  EXPECT_NE(out.find("nothing added"), std::string::npos) << out;
+  ASSERT_EQ(run({"history", "--db", db, "-n", "0"}, &out), 0) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 19 + 3) << out;  // header, 19 runs, blank, hint
+  EXPECT_EQ(run({"history", "import", dir, "--db", db}, &out), 2) << out;
+  EXPECT_NE(out.find("is not a run folder: it has no results.json"), std::string::npos) << out;
+}
+
+// --batch-sizes auto on a synthetic CPU workload: the sweep doubles from the number given and
+// stops with a reason; with 128 training samples it cannot go past batch 128. Where it saturates
+// depends on the machine, so either stop is accepted (the rule itself: BatchSweep.* in
+// tests/report/test_report.cpp, on an injected throughput curve).
+TEST(CliHosts, BatchSizesAutoSweepsAndSaysWhyItStopped) {
+  std::string dir = test_path("cli_sweep");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "s");
+  args[6] = "16,auto";
+  args[14] = "128";  // --limit-train; 20 epochs: even batch 128 has steady steps after the warm-up
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  EXPECT_NE(out.find("batch sweep of mlp on cpu: saturation point batch "), std::string::npos) << out;
+  EXPECT_NE(out.find("stopped because "), std::string::npos) << out;
+  EXPECT_TRUE(out.find("throughput stopped rising") != std::string::npos ||
+              out.find("the data set ran out: batch 256 would exceed the 128 training samples") != std::string::npos)
+      << out;
+  auto j = json::parse(std::ifstream(dir + "/s/results.json"));
+  std::vector<int64_t> batches;
+  for (const auto& r : j["runs"]) batches.push_back(r["batch_size"].get<int64_t>());
+  ASSERT_GE(batches.size(), 2u);
+  for (size_t i = 0; i < batches.size(); ++i) EXPECT_EQ(batches[i], int64_t{16} << i);
+  EXPECT_LE(batches.back(), 128);
 }

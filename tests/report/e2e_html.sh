@@ -3,8 +3,11 @@
 #   e2e_html.sh REPORT_TOOL RUN_DIR ARTIFACT_DIR
 # Writes the report of RUN_DIR, loads it offline, and fails when the page logs a console error,
 # a section has no drawn chart (canvas data-rendered="1", set by the page after Chart.js drew
-# pixels), or anything was fetched from the network. Keeps report.html, dom.html, console.log and
-# report.png in ARTIFACT_DIR. Exit 77 (skip) only when no chromium is installed.
+# pixels), anything was fetched from the network, the summary table and its chart do not fit the
+# first screen (1280x800; the page records where the summary ends in body data-summary-bottom),
+# or the advice lists a rule twice. Keeps report.html, dom.html, console.log, report.png (the
+# whole page) and first-screen.png (1280x800) in ARTIFACT_DIR. Exit 77 (skip) only when no
+# chromium is installed (apt-get install -y chromium; scripts/install-deps.sh --test).
 set -eu
 tool="$1"; run_dir="$2"; art="$3"
 chromium=""
@@ -28,6 +31,9 @@ timeout 90 "$chromium" $flags --enable-logging=stderr --v=0 --dump-dom "$url" >"
   echo "FAIL: chromium --dump-dom failed"; tail -n 20 "$art/console.log"; exit 1; }
 # shellcheck disable=SC2086
 timeout 90 "$chromium" $flags --hide-scrollbars --screenshot="$art/report.png" "$url" >/dev/null 2>&1 || true
+# shellcheck disable=SC2086
+timeout 90 "$chromium" $(echo "$flags" | sed 's/--window-size=1280,5200/--window-size=1280,800/') --hide-scrollbars \
+  --screenshot="$art/first-screen.png" "$url" >/dev/null 2>&1 || true
 python3 - "$art" <<'PY'
 import re, sys, os
 art = sys.argv[1]
@@ -42,8 +48,8 @@ if 'data-errors=' in dom:
 if 'data-charts-done="1"' not in dom:
     fail.append("the page script did not finish (no data-charts-done)")
 sections = re.findall(r'<section id="([a-z]+)"(.*?)</section>', dom, re.S)
-if len(sections) < 6:
-    fail.append("expected 6 chart sections, found %d" % len(sections))
+if len(sections) < 8:
+    fail.append("expected 8 chart sections (summary, batches and 6 more), found %d" % len(sections))
 total = 0
 for sid, body in sections:
     canvases = re.findall(r'<canvas[^>]*>', body)
@@ -54,6 +60,22 @@ for sid, body in sections:
     elif len(drawn) != len(canvases):
         fail.append("section %s: %d of %d charts drawn" % (sid, len(drawn), len(canvases)))
     print("section %-10s charts %d drawn %d" % (sid, len(canvases), len(drawn)))
+m = re.search(r'data-summary-bottom="(\d+)"', dom)
+if not m:
+    fail.append("the page did not record where the summary ends (no data-summary-bottom)")
+elif int(m.group(1)) > 800:
+    fail.append("the summary table and its chart end at %s px: below the first screen (800 px)" % m.group(1))
+else:
+    print("summary ends at %s px (first screen: 800 px)" % m.group(1))
+if re.search(r'<section id="summary">.*?data-rendered="1"', dom, re.S) is None:
+    fail.append("the summary has no drawn chart")
+rules = re.findall(r'<li class="advice" data-rule="([a-z0-9_]+)"', dom)
+if len(rules) != len(set(rules)):
+    fail.append("the advice lists a rule more than once: %s" % rules)
+print("advice: %d items, one per rule: %s" % (len(rules), ", ".join(rules)))
+shot = os.path.join(art, "first-screen.png")
+if not os.path.exists(shot) or os.path.getsize(shot) < 5000:
+    fail.append("no first-screen screenshot at %s" % shot)
 png = os.path.join(art, "report.png")
 if not os.path.exists(png) or os.path.getsize(png) < 10000:
     fail.append("no screenshot at %s" % png)

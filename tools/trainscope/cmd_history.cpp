@@ -23,7 +23,58 @@ void require_history_db(const std::string& db) {
                             "first run: check the path, or pass the --db that run used",
                             db));
 }
+
+// `trainscope history import DIR`: a run folder (e.g. from another host) into the database.
+void add_import_command(CLI::App* h, std::shared_ptr<std::string> db) {
+  auto import_dir = std::make_shared<std::string>();
+  auto* hi = h->add_subcommand("import", "Add a run folder (e.g. from another host) to the history database");
+  hi->fallthrough();  // --db may follow DIR
+  hi->add_option("DIR", *import_dir, "run folder holding results.json (written by `trainscope run`)")->required();
+  hi->callback([db, import_dir] {
+    if (!file_exists(*import_dir + "/results.json"))
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("'{}' is not a run folder: it has no results.json; pass a folder written by `trainscope "
+                              "run` (copy the whole folder from the other host)",
+                              *import_dir));
+    auto in = load_run_folder(*import_dir);
+    HistoryDb d(*db);
+    auto res = d.import_runs(in);
+    if (res.added)
+      fmt::print("imported {} run(s) from host {} ({}) into {} as matrix m{}\n", res.runs, in.provenance.host,
+                 in.provenance.date_utc, *db, res.matrix_id);
+    else
+      fmt::print("already in {}: matrix m{} holds the runs of host {} started {}; nothing added\n", *db, res.matrix_id,
+                 in.provenance.host, in.provenance.date_utc);
+  });
+
 }
+
+// `trainscope report RUN...`: report.md/report.html from one or more run sets (several hosts).
+void add_report_command(CLI::App& app) {
+  struct ReportFlags {
+    std::vector<std::string> refs;
+    std::string db = kDefaultDb, out;
+  };
+  auto rf = std::make_shared<ReportFlags>();
+  auto* r = app.add_subcommand("report", "Rebuild report.md and report.html from run folders (one or several, from "
+                                         "any hosts) or the history database");
+  r->add_option("RUN", rf->refs,
+                "run folder, m<N> (matrix) or <N> (run) from `trainscope history`; several: compared across hosts")
+      ->required();
+  r->add_option("--db", rf->db, "history database (default trainscope-runs/history.sqlite)");
+  r->add_option("-o,--out", rf->out, "folder for report.md/report.html (default: the first run folder)");
+  r->callback([rf] {
+    std::vector<ReportInput> parts;
+    for (const auto& ref : rf->refs) parts.push_back(resolve_runs(ref, rf->db));
+    auto in = merge_inputs(parts);
+    std::string out = !rf->out.empty() ? rf->out : !in.run_dir.empty() ? in.run_dir : std::string(".");
+    auto files = write_report(in, out);
+    fmt::print("{}\n", render_console(in, analyze(in)));
+    fmt::print("report: {}\n{}\n", files.markdown_path, files.html_path);
+  });
+}
+
+}  // namespace
 
 void add_history_commands(CLI::App& app, int& exit_status) {
   // ---- history
@@ -32,7 +83,8 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   auto* h = app.add_subcommand("history", "List the runs recorded in the history database, newest first");
   h->add_option("--db", *db, "history database (default trainscope-runs/history.sqlite)");
   h->add_option("-n,--limit", *limit, "rows to show (0 = all; default 50)");
-  h->callback([db, limit] {
+  h->callback([h, db, limit] {
+    if (h->got_subcommand("import")) return;  // `history import DIR` does its own work
     if (*limit < 0)
       throw_error(ErrorKind::kInvalidArgument,
                   fmt::format("row limit {} is out of range; use an integer >= 0 (0 = all) (-n/--limit)", *limit));
@@ -53,6 +105,8 @@ void add_history_commands(CLI::App& app, int& exit_status) {
     fmt::print("\ncompare or report: a run folder, m<N> (a whole matrix) or <N> (one run)\n");
   });
 
+  add_import_command(h, db);
+
   // ---- compare
   struct CompareFlags {
     std::string a, b, db = kDefaultDb, metric = "steady_samples_per_s";
@@ -72,7 +126,7 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   c->callback([cf, &exit_status] {
     auto a = resolve_runs(cf->a, cf->db);
     auto b = resolve_runs(cf->b, cf->db);
-    auto res = compare_runs(a.runs, b.runs, cf->metric, cf->threshold_pct);
+    auto res = compare_inputs(a, b, cf->metric, cf->threshold_pct);
     fmt::print("{}", render_compare(res, cf->a, cf->b));
     size_t measured = 0;
     for (const auto& row : res.rows) measured += row.delta_pct.has_value();
@@ -84,23 +138,7 @@ void add_history_commands(CLI::App& app, int& exit_status) {
       exit_status = kExitUsage;
     }
   });
-
-  // ---- report
-  struct ReportFlags {
-    std::string ref, db = kDefaultDb, out;
-  };
-  auto rf = std::make_shared<ReportFlags>();
-  auto* r = app.add_subcommand("report", "Rebuild report.md and report.html from a run folder or the history database");
-  r->add_option("RUN", rf->ref, "run folder, m<N> (matrix) or <N> (run) from `trainscope history`")->required();
-  r->add_option("--db", rf->db, "history database (default trainscope-runs/history.sqlite)");
-  r->add_option("-o,--out", rf->out, "folder for report.md/report.html (default: the run folder)");
-  r->callback([rf] {
-    auto in = resolve_runs(rf->ref, rf->db);
-    std::string out = !rf->out.empty() ? rf->out : !in.run_dir.empty() ? in.run_dir : std::string(".");
-    auto files = write_report(in, out);
-    fmt::print("{}\n", render_console(in, analyze(in)));
-    fmt::print("report: {}\n{}\n", files.markdown_path, files.html_path);
-  });
+  add_report_command(app);
 }
 
 }  // namespace trainscope::cli

@@ -170,7 +170,16 @@ struct RunFlags {
   std::string config, resume;
   SettingOptions settings;
   std::string inject_reporter_failure;  // testing only: io | internal
+  bool batch_sizes_auto = false;        // --batch-sizes auto (it stands as 0 in the parsed list)
 };
+
+// `--batch-sizes auto` or `--batch-sizes 32,auto`: the batch sweep (trainscope/batch_sweep.h)
+// starts at the smallest number given, else at batch_sweep.start.
+void use_batch_sweep(MatrixConfig& m) {
+  std::erase(m.batch_sizes, 0);
+  m.batch_sweep.enabled = true;
+  if (m.batch_sizes.empty()) m.batch_sizes = {m.batch_sweep.start};
+}
 
 // The devices exist on this machine; when they come from the --config file (not --devices), the
 // error names the file and its key.
@@ -223,6 +232,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
   if (!preset.empty() && f.config.empty()) apply_preset(preset, m);
   if (!f.config.empty()) load_toml_config(f.config, m, preset);
   f.settings.apply(m, {"preset"});  // the preset was applied first, above
+  if (f.batch_sizes_auto) use_batch_sweep(m);
   // Provenance: a resumed matrix keeps the command that started it and adds this one.
   m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
                                                        : command_line();
@@ -265,6 +275,13 @@ void add_run_command(CLI::App& app, int& exit_status) {
                                              "`trainscope settings`)")
       ->check(CLI::ExistingFile);
   f->settings.add_all(sub);
+  sub->get_option("--batch-sizes")->transform(
+      [f](std::string v) {
+        if (v != "auto") return v;
+        f->batch_sizes_auto = true;
+        return std::string("0");
+      },
+      "", "auto");
   sub->add_option("--inject-reporter-failure", f->inject_reporter_failure, "testing: io or internal")
       ->check(CLI::IsMember({"io", "internal"}))
       ->group("");

@@ -1,0 +1,224 @@
+// The report's opening, rendered three ways from one set of columns: per model one table of
+// every device and batch size with a one-line verdict; the cross-host comparisons; the batch-size
+// scaling; and the advice, one item per rule (src/report/report_util.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/report_util.h"
+
+namespace trainscope::report_detail {
+
+namespace {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+std::vector<std::string> models_of(const Analysis& a) {
+  std::vector<std::string> m;
+  for (const auto& c : a.cells)
+    if (std::find(m.begin(), m.end(), c.model) == m.end()) m.push_back(c.model);
+  return m;
+}
+
+std::string time_and_energy(const Cell& c) {
+  if (!c.time_for_epochs_s.ok()) return "—";
+  std::string s = fmt_time(c.time_for_epochs_s.median) + (c.time_for_epochs_is_estimate ? " (est.)" : "");
+  if (c.energy_per_epoch_j.ok() && c.epochs_requested > 0)
+    s += fmt::format(", {} kJ", fmt_num(c.energy_per_epoch_j.median * static_cast<double>(c.epochs_requested) / 1000));
+  return s;
+}
+
+std::string peak_memory(const Cell& c) {
+  if (is_gpu(c.device)) {
+    const Stat& m = c.device_peak_reserved_bytes.ok() ? c.device_peak_reserved_bytes : c.device_peak_allocated_bytes;
+    return m.ok() ? fmt_bytes(m.median) + " GPU" : "—";
+  }
+  return c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) + " RSS" : "—";
+}
+
+std::string busy(const Cell& c) {
+  if (!is_gpu(c.device)) return c.cpu_util_pct_mean.ok() ? "CPU " + fmt_stat(c.cpu_util_pct_mean, " %") : "—";
+  return fmt::format("{} / SM {}", fmt_device_stat(c, c.gpu_util_pct_mean, " %"),
+                     fmt_device_stat(c, c.sm_activity_pct_mean, " %"));
+}
+
+// The summary of one model: one row per (host, device, batch size) cell.
+Table summary_table(const Analysis& a, const std::string& model) {
+  Table t;
+  int64_t epochs = 0;
+  for (const auto& c : a.cells)
+    if (c.model == model) epochs = std::max(epochs, c.epochs_requested);
+  t.header = {"device", "batch", "samples/s", "speed-up vs CPU", fmt::format("time, energy for {} epochs", epochs),
+              "energy/sample", "peak memory", "util / SM activity", "verdict"};
+  for (const auto& c : a.cells) {
+    if (c.model != model) continue;
+    t.rows.push_back({where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
+                      time_and_energy(c), fmt_stat(c.energy_per_sample_j, " mJ", 1000), peak_memory(c), busy(c),
+                      c.verdict});
+  }
+  return t;
+}
+
+std::string md_table(const Table& t) {
+  std::string s = "|";
+  for (const auto& h : t.header) s += " " + h + " |";
+  s += "\n|";
+  for (size_t i = 0; i < t.header.size(); ++i) s += "---|";
+  s += "\n";
+  for (const auto& r : t.rows) {
+    s += "|";
+    for (const auto& v : r) s += " " + v + " |";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string html_table(const Table& t) {
+  std::string s = "<table class=\"summary\"><tr>";
+  for (const auto& h : t.header) s += "<th>" + html_escape(h) + "</th>";
+  s += "</tr>\n";
+  for (const auto& r : t.rows) {
+    s += "<tr>";
+    for (const auto& v : r) s += "<td>" + md_inline(v) + "</td>";
+    s += "</tr>\n";
+  }
+  return s + "</table>\n";
+}
+
+// Console: fixed-width columns, backticks dropped.
+std::string text_table(Table t) {
+  auto len = [](const std::string& s) {  // UTF-8 code points
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+  };
+  for (auto& r : t.rows)
+    for (auto& v : r) std::erase(v, '`');
+  std::vector<size_t> w(t.header.size(), 0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = len(t.header[i]);
+    for (const auto& r : t.rows) w[i] = std::max(w[i], len(r[i]));
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s = " ";
+    for (size_t i = 0; i < r.size(); ++i) s += " " + r[i] + (i + 1 < r.size() ? std::string(w[i] - len(r[i]), ' ') : "");
+    return s + "\n";
+  };
+  std::string s = line(t.header);
+  for (const auto& r : t.rows) s += line(r);
+  return s;
+}
+
+Table hosts_table(const HostComparison& h) {
+  Table t;
+  t.header = {"workload", "device A", "samples/s A", "device B", "samples/s B", "B / A"};
+  for (const auto& r : h.rows)
+    t.rows.push_back({r.workload, r.device_a, fmt_stat(r.samples_per_s_a, ""), r.device_b, fmt_stat(r.samples_per_s_b, ""),
+                      r.ratio ? fmt::format("{}×{}", fmt_num(*r.ratio), r.noise ? " (noise)" : "") : "—"});
+  return t;
+}
+
+std::string scaling_line(const BatchScaling& s, bool multi_host) {
+  std::string v = fmt::format("`{}` on {}{}: ", s.model, s.device, multi_host ? " (" + s.host + ")" : "");
+  for (size_t i = 0; i < s.batch_sizes.size(); ++i)
+    v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i], s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "failed");
+  v += " samples/s";
+  if (s.saturation_batch) v += fmt::format("; saturation point b{}", *s.saturation_batch);
+  v += s.stop_reason.empty() ? " (throughput still rose at the largest batch measured)" : "; " + s.stop_reason;
+  return v;
+}
+
+}  // namespace
+
+std::string md_summary(const Analysis& a) {
+  std::string s = "## Summary\n\nPer model, every device and batch size: median over repeats; speed-up = samples/s "
+                  "over the CPU's for the same workload; — = not measured.\n\n";
+  for (const auto& m : models_of(a)) s += fmt::format("### `{}`\n\n", m) + md_table(summary_table(a, m)) + "\n";
+  for (const auto& h : a.host_comparisons) {
+    s += fmt::format("## Across machines\n\nA = {}\nB = {}\n\n", h.host_a, h.host_b);
+    for (const auto& d : h.differences) s += "- differs: " + d + "\n";
+    if (!h.differences.empty()) s += "\n";
+    if (!h.rows.empty()) s += md_table(hosts_table(h)) + "\n";
+    for (const auto& x : h.not_comparable) s += "- not comparable: " + x + "\n";
+    s += "\n";
+  }
+  if (!a.batch_scaling.empty()) {
+    s += "## Batch-size scaling\n\n";
+    for (const auto& b : a.batch_scaling) s += "- " + scaling_line(b, a.multi_host) + "\n";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string console_summary(const Analysis& a) {
+  std::string s = "Summary (median over repeats; speed-up over the CPU of the same workload)\n";
+  for (const auto& m : models_of(a)) s += fmt::format("{}\n", m) + text_table(summary_table(a, m));
+  for (const auto& h : a.host_comparisons) {
+    s += fmt::format("\nAcross machines: A = {}; B = {}\n", h.host_a, h.host_b);
+    for (const auto& d : h.differences) s += "  differs: " + d + "\n";
+    if (!h.rows.empty()) s += text_table(hosts_table(h));
+    for (const auto& x : h.not_comparable) s += "  not comparable: " + x + "\n";
+  }
+  for (const auto& b : a.batch_scaling) s += "batch scaling: " + scaling_line(b, a.multi_host) + "\n";
+  return s;
+}
+
+std::string html_summary(const Analysis& a) {
+  std::string h = "<section id=\"summary\"><h2>Summary <span class=\"prov\">median over repeats; speed-up over the "
+                  "CPU of the same workload; — = not measured</span></h2>\n";
+  for (const auto& m : models_of(a)) h += "<h3>" + md_inline("`" + m + "`") + "</h3>\n" + html_table(summary_table(a, m));
+  h += "</section>\n";
+  for (const auto& c : a.host_comparisons) {
+    h += "<div id=\"hosts\"><h2>Across machines</h2>\n<p class=\"prov\">A = " + html_escape(c.host_a) + "<br>B = " +
+         html_escape(c.host_b) + "</p>\n<ul>\n";
+    for (const auto& d : c.differences) h += "<li>differs: " + html_escape(d) + "</li>\n";
+    for (const auto& x : c.not_comparable) h += "<li>not comparable: " + md_inline(x) + "</li>\n";
+    h += "</ul>\n" + (c.rows.empty() ? std::string() : html_table(hosts_table(c))) + "</div>\n";
+  }
+  return h;
+}
+
+std::string md_advice(const Analysis& a) {
+  std::string s = "## Advice\n\nOne item per rule, listing every cell it fired on with the measurement (thresholds and "
+                  "their sources: docs/report.md#advice-rules).\n\n";
+  const auto items = group_advice(a.advice);
+  if (items.empty()) s += "No rule fired: no measurement points to a problem.\n";
+  for (const auto& x : items) {
+    s += fmt::format("- **{}** ({} cell{}):", x.rule, x.fired_on.size(), x.fired_on.size() == 1 ? "" : "s");
+    for (const auto& t : x.advice) s += " " + t;
+    s += "\n";
+    for (const auto& f : x.fired_on) s += "  - measured: " + f + "\n";
+  }
+  return s;
+}
+
+std::string console_advice(const Analysis& a) {
+  std::string s = "\nAdvice (one item per rule)\n";
+  const auto items = group_advice(a.advice);
+  if (items.empty()) s += "  (no rule fired: no measurement points to a problem)\n";
+  for (const auto& x : items) {
+    s += fmt::format("  - [{}]", x.rule);
+    for (const auto& t : x.advice) s += " " + t;
+    s += "\n";
+    for (const auto& f : x.fired_on) s += "      because " + f + "\n";
+  }
+  return s;
+}
+
+std::string html_advice(const Analysis& a) {
+  std::string h = "<h2>Advice</h2>\n<ul id=\"advice\">\n";
+  const auto items = group_advice(a.advice);
+  if (items.empty()) h += "<li>No rule fired: no measurement points to a problem.</li>\n";
+  for (const auto& x : items) {
+    h += "<li class=\"advice\" data-rule=\"" + html_escape(x.rule) + "\"><span class=\"rule\">" + html_escape(x.rule) +
+         "</span>:";
+    for (const auto& t : x.advice) h += " " + md_inline(t);
+    h += "<ul>\n";
+    for (const auto& f : x.fired_on) h += "<li class=\"ev\">measured: " + md_inline(f) + "</li>\n";
+    h += "</ul></li>\n";
+  }
+  return h + "</ul>\n";
+}
+
+}  // namespace trainscope::report_detail
