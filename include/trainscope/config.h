@@ -81,6 +81,12 @@ struct InferenceConfig {
   double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
 };
 
+/// TensorBoard event files of every run (trainscope/tensorboard.h, docs/tensorboard.md).
+struct TensorBoardConfig {
+  bool enabled = true;
+  std::string dir;  // "" = <run folder>/tensorboard; else <dir>/<run folder name>
+};
+
 /// The experiment matrix: devices x models x batch sizes x repeats.
 struct MatrixConfig {
   std::vector<std::string> devices;    // empty = "cpu" plus every visible CUDA device
@@ -99,6 +105,7 @@ struct MatrixConfig {
   InferenceConfig inference;
   std::string history_db;                   // "" = <out_dir>/history.sqlite
   bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
+  TensorBoardConfig tensorboard;
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

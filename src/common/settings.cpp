@@ -206,6 +206,14 @@ void add_inference(std::vector<Setting>& t) {
          TS_FIELD(inference.server_budget_s));
 }
 
+void add_tensorboard(std::vector<Setting>& t) {
+  t.push_back({.key = "tensorboard.enabled", .off_flag = "--no-tensorboard",
+               .help = "TensorBoard event files of every run (docs/tensorboard.md)", .field = TS_FIELD(tensorboard.enabled)});
+  t.push_back({.key = "tensorboard.dir", .flag = "--tensorboard", .noun = "TensorBoard folder",
+               .help = "folder for the TensorBoard event files: <dir>/<run folder name>/<run_id>/",
+               .note = "\"\" = <run folder>/tensorboard", .field = TS_FIELD(tensorboard.dir)});
+}
+
 #undef TS_FIELD
 
 // Whole numbers as integers ("1000000000", not "1e+09"), others as the shortest exact form.
@@ -377,6 +385,7 @@ const std::vector<Setting>& settings() {
     add_telemetry(t);
     add_profile(t);
     add_inference(t);
+    add_tensorboard(t);
     return t;
   }();
   return table;
