@@ -95,6 +95,10 @@ struct BatchSweepConfig {
   int64_t start = 16;          // samples; the batch sizes when `--batch-sizes auto` gives no number
   double min_gain_pct = 5;     // a doubling must raise steady samples/s by at least this much
   int64_t max_batch = 65536;   // samples; never beyond
+/// TensorBoard event files of every run (trainscope/tensorboard.h, docs/tensorboard.md).
+struct TensorBoardConfig {
+  bool enabled = true;
+  std::string dir;  // "" = <run folder>/tensorboard; else <dir>/<run folder name>
 };
 
 /// The experiment matrix: devices x models x batch sizes x repeats.
@@ -116,6 +120,7 @@ struct MatrixConfig {
   std::string history_db;                   // "" = <out_dir>/history.sqlite
   bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
   BatchSweepConfig batch_sweep;             // batch_sizes = the sweep's start when enabled
+  TensorBoardConfig tensorboard;
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

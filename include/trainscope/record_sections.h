@@ -482,12 +482,20 @@ struct ProfileSection {
 
 // ------------------------------------------------------------------------------ inference
 
-/// Power and energy of one scenario's window (absent_reason says why when missing).
+/// Power and energy of one scenario's window (absent_reason says why when missing). The figures
+/// are the training headline's (TelemetryHeadline, trainscope/telemetry.h telemetry_headline)
+/// of the scenario's window: energy_j from the counter where there is one, beside it the
+/// power-integration energy and the sources' difference; stats_* mark a window whose means rest on
+/// fewer than kMinStatsSamples readings.
 struct ScenarioTelemetry {
   std::string device, absent_reason;
   OptD window_s, power_w_mean, package_power_w_mean, energy_j, joules_per_sample;
   std::string energy_method;
   std::optional<bool> short_window;
+  OptD energy_power_integration_j;  // EnergySummary::power_integration_energy_j, beside a counter's energy_j
+  OptD energy_sources_diff_pct;     // EnergySummary::sources_diff_pct
+  OptI stats_samples_min;           // fewest readings behind the device's means above
+  std::optional<bool> stats_too_few_samples;  // stats_samples_min < kMinStatsSamples
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("device", s.device, Better::kNone);
@@ -499,6 +507,10 @@ struct ScenarioTelemetry {
     v("energy_method", s.energy_method, Better::kNone);
     v("short_window", s.short_window, Better::kNone);
     v("absent_reason", s.absent_reason, Better::kNone);
+    v("energy_power_integration_j", s.energy_power_integration_j, Better::kNone);
+    v("energy_sources_diff_pct", s.energy_sources_diff_pct, Better::kNone);
+    v("stats_samples_min", s.stats_samples_min, Better::kNone);
+    v("stats_too_few_samples", s.stats_too_few_samples, Better::kNone);
   }
 };
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -257,8 +258,10 @@ Analysis analyze(const ReportInput& in, const AdviceThresholds& t = {});
 /// Time series for the HTML charts, from <run_dir>/telemetry.csv.gz (or telemetry.csv): only the
 /// metrics charted (util/SM activity, power, temperature, memory), each thinned to at most
 /// `max_points` by keeping min/max-preserving buckets. Missing file: empty, with a reason in *why.
-std::vector<CounterSeries> load_telemetry_series(const std::string& run_dir, size_t max_points = 800,
-                                                 std::string* why = nullptr);
+/// `keep(device, metric)` picks other metrics instead (the TensorBoard reporter); max_points 0 = all points.
+std::vector<CounterSeries> load_telemetry_series(
+    const std::string& run_dir, size_t max_points = 800, std::string* why = nullptr,
+    const std::function<bool(const std::string& device, const std::string& metric)>& keep = {});
 
 std::string render_console(const ReportInput& in, const Analysis& a);
 std::string render_markdown(const ReportInput& in, const Analysis& a);

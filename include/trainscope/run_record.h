@@ -118,6 +118,20 @@ struct MeasurementWindow {
   }
 };
 
+/// The training loss the trainer read at one of its NaN checks (every train.nan_check_interval
+/// steps: its only per-step host synchronisation), for per-step curves (trainscope/tensorboard.h).
+struct LossCheck {
+  int64_t step = 0;   // optimizer steps done when it was read (1-based: the step that produced it)
+  int64_t t_ns = 0;   // matrix clock
+  double loss = 0;    // that step's batch cross-entropy (finite: a non-finite loss fails the run)
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("step", s.step, Better::kNone);
+    v("t_ns", s.t_ns, Better::kNone);
+    v("loss", s.loss, Better::kLower);
+  }
+};
+
 /// kNotApplicable: the cell's variant does not apply to its device or model (variants.h); the
 /// record holds the reason in variant_note and no measurements.
 enum class RunStatus { kOk, kFailed, kInterrupted, kRunning, kNotApplicable };
@@ -223,6 +237,11 @@ struct RunRecord {
   std::string mfu_precision;                // "fp32", "tf32", "bf16"
   std::string mfu_note;                     // why mfu_pct is absent ("" when set)
   std::optional<TimeToAccuracy> time_to_accuracy;  // with --target-accuracy
+  // wall clock and per-step loss (trainscope/tensorboard.h)
+  /// Unix time (ns, system clock) of the matrix clock's zero in the session that measured this
+  /// run: start_ns, end_ns and telemetry times + this = wall time. 0 = unknown (older records).
+  int64_t clock_origin_unix_ns = 0;
+  std::vector<LossCheck> loss_checks;  // one per NaN check, in step order
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
@@ -288,6 +307,8 @@ struct RunRecord {
     v("mfu_precision", s.mfu_precision, Better::kNone);
     v("mfu_note", s.mfu_note, Better::kNone);
     v("time_to_accuracy", s.time_to_accuracy, Better::kNone);
+    v("clock_origin_unix_ns", s.clock_origin_unix_ns, Better::kNone);
+    v("loss_checks", s.loss_checks, Better::kNone);
   }
 };
 

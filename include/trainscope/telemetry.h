@@ -88,6 +88,12 @@ struct TelemetryField {
 TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::string& device,
                                      const std::vector<GpuInfo>& gpus);
 
+/// The scenario telemetry of `device` in `s` (an inference scenario's window): the figures of
+/// telemetry_headline(s, device) that ScenarioTelemetry keeps (power, energy from both sources
+/// and their difference, the fewest-samples mark), or absent_reason when `device` has no
+/// readings or no energy source in the window.
+ScenarioTelemetry scenario_telemetry(const TelemetrySummary& s, const std::string& device);
+
 /// All metrics any source can produce (per-device prefixes such as "core" are not repeated).
 const std::vector<TelemetryField>& telemetry_fields();
 

@@ -248,6 +248,12 @@ void add_batch_sweep(std::vector<Setting>& t) {
   t.push_back({.key = "batch_sweep.max_batch", .noun = "batch sweep maximum", .help = "largest batch size the sweep tries",
                .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sweep.max_batch),
                .applies = when_sweep, .applies_text = "batch_sweep.enabled"});
+void add_tensorboard(std::vector<Setting>& t) {
+  t.push_back({.key = "tensorboard.enabled", .off_flag = "--no-tensorboard",
+               .help = "TensorBoard event files of every run (docs/tensorboard.md)", .field = TS_FIELD(tensorboard.enabled)});
+  t.push_back({.key = "tensorboard.dir", .flag = "--tensorboard", .noun = "TensorBoard folder",
+               .help = "folder for the TensorBoard event files: <dir>/<run folder name>/<run_id>/",
+               .note = "\"\" = <run folder>/tensorboard", .field = TS_FIELD(tensorboard.dir)});
 }
 
 #undef TS_FIELD
@@ -425,6 +431,7 @@ const std::vector<Setting>& settings() {
     add_profile(t);
     add_inference(t);
     add_batch_sweep(t);
+    add_tensorboard(t);
     return t;
   }();
   return table;

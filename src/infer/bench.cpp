@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
+// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler (trainscope/telemetry.h
+// scenario_telemetry), or the reason they are absent.
 ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns,
                                     int64_t t1_ns, int64_t samples) {
   ScenarioTelemetry out;
@@ -33,25 +34,7 @@ ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::
     out.absent_reason = "no telemetry device matches this device (NVML did not report it)";
     return out;
   }
-  const TelemetrySummary s = sampler->summarize(t0_ns, t1_ns, samples);
-  out.device = tdev;
-  out.window_s = static_cast<double>(t1_ns - t0_ns) * 1e-9;
-  const DeviceTelemetry* d = s.device(tdev);
-  if (!d) {
-    out.absent_reason = fmt::format("telemetry has no readings for '{}' in this window", tdev);
-    return out;
-  }
-  if (const auto* m = d->metric("power_w")) out.power_w_mean = m->mean;
-  if (const auto* m = d->metric("package_power_w")) out.package_power_w_mean = m->mean;
-  if (d->energy) {
-    out.energy_j = d->energy->energy_j;
-    out.joules_per_sample = d->energy->joules_per_sample;
-    out.energy_method = d->energy->energy_method;
-    out.short_window = d->energy->short_window;
-  } else {
-    out.absent_reason = fmt::format("'{}' has neither an energy counter nor a power reading here", tdev);
-  }
-  return out;
+  return scenario_telemetry(sampler->summarize(t0_ns, t1_ns, samples), tdev);
 }
 
 // The rows [first, first + n) of the pool, wrapping around; a view when they are contiguous.

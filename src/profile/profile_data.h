@@ -39,6 +39,9 @@ struct DeviceEvent {
   int64_t stream = 0;
   int64_t linked = 0;             // correlation of the launching OpEvent (0: unknown)
   int64_t bytes = 0;              // memcpy/memset size when known
+  /// Kineto: CUPTI correlation id, shared with the runtime call that launched it (an OpEvent of
+  /// category "cuda_runtime" with the same `correlation`); 0 = unknown. Keys the trace's flows.
+  int64_t correlation = 0;
 };
 
 /// One allocator report: bytes > 0 allocated, < 0 freed.
@@ -113,9 +116,14 @@ struct TraceResult {
   bool truncated = false;
   int64_t bytes = 0;                // uncompressed bytes written
   int64_t events = 0, dropped = 0;
+  int64_t flows = 0;                // launch-to-kernel flows ("ac2g" s/f pairs) written
   std::string error;
 };
-/// Writes a gzip Chrome trace as a stream.
+/// Writes a gzip Chrome trace as a stream. On CUDA runs each device event whose runtime call is
+/// in `d` gets a launch-to-kernel flow in Kineto's "ac2g" convention (pytorch/kineto
+/// libkineto/src/output_json.cpp): ph "s" at the runtime call's start on its thread, ph "f" with
+/// bp "e" at the device event's start on its stream, id = the correlation id; written after
+/// every slice, so a size cap drops flows first.
 TraceResult write_trace(const std::string& path, const ProfileData& d, const std::vector<CounterSeries>& counters,
                         const TraceOptions& o);
 

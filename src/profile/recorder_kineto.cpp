@@ -83,6 +83,7 @@ class KinetoRecorder final : public Recorder {
         d.device = static_cast<int>(e.deviceIndex());
         d.stream = static_cast<int64_t>(e.deviceResourceId());
         d.linked = static_cast<int64_t>(e.linkedCorrelationId());
+        d.correlation = static_cast<int64_t>(e.correlationId());  // the launching runtime call's
         d.bytes = static_cast<int64_t>(e.nBytes());
         out.device_events.push_back(std::move(d));
         continue;

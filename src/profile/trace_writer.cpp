@@ -104,7 +104,7 @@ struct Slice {
 struct Emit {
   GzStream& gz;
   int64_t reserve;
-  void operator()(const std::string& ev) const { gz.event(ev, reserve); }
+  bool operator()(const std::string& ev) const { return gz.event(ev, reserve); }
 };
 
 // Device events grouped by (device, stream): one trace thread each.
@@ -282,6 +282,28 @@ void write_counters(const Emit& emit, const std::vector<CounterSeries>& counters
   }
 }
 
+// Launch-to-kernel flows (Kineto's "ac2g"): from each runtime call to the device events that
+// share its correlation id. Returns the number of flows written.
+int64_t write_flows(const Emit& emit, const ProfileData& d) {
+  std::map<int64_t, const OpEvent*> launch;
+  for (const auto& op : d.ops)
+    if (op.category == "cuda_runtime" && op.correlation != 0) launch[op.correlation] = &op;
+  int64_t flows = 0;
+  for (const auto& e : d.device_events) {
+    auto it = e.correlation != 0 ? launch.find(e.correlation) : launch.end();
+    if (it == launch.end()) continue;
+    const OpEvent& op = *it->second;
+    const bool s_ok = emit(fmt::format(
+        R"({{"ph": "s", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g"}})", e.correlation,
+        d.pid, op.tid, ts_us(op.t0_ns)));
+    const bool f_ok = s_ok && emit(fmt::format(
+        R"({{"ph": "f", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g", "bp": "e"}})",
+        e.correlation, e.device, e.stream, ts_us(e.t0_ns)));
+    if (f_ok) ++flows;
+  }
+  return flows;
+}
+
 }  // namespace
 
 TraceResult write_trace(const std::string& path, const ProfileData& d, const std::vector<CounterSeries>& counters,
@@ -304,6 +326,7 @@ TraceResult write_trace(const std::string& path, const ProfileData& d, const std
   write_device_slices(emit, d, by_stream);
   write_counters(emit, counters, tel_pid, o);
   for (const auto& ev : low_priority) emit(ev);
+  res.flows = write_flows(emit, d);
   gz.raw(tail);
   res.truncated = gz.full_;
   res.bytes = gz.bytes_;

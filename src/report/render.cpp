@@ -115,7 +115,8 @@ std::vector<std::pair<int64_t, double>> thin(const std::vector<std::pair<int64_t
 
 }  // namespace
 
-std::vector<CounterSeries> load_telemetry_series(const std::string& run_dir, size_t max_points, std::string* why) {
+std::vector<CounterSeries> load_telemetry_series(const std::string& run_dir, size_t max_points, std::string* why,
+                                                 const std::function<bool(const std::string&, const std::string&)>& keep) {
   std::string path = run_dir + "/telemetry.csv.gz";
   if (!file_exists(path)) path = run_dir + "/telemetry.csv";
   if (!file_exists(path)) {
@@ -144,7 +145,7 @@ std::vector<CounterSeries> load_telemetry_series(const std::string& run_dir, siz
     size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
     if (c1 == std::string_view::npos || c2 == std::string_view::npos || c3 == std::string_view::npos) continue;
     std::string dev(line.substr(c1 + 1, c2 - c1 - 1)), met(line.substr(c2 + 1, c3 - c2 - 1));
-    if (!charted(dev, met)) continue;
+    if (!(keep ? keep(dev, met) : charted(dev, met))) continue;
     try {
       int64_t t = std::stoll(std::string(line.substr(0, c1)));
       double v = std::stod(std::string(line.substr(c3 + 1)));

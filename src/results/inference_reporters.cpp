@@ -57,6 +57,10 @@ std::string format_row(const std::string& label, const std::string& device, cons
                      p50(ss.split->h2d_ms), p50(ss.split->compute_ms), p50(ss.split->d2h_ms));
   }
   if (ss.latency.too_few_queries) s += fmt::format("  (!) {}\n", ss.latency.too_few_reason);
+  if (m.single_stream && ss.telemetry.stats_too_few_samples.value_or(false))
+    s += fmt::format("  (!) single-stream power and energy on {} rest on {} telemetry sample(s), too few for statistics; "
+                     "sample faster (--telemetry-interval) or give the scenario more time\n",
+                     device, ss.telemetry.stats_samples_min.value_or(0));
   if (m.single_stream && !ss.telemetry.absent_reason.empty())
     s += fmt::format("  energy per inference absent on {}: {}\n", device, ss.telemetry.absent_reason);
   return s;

@@ -72,6 +72,30 @@ TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::strin
   return h;
 }
 
+ScenarioTelemetry scenario_telemetry(const TelemetrySummary& s, const std::string& device) {
+  ScenarioTelemetry out;
+  out.device = device;
+  out.window_s = s.duration_s;
+  const DeviceTelemetry* d = s.device(device);
+  if (!d) {
+    out.absent_reason = "telemetry has no readings for '" + device + "' in this window";
+    return out;
+  }
+  const TelemetryHeadline h = telemetry_headline(s, device, {});
+  out.power_w_mean = h.power_w_mean;
+  out.package_power_w_mean = h.package_power_w_mean;
+  out.energy_j = h.energy_j;
+  out.joules_per_sample = h.joules_per_sample;
+  out.energy_method = h.energy_method;
+  out.short_window = h.energy_short_window;
+  out.energy_power_integration_j = h.energy_power_integration_j;
+  out.energy_sources_diff_pct = h.energy_sources_diff_pct;
+  out.stats_samples_min = h.stats_samples_min;
+  out.stats_too_few_samples = h.stats_too_few_samples;
+  if (!d->energy) out.absent_reason = "'" + device + "' has neither an energy counter nor a power reading here";
+  return out;
+}
+
 TelemetrySection TelemetrySampler::run_section(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed,
                                                const std::string& device) const {
   TelemetrySection out;

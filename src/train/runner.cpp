@@ -557,6 +557,8 @@ void Matrix::finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecor
 void Matrix::merge_run(RunRecord rec) {
   if (rec.device_name.empty()) rec.device_name = device_display_name(rec.device, res_.provenance.cpu_model);
   if (rec.end_ns == 0) rec.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin_).count();
+  rec.clock_origin_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch() - (Clock::now() - origin_)).count();  // wall time of the clock's zero
   if (rec.status == RunStatus::kFailed) res_.any_failed = true;
   if (rec.status == RunStatus::kInterrupted) res_.interrupted = true;
   // Ctrl-C after the last step (during inference): this run is complete and kept, the

@@ -382,6 +382,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
                   fmt::format("loss became {} at step {} (epoch {}); lower the learning rate (now {}) or check the "
                               "data for NaN/Inf values",
                               std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, cfg_.learning_rate));
+    r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv});  // already on the host
   }
   r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
   after_step(e, s, m, t0, t_data, hm);

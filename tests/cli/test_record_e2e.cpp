@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "results/record_json.h"
+#include "tboard/tfevents_reader.h"
 #include "trainscope/report.h"
 
 namespace fs = std::filesystem;
@@ -62,7 +63,8 @@ const std::string& run_folder() {
     fs::create_directories(root);
     std::ofstream(root + "/nvml.json") << kTwoGpus;
     std::ofstream(root + "/small.toml") << "[inference]\nsingle_stream_budget_s = 0.05\nmin_queries = 20\n"
-                                           "offline_batch_sizes = [4]\noffline_budget_s = 0.05\n";
+                                           "offline_batch_sizes = [4]\noffline_budget_s = 0.05\n"
+                                           "[train]\nnan_check_interval = 5\n";  // loss_checks at steps 5, 10
     setenv("TS_FAKE_NVML_CONFIG", (root + "/nvml.json").c_str(), 1);
     const std::string log = root + "/log.txt";
     int rc = run_binary({"run", "--config", root + "/small.toml", "--devices", "cpu", "--models", "mlp,cnn",
@@ -104,6 +106,39 @@ TEST(RecordE2e, EverySectionTheRunnerWroteRoundTripsThroughTheTypedForm) {
     for (const char* section : {"telemetry", "profile", "inference"})
       EXPECT_EQ(back[section], r[section]) << section << ": written " << r[section].dump().substr(0, 400);
     EXPECT_EQ(back, r);
+  }
+}
+
+// The TensorBoard reporter of `trainscope run` (trainscope/tensorboard.h): one event file per run
+// in <run folder>/tensorboard/<run_id>/, read back with the tests' independent reader; the loss
+// curve is the record's loss_checks, placed on the wall clock by clock_origin_unix_ns.
+TEST(RecordE2e, TensorBoardEventFilesHoldEachRunsLossCurveEpochsAndTelemetry) {
+  auto j = results();
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& r : j["runs"]) {
+    const std::string dir = run_folder() + "/tensorboard/" + r["run_id"].get<std::string>();
+    std::vector<std::string> files;
+    if (fs::is_directory(dir))
+      for (const auto& f : fs::directory_iterator(dir)) files.push_back(f.path().string());
+    ASSERT_EQ(files.size(), 1u) << dir;
+    EXPECT_EQ(fs::path(files[0]).filename().string().rfind("events.out.tfevents.", 0), 0u) << files[0];
+    auto f = tfevents_reader::read(slurp(files[0]));
+    ASSERT_FALSE(f.events.empty());
+    EXPECT_EQ(f.events[0].file_version, "brain.Event:2");
+    const auto& checks = r["loss_checks"];
+    ASSERT_EQ(checks.size(), 2u) << r["run_id"];  // 14 steps, a check every 5
+    const auto& loss = f.scalars["train/loss"];
+    ASSERT_EQ(loss.size(), 2u);
+    const double origin_s = static_cast<double>(r["clock_origin_unix_ns"].get<int64_t>()) * 1e-9;
+    EXPECT_GT(origin_s, 1.7e9);  // a real Unix time (after 2023-11)
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(loss[i].step, checks[i]["step"].get<int64_t>());
+      EXPECT_FLOAT_EQ(loss[i].value, checks[i]["loss"].get<float>());
+      EXPECT_NEAR(loss[i].wall_time, origin_s + static_cast<double>(checks[i]["t_ns"].get<int64_t>()) * 1e-9, 1e-5);
+    }
+    EXPECT_EQ(f.scalars["epoch/train_loss"].size(), r["epochs"].size());
+    EXPECT_EQ(f.scalars["run/steady_samples_per_s"].size(), 1u);
+    EXPECT_FALSE(f.scalars["telemetry/cpu/util_pct"].empty()) << "CPU utilisation on the telemetry clock";
   }
 }
 

@@ -201,6 +201,67 @@ TEST(ProfileTrace, ParsesNestsAndHasMetadataAndCounters) {
   EXPECT_EQ(j["trainscope"]["run_id"], "t");
 }
 
+// Kineto's "ac2g" flows (pytorch/kineto libkineto/src/output_json.cpp): "s" on the runtime call,
+// "f" with bp "e" on the device event, one id = the correlation id they share.
+TEST(ProfileTrace, LaunchToKernelFlowsFollowKinetosAc2gConvention) {
+  auto dir = temp_dir("flows");
+  auto d = synthetic_data(1, 1);
+  auto runtime = [&](const char* name, int64_t t0, int64_t corr, const char* cat) {
+    OpEvent rt{name, t0, t0 + 20};
+    rt.tid = 9;
+    rt.category = cat;
+    rt.correlation = corr;
+    rt.linked = 5;
+    d.ops.push_back(rt);
+  };
+  auto device = [&](const char* name, int64_t t0, int64_t corr) {
+    DeviceEvent k{name, t0, t0 + 100, 0, 7, 5};
+    k.correlation = corr;
+    d.device_events.push_back(k);
+  };
+  runtime("cudaLaunchKernel", 1500, 777, "cuda_runtime");
+  device("my_kernel", 2500, 777);
+  runtime("cudaMemcpyAsync", 1600, 778, "cuda_runtime");  // no device event recorded: no flow
+  device("orphan_kernel", 2700, 779);                      // no runtime call recorded: no flow
+  runtime("aten::mm", 1700, 780, "cpu_op");                // an operator's id is not a launch
+  device("other_kernel", 2900, 780);
+  TraceOptions o;
+  o.t1_ns = 1000000;
+  auto r = write_trace(dir + "/f.trace.json.gz", d, {}, o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.flows, 1);
+  auto j = nlohmann::json::parse(read_text(dir + "/f.trace.json.gz"));
+  std::vector<nlohmann::json> flows;
+  bool launch_slice = false, kernel_slice = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "f") flows.push_back(e);
+    if (e["ph"] == "X" && e["name"] == "cudaLaunchKernel" && e["pid"] == 42 && e["tid"] == 9 && e["ts"] == 1.5)
+      launch_slice = e["cat"] == "cuda_runtime";
+    if (e["ph"] == "X" && e["name"] == "my_kernel" && e["pid"] == 0 && e["tid"] == 7 && e["ts"] == 2.5)
+      kernel_slice = e["cat"] == "kernel";
+  }
+  ASSERT_EQ(flows.size(), 2u);
+  const auto& s = flows[0]["ph"] == "s" ? flows[0] : flows[1];
+  const auto& f = flows[0]["ph"] == "f" ? flows[0] : flows[1];
+  EXPECT_EQ(s["ph"], "s");
+  EXPECT_EQ(f["ph"], "f");
+  for (const auto* e : {&s, &f}) {
+    EXPECT_EQ((*e)["id"], 777);
+    EXPECT_EQ((*e)["cat"], "ac2g");
+    EXPECT_EQ((*e)["name"], "ac2g");
+  }
+  EXPECT_EQ(s["pid"], 42);  // the launch's thread, at the launch's start
+  EXPECT_EQ(s["tid"], 9);
+  EXPECT_DOUBLE_EQ(s["ts"].get<double>(), 1.5);
+  EXPECT_FALSE(s.contains("bp"));
+  EXPECT_EQ(f["pid"], 0);  // GPU 0, stream 7, at the kernel's start, bound to the enclosing slice
+  EXPECT_EQ(f["tid"], 7);
+  EXPECT_DOUBLE_EQ(f["ts"].get<double>(), 2.5);
+  EXPECT_EQ(f["bp"], "e");
+  EXPECT_TRUE(launch_slice) << "the flow starts on the runtime call's slice";
+  EXPECT_TRUE(kernel_slice) << "the flow ends on the kernel's slice";
+}
+
 TEST(ProfileTrace, SizeCapHoldsOnALongRun) {
   auto dir = temp_dir("cap");
   auto d = synthetic_data(200, 20);

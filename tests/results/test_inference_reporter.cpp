@@ -203,3 +203,21 @@ TEST(InferenceReporter, UnwritableFileIsAnIoError) {
     EXPECT_NE(std::string(e.what()).find(dir + "/missing"), std::string::npos) << e.what();
   }
 }
+
+// Single-stream power and energy from fewer than 5 telemetry samples are marked on the console
+// (ScenarioTelemetry::stats_too_few_samples); 5 or more are not.
+TEST(InferenceReporter, TooFewTelemetrySamplesAreMarkedInTheTable) {
+  InferenceRun few = measured("cuda:0", 1.0);
+  auto& t = few.inference->single_stream->telemetry;
+  t = ScenarioTelemetry{};
+  t.device = "gpu0";
+  t.energy_j = 3.0;
+  t.joules_per_sample = 0.01;
+  t.stats_samples_min = 3;
+  t.stats_too_few_samples = true;
+  const std::string table = format_inference_table({few}, 1);
+  EXPECT_NE(table.find("rest on 3 telemetry sample(s), too few for statistics"), std::string::npos) << table;
+  t.stats_samples_min = 5;
+  t.stats_too_few_samples = false;
+  EXPECT_EQ(format_inference_table({few}, 1).find("too few for statistics"), std::string::npos);
+}

@@ -248,6 +248,47 @@ TEST(telemetry_Sampler, EnergySourcesAndTooFewSamplesRoundTripThroughJson) {
   EXPECT_EQ(record_json::write(back), j);
 }
 
+// An inference scenario's telemetry (src/infer/bench.cpp) carries what the training headline
+// carries: energy from the counter and from power integration with their difference, and the
+// fewer-than-5-samples mark; 5 samples are not marked.
+TEST(telemetry_Sampler, ScenarioTelemetryHasBothEnergiesTheirDifferenceAndTheTooFewMark) {
+  write_config("scenario", kBothEnergySources);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = opt.interval_s = 1e-3;  // every sample polls the counter too
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  std::vector<int64_t> t;
+  for (int i = 0; i < 5; ++i) {
+    t.push_back(s.sample_now().t_ns);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  auto three = trainscope::scenario_telemetry(s.summarize(t[0], t[2], 10), "gpu0");
+  const auto e = *s.summarize(t[0], t[2], 10).device("gpu0")->energy;
+  EXPECT_EQ(three.device, "gpu0");
+  EXPECT_EQ(three.energy_method, "counter");
+  EXPECT_NEAR(three.energy_j.value(), 500.0, 1e-6);  // the fake counter's two values: 1 500 000 - 1 000 000 mJ
+  ASSERT_TRUE(three.energy_power_integration_j);
+  EXPECT_NEAR(*three.energy_power_integration_j, *e.power_integration_energy_j, 1e-9);
+  EXPECT_NEAR(*three.energy_power_integration_j, 200.0 * static_cast<double>(t[2] - t[0]) * 1e-9, 1e-6);
+  EXPECT_NEAR(three.energy_sources_diff_pct.value(), *e.sources_diff_pct, 1e-12);
+  EXPECT_NEAR(three.power_w_mean.value(), 200.0, 1e-9);
+  EXPECT_NEAR(three.joules_per_sample.value(), 50.0, 1e-6);  // 500 J / 10 samples
+  EXPECT_EQ(three.stats_samples_min, 3);
+  EXPECT_EQ(three.stats_too_few_samples, true);
+  EXPECT_TRUE(three.absent_reason.empty());
+  auto five = trainscope::scenario_telemetry(s.summarize(t[0], t[4], 10), "gpu0");
+  EXPECT_EQ(five.stats_samples_min, 5);
+  EXPECT_EQ(five.stats_too_few_samples, false);
+  auto j = record_json::write(three);  // and in inference.json / results.json
+  EXPECT_EQ(j["stats_too_few_samples"], true);
+  EXPECT_TRUE(j["energy_power_integration_j"].is_number());
+  EXPECT_TRUE(j["energy_sources_diff_pct"].is_number());
+  trainscope::ScenarioTelemetry back;
+  record_json::read(j, back);
+  EXPECT_EQ(record_json::write(back), j);
+  auto none = trainscope::scenario_telemetry(s.summarize(t[0], t[4], 10), "gpu7");
+  EXPECT_NE(none.absent_reason.find("no readings for 'gpu7'"), std::string::npos) << none.absent_reason;
+}
+
 TEST(telemetry_Nvml, OldLibraryFallsBackPerEntryPoint) {
   write_config("old", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML_OLD), std::chrono::steady_clock::now());

@@ -22,6 +22,7 @@
 #include "trainscope/fs.h"
 #include "trainscope/reporter.h"
 #include "trainscope/runner.h"
+#include "trainscope/tensorboard.h"
 #include "interrupt.h"
 
 namespace trainscope::cli {
@@ -154,6 +155,8 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure)
   std::vector<Reporter*> reporters{&results};
   if (!inject_failure.empty()) reporters.push_back(&fault);
   for (Reporter* r : std::initializer_list<Reporter*>{&history, &console, &report}) reporters.push_back(r);
+  TensorBoardReporter tensorboard(m.tensorboard.dir, &console);
+  if (m.tensorboard.enabled) reporters.push_back(&tensorboard);
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
       "at once)\n");
@@ -259,6 +262,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
     if (m.telemetry.nvml_library.find('/') != std::string::npos) absolute(m.telemetry.nvml_library);
     absolute(m.telemetry.proc_root);
     absolute(m.telemetry.sys_root);
+    absolute(m.tensorboard.dir);
   }
   return m;
 }
