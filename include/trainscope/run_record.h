@@ -182,6 +182,7 @@ struct RunRecord {
   std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section
   std::optional<ProfileSection> profile;      // RunProfiler::finish
   std::optional<InferenceSection> inference;  // trainscope/inference.h
+  std::optional<InputPipelineSection> input_pipeline;  // how batches were made (src/train/batch_source.h)
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
@@ -238,6 +239,7 @@ struct RunRecord {
     v("telemetry", s.telemetry, Better::kNone, kLiteral);
     v("profile", s.profile, Better::kNone, kLiteral);
     v("inference", s.inference, Better::kNone, kLiteral);
+    v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
   }
 };
 
