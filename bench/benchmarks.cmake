@@ -6,3 +6,7 @@ if(TRAINSCOPE_WITH_TORCH)
   target_include_directories(profile_overhead PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(profile_overhead PRIVATE ${_ts_torch_flags})
 endif()
+# Input pipeline: decode + transform throughput of the streaming image folder (owned by the
+# input pipeline; bench/input_pipeline.sh runs it against torch.utils.data.DataLoader).
+add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
+target_link_libraries(input_bench PRIVATE trainscope_core)

@@ -29,6 +29,13 @@ struct DataConfig {
   int64_t synthetic_channels = 1, synthetic_size = 28, synthetic_classes = 10;
   int64_t limit_train = 0;        // >0: use only the first N training samples
   int64_t limit_test = 0;         // >0: use only the first N test samples
+  // Streaming input pipeline (folder format; docs/input-pipeline.md).
+  std::string cache_data = "auto";    // "on": decode into memory; "off": stream; "auto": on when it fits the budget
+  double cache_budget_gib = 4;        // auto: the decoded float32 train+test sets must fit in this many GiB
+  int64_t data_workers = 0;           // streaming decode threads; 0 = cores left after the intra-op threads (>= 1)
+  int64_t prefetch_batches = 0;       // finished batches the queue holds at most; 0 = 2 x workers
+  std::string augment = "auto";       // streamed training transform: auto | random-resized-crop | pad-crop | none
+  std::string on_bad_image = "fail";  // a streamed image that cannot be read/decoded: "fail" the run or "skip" it
 };
 
 /// One training run's settings (a cell of the experiment matrix).

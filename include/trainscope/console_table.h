@@ -14,6 +14,11 @@ namespace trainscope {
 /// batch size); absent when either side has no successful run.
 std::string format_matrix_table(const std::vector<RunRecord>& runs);
 
+/// One line on a streamed run's input pipeline (record_sections.h InputPipelineSection: workers,
+/// decode rate, busy share, queue depth, the trainer's wait, loader and trainer CPU); "" for a run
+/// that was not streamed. Defined in src/results/input_pipeline_text.cpp.
+std::string format_input_pipeline(const RunRecord& r);
+
 /// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min"
 /// (defined in src/common/text.cpp; the report uses the same one).
 std::string format_duration(double seconds);

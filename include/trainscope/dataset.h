@@ -9,11 +9,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "trainscope/config.h"
+#include "trainscope/input_pipeline.h"
 
 namespace trainscope {
 
@@ -36,8 +38,26 @@ struct Dataset {
   int64_t sample_numel() const { return channels * height * width; }
 };
 
+/// How a training set is streamed from an image folder instead of decoded into memory
+/// (data.cache_data; docs/input-pipeline.md). The training Dataset then holds all labels but
+/// only the first `preview` decoded images (for model checks and statistics).
+struct StreamPlan {
+  std::string root;                  // the folder the files were indexed from
+  std::vector<ImageFile> files;      // the training images, in sample-index order
+  TransformSpec transform;           // the training transform (normalised with DatasetPair::mean/std)
+  int64_t workers = 0;               // data.data_workers as set (0 = resolve from the cores)
+  int64_t prefetch_batches = 0;      // 0 = 2 x workers
+  bool skip_bad_images = false;
+  std::string cache_reason;          // why the set is streamed
+  int64_t decoded_bytes = 0;         // float32 train + test sets, had they been decoded into memory
+  int64_t budget_bytes = 0;          // data.cache_budget_gib in bytes
+  int64_t preview = 0;               // decoded training images kept in memory
+};
+
 struct DatasetPair {
   Dataset train, test;
+  std::shared_ptr<const StreamPlan> stream;  // set: the training set is streamed (see StreamPlan)
+  std::string cache_reason;                  // folder: why the set is (not) streamed
   std::string format;            // "idx", "cifar10", "folder", "synthetic"
   std::string source;            // folder or description
   std::vector<float> mean, std;  // per channel, computed on the training set (in [0,1] pixel units)
@@ -55,7 +75,8 @@ std::vector<int64_t> parse_idx_labels(std::span<const uint8_t> bytes, const std:
 /// planes), Krizhevsky 2009 "Learning Multiple Layers of Features from Tiny Images", binary
 /// version. Labels must be < 10.
 RawImages parse_cifar10_batch(std::span<const uint8_t> bytes, const std::string& name);
-/// Decodes one PNG/JPEG/BMP image (stb_image) and resizes it to size x size with `channels`.
+/// Decodes one PNG/JPEG/BMP image (decode_pixels, trainscope/input_pipeline.h) and resizes the
+/// whole image to size x size (bilinear) with `channels`, C x H x W.
 /// Throws Error(kDataFormat) naming `name` when it cannot be decoded.
 std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::string& name, int64_t size,
                                   int64_t channels);
@@ -78,6 +99,21 @@ RawImages read_image_folder(const std::string& root, int64_t size, int64_t chann
 /// Seeded synthetic images whose class is recoverable from the pixels (a class-dependent
 /// pattern plus noise), so a model can learn it: used for tests and smoke runs.
 RawImages make_synthetic(int64_t count, int64_t channels, int64_t size, int64_t classes, uint64_t seed);
+
+/// Streaming decision for an image folder of `images` images (train + test) decoded to
+/// channels x size x size float32: returns true to stream, with the reason (data.cache_data,
+/// data.cache_budget_gib). Throws Error(kInvalidArgument) for an unknown cache_data value.
+bool stream_folder(const DataConfig& cfg, int64_t images, int64_t* decoded_bytes, std::string* reason);
+
+/// An image folder with a streamed training set (stream_folder said so): indexes the files,
+/// splits like read_image_folder's caller, decodes the test set into memory (eval transform: resize
+/// the shorter side, centre crop) and a preview of the training set, and computes the
+/// normalisation from that preview (up to 256 images).
+DatasetPair load_streamed_folder(const DataConfig& cfg, uint64_t seed);
+
+/// The default number of decode workers: the cores left after the trainer's intra-op threads,
+/// at least 1; *reason says how it was chosen.
+int64_t default_data_workers(int64_t cores, int64_t intra_op_threads, std::string* reason);
 
 /// Loads train and test sets as configured and normalises both with the training set's
 /// per-channel mean and standard deviation. Throws Error(kIo/kDataFormat/kInvalidArgument).

@@ -225,6 +225,7 @@ struct RunRecord {
   std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section
   std::optional<ProfileSection> profile;      // RunProfiler::finish
   std::optional<InferenceSection> inference;  // trainscope/inference.h
+  std::optional<InputPipelineSection> input_pipeline;  // how batches were made (src/train/batch_source.h)
 
   // variants, MFU, time-to-accuracy (issue 14; trainscope/variants.h, trainscope/mfu.h)
   std::string variant = "eager";     // canonical variant name (variants.h); part of the run id unless eager
@@ -309,6 +310,7 @@ struct RunRecord {
     v("time_to_accuracy", s.time_to_accuracy, Better::kNone);
     v("clock_origin_unix_ns", s.clock_origin_unix_ns, Better::kNone);
     v("loss_checks", s.loss_checks, Better::kNone);
+    v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
   }
 };
 

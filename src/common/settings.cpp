@@ -94,6 +94,34 @@ void add_data(std::vector<Setting>& t) {
   t.push_back({.key = "data.limit_test", .flag = "--limit-test", .noun = "test sample limit",
                .help = "use only the first N test samples", .unit = "samples", .range = {.min = 0},
                .note = "0 = all", .field = TS_FIELD(data.limit_test)});
+  // Streaming input pipeline (docs/input-pipeline.md).
+  auto folder = [&](Setting s) {
+    s.applies = when_folder;
+    s.applies_text = "data.format = folder";
+    t.push_back(std::move(s));
+  };
+  folder({.key = "data.cache_data", .flag = "--cache-data", .noun = "cache mode",
+          .help = "folder: on = decode every image into memory before training; off = stream the training set "
+                  "through worker threads each epoch; auto = on when the decoded sets fit data.cache_budget_gib",
+          .range = {.choices = {"auto", "on", "off"}}, .field = TS_FIELD(data.cache_data)});
+  folder({.key = "data.cache_budget_gib", .flag = "--cache-budget", .noun = "cache budget",
+          .help = "folder, cache_data auto: the most the decoded float32 train + test sets may take in memory",
+          .unit = "GiB", .range = {.min = 0, .max = 1e6}, .field = TS_FIELD(data.cache_budget_gib)});
+  folder({.key = "data.data_workers", .flag = "--data-workers", .noun = "data workers",
+          .help = "streaming: threads that read, decode and transform images", .unit = "threads",
+          .range = {.min = 0, .max = 1024}, .note = "0 = the cores left after the intra-op threads (at least 1)",
+          .field = TS_FIELD(data.data_workers)});
+  folder({.key = "data.prefetch_batches", .flag = "--prefetch-batches", .noun = "prefetch batches",
+          .help = "streaming: finished batches the queue holds at most ahead of the trainer", .unit = "batches",
+          .range = {.min = 0, .max = 4096}, .note = "0 = 2 x data workers", .field = TS_FIELD(data.prefetch_batches)});
+  folder({.key = "data.augment", .flag = "--augment", .noun = "augmentation",
+          .help = "streaming: training transform (random-resized-crop, pad-crop: pad 4 and crop; both flip; none); "
+                  "the test set is only resized and centre-cropped",
+          .range = {.choices = {"auto", "random-resized-crop", "pad-crop", "none"}},
+          .note = "auto = random-resized-crop from image_size 128, else pad-crop", .field = TS_FIELD(data.augment)});
+  folder({.key = "data.on_bad_image", .flag = "--on-bad-image", .noun = "bad-image policy",
+          .help = "streaming: an image that cannot be read or decoded fails the run, or is skipped and counted",
+          .range = {.choices = {"fail", "skip"}}, .field = TS_FIELD(data.on_bad_image)});
 }
 
 void add_train(std::vector<Setting>& t) {

@@ -302,12 +302,52 @@ void variant_gain(const ReportInput&, const AdviceThresholds&, Analysis& a) {
   }
 }
 
+// A streamed run (docs/input-pipeline.md) whose trainer waited for batches: how many decode
+// workers would feed the device at the measured decode rate, and whether the cores allow it.
+void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
+  for (const auto& r : in.runs) {
+    const auto* p = r.input_pipeline ? &*r.input_pipeline : nullptr;
+    if (!p || p->mode != "stream" || !r.phases || r.phases->step_ms <= 0 || !p->decode_per_s_per_worker ||
+        *p->decode_per_s_per_worker <= 0 || !p->workers)
+      continue;
+    const double share = 100.0 * r.phases->data_ms / r.phases->step_ms;
+    if (share < t.data_share_pct) continue;
+    const double compute_ms = std::max(r.phases->step_ms - r.phases->data_ms, 1e-3);
+    const double device_rate = static_cast<double>(r.batch_size) * 1000.0 / compute_ms;  // samples/s without waiting
+    const double rate = *p->decode_per_s_per_worker;
+    const auto need = static_cast<int64_t>(std::ceil(device_rate / rate));
+    const double cores = static_cast<double>(p->cores.value_or(0));
+    const double trainer_cores = p->trainer_cpu_pct.value_or(0) / 100.0;
+    const double free_cores = cores - trainer_cores;
+    const bool cores_busy = cores > 0 && static_cast<double>(need) > free_cores;
+    std::string advice =
+        cores_busy
+            ? fmt::format("The trainer waits for decoded images, and more workers cannot help: {} workers would be "
+                          "needed but only about {} of the {} cores are not busy with the trainer. Decode less per "
+                          "step: keep the set decoded in memory (--cache-data on) if it fits, store smaller images, "
+                          "use a cheaper transform, or train on a machine with more cores per device.",
+                          need, fmt_num(std::max(free_cores, 0.0)), p->cores.value_or(0))
+            : fmt::format("The trainer waits for decoded images: run {} decode workers (--data-workers {}) instead of "
+                          "{} to feed the device.",
+                          need, need, *p->workers);
+    add_for_run(a, "stream_input", r, std::move(advice),
+                fmt::format("run {}: data phase {} of the step (threshold {} %); {} worker(s) decoded {} images/s "
+                            "each; the device trains {} samples/s when not waiting (batch {} in {} ms); loader CPU "
+                            "{}, trainer CPU {} (100 % = one core) of {} cores",
+                            r.run_id, pct(share), fmt_num(t.data_share_pct), *p->workers, fmt_num(rate),
+                            fmt_num(device_rate), r.batch_size, fmt_num(compute_ms),
+                            p->loader_cpu_pct ? pct(*p->loader_cpu_pct) : "?",
+                            p->trainer_cpu_pct ? pct(*p->trainer_cpu_pct) : "?", p->cores.value_or(0)));
+  }
+}
+
 using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
 using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
 
 // The rules, in the order their advice is listed: per cell, then across cells.
 const CellRule kCellRules[] = {low_utilisation, h2d_copies, batch_sweep, throttling, data_loading};
-const RunRule kRunRules[] = {batch_size, cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain};
+const RunRule kRunRules[] = {batch_size, cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain,
+                              stream_input};
 
 }  // namespace
 

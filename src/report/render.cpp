@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/report_util.h"
+#include "trainscope/console_table.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/report.h"
@@ -335,11 +336,19 @@ std::string md_definitions_and_notes(const ReportInput& in, const Analysis& a) {
 
 }  // namespace
 
+// One line per streamed run (docs/input-pipeline.md); "" when no run was streamed.
+std::string md_input_pipeline(const ReportInput& in) {
+  std::string s;
+  for (const auto& r : in.runs)
+    if (auto line = format_input_pipeline(r); !line.empty()) s += "- " + line + "\n";
+  return s.empty() ? s : "\n## Input pipeline\n\n" + s;
+}
+
 std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
   s += provenance_lines(in, "\n\n");
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
-  return s + md_summary(a) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) +
+  return s + md_summary(a) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) + md_input_pipeline(in) +
          md_definitions_and_notes(in, a);
 }
 

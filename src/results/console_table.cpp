@@ -90,6 +90,8 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   if (any_no_rate)
     out += "—: not measured; a run with no more steps than --warmup-steps has no steady-state rate (see notes in "
            "results.json).\n";
+  for (const auto* r : order)
+    if (auto line = format_input_pipeline(*r); !line.empty()) out += "input pipeline: " + line + "\n";
   return out;
 }
 

@@ -3,4 +3,5 @@ target_sources(trainscope_core PRIVATE
   results/record_json.cpp
   results/run_metrics.cpp
   results/console_table.cpp
-  results/inference_reporters.cpp)
+  results/inference_reporters.cpp
+  results/input_pipeline_text.cpp)

@@ -3,6 +3,7 @@ target_sources(trainscope PRIVATE
   workload/model_check.cpp
   train/device.cpp
   train/trainer.cpp
+  train/batch_source.cpp
   train/optimizer.cpp
   train/runner.cpp
   # variants (issue 14)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "train/batch_source.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/graph_step.h"
@@ -45,21 +46,6 @@ bool reset_peak_rss() {
   return static_cast<bool>(f.flush());
 }
 
-// Assembles a batch by copying whole samples into the (pinned) staging buffer. A plain
-// memcpy per sample: at::index_select would fan out to every intra-op thread, and waking 32
-// idle OpenMP threads costs ~0.5 ms per step on a GPU host (measured: bench/RESULTS.md).
-void gather_batch(const Workload& w, const int64_t* idx, int64_t m, torch::Tensor& bx, torch::Tensor& by) {
-  const int64_t numel = w.data.train.sample_numel();
-  const float* src = w.data.train.images.data();
-  const int64_t* labels = w.data.train.labels.data();
-  float* dst = bx.data_ptr<float>();
-  int64_t* dl = by.data_ptr<int64_t>();
-  for (int64_t i = 0; i < m; ++i) {
-    std::memcpy(dst + i * numel, src + idx[i] * numel, static_cast<size_t>(numel) * sizeof(float));
-    dl[i] = labels[idx[i]];
-  }
-}
-
 // Number of staging buffers: the host may run this many steps ahead of the device.
 constexpr int kStaging = 4;
 
@@ -70,7 +56,8 @@ Workload make_workload(DatasetPair data) {
   w.data = std::move(data);
   auto& tr = w.data.train;
   auto& te = w.data.test;
-  w.train_x = torch::from_blob(tr.images.data(), {tr.count, tr.channels, tr.height, tr.width}, torch::kFloat);
+  const int64_t resident = tr.sample_numel() > 0 ? static_cast<int64_t>(tr.images.size()) / tr.sample_numel() : 0;
+  w.train_x = torch::from_blob(tr.images.data(), {resident, tr.channels, tr.height, tr.width}, torch::kFloat);  // < count when streamed
   w.train_y = torch::from_blob(tr.labels.data(), {tr.count}, torch::kLong);
   w.test_x = torch::from_blob(te.images.data(), {te.count, te.channels, te.height, te.width}, torch::kFloat);
   w.test_y = torch::from_blob(te.labels.data(), {te.count}, torch::kLong);
@@ -174,7 +161,7 @@ class TrainLoop {
   std::unique_ptr<Model> model_;
   std::unique_ptr<StepOptimizer> opt_;
   std::unique_ptr<PhaseClock> clock_;
-  std::vector<torch::Tensor> host_x_, host_y_;
+  std::unique_ptr<BatchSource> batches_;
   torch::Generator gen_;
   int64_t n_ = 0, B_ = 0, steps_per_epoch_ = 0;
   int staging_ = 1;
@@ -259,13 +246,8 @@ void TrainLoop::set_up() {
   r_.steps_per_epoch = steps_per_epoch_;
   clock_ = make_phase_clock(dev_, steps_per_epoch_);
   // Pinned staging buffers (GPU) so host-to-device copies are asynchronous DMA transfers.
-  auto fopt = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(cuda_);
-  auto lopt = torch::TensorOptions().dtype(torch::kLong).pinned_memory(cuda_);
   staging_ = cuda_ ? kStaging : 1;
-  for (int k = 0; k < staging_; ++k) {
-    host_x_.push_back(torch::empty({B_, tr.channels, tr.height, tr.width}, fopt));
-    host_y_.push_back(torch::empty({B_}, lopt));
-  }
+  batches_ = make_batch_source(w_, B_, cuda_, staging_, cfg_.seed);
   gen_ = at::detail::createCPUGenerator(cfg_.seed + 1);
   ph_.method = clock_->method();
   plan_windows();
@@ -326,6 +308,7 @@ void TrainLoop::begin_epoch(EpochState& e) {
                            steps_per_epoch_);
   e.perm = torch::randperm(n_, gen_, torch::TensorOptions().dtype(torch::kLong));
   e.perm_ptr = e.perm.data_ptr<int64_t>();
+  batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
   e.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev_));
   e.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev_));
   e.host_data_ms.assign(static_cast<size_t>(steps_per_epoch_), 0.0);
@@ -340,12 +323,9 @@ void TrainLoop::begin_epoch(EpochState& e) {
 bool TrainLoop::step(EpochState& e, int64_t s) {
   const auto t0 = Clock::now();
   if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
-  const int64_t m = std::min(B_, n_ - s * B_);
-  const int k = static_cast<int>(s % staging_);
   if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
-  auto bx = host_x_[static_cast<size_t>(k)].narrow(0, 0, m);
-  auto by = host_y_[static_cast<size_t>(k)].narrow(0, 0, m);
-  gather_batch(w_, e.perm_ptr + s * B_, m, bx, by);
+  auto [bx, by] = batches_->next(s, e.perm_ptr + s * B_, std::min(B_, n_ - s * B_));
+  const int64_t m = bx.size(0);  // fewer than planned when bad images were skipped
   const auto t_data = Clock::now();
   Clock::time_point hm[PhaseClock::kMarks];
   hm[0] = t_data;
@@ -705,6 +685,7 @@ void TrainLoop::epoch_time_figures() {
 }
 
 void TrainLoop::wrap_up() {
+  r_.input_pipeline = batches_->section();
   if (rss_reset_) r_.peak_rss_bytes = peak_rss_bytes();
   else {
     struct rusage ru {};

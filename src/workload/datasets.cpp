@@ -114,6 +114,19 @@ void limit(RawImages& r, int64_t n) {
   r.labels.resize(static_cast<size_t>(n));
 }
 
+// Whether an image folder's training set is streamed (stream_folder), from a listing of its images.
+bool folder_is_streamed(const DataConfig& cfg, std::string* reason) {
+  std::error_code ec;
+  auto tr = fs::path(cfg.path) / "train", te = fs::path(cfg.path) / "test";
+  int64_t n = 0;
+  if (fs::is_directory(tr, ec) && fs::is_directory(te, ec))
+    n = static_cast<int64_t>(index_image_folder(tr.string(), nullptr).size() + index_image_folder(te.string(), nullptr).size());
+  else
+    n = static_cast<int64_t>(index_image_folder(cfg.path, nullptr).size());
+  if (cfg.limit_train > 0) n = std::min(n, cfg.limit_train + (cfg.limit_test > 0 ? cfg.limit_test : n));
+  return stream_folder(cfg, n, nullptr, reason);
+}
+
 }  // namespace
 
 DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
@@ -151,6 +164,7 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
   } else if (cfg.format == "folder") {
     std::error_code ec;
     auto tr = fs::path(cfg.path) / "train", te = fs::path(cfg.path) / "test";
+    if (folder_is_streamed(cfg, &out.cache_reason)) return load_streamed_folder(cfg, seed);
     if (fs::is_directory(tr, ec) && fs::is_directory(te, ec)) {
       std::vector<std::string> test_names;
       train = read_image_folder(tr.string(), cfg.image_size, cfg.image_channels, &class_names);
