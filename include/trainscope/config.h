@@ -81,6 +81,16 @@ struct InferenceConfig {
   double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
 };
 
+/// Data-parallel training (docs/distributed.md; src/dist/). Every rank runs the same matrix.
+struct DistConfig {
+  int64_t nproc_per_node = 1;   // >1: `trainscope run` starts this many local ranks itself
+  double timeout_s = 60;        // a rank that dies or makes no progress this long stops the others
+  double bucket_mb = 25;        // gradient all-reduce bucket cap, MB (1e6 bytes), as PyTorch's DDP
+  int64_t inject_fault_rank = -1;  // testing: this rank fails at inject_fault_step (-1: off)
+  int64_t inject_fault_step = 2;
+  std::string inject_fault = "exit";  // testing: "exit" (the process dies) or "hang" (it sleeps)
+};
+
 /// The experiment matrix: devices x models x batch sizes x repeats.
 struct MatrixConfig {
   std::vector<std::string> devices;    // empty = "cpu" plus every visible CUDA device
@@ -99,6 +109,7 @@ struct MatrixConfig {
   InferenceConfig inference;
   std::string history_db;                   // "" = <out_dir>/history.sqlite
   bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
+  DistConfig dist;                          // data-parallel training (docs/distributed.md)
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

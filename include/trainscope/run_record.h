@@ -130,8 +130,8 @@ struct RunRecord {
   std::string model;              // "mlp", "cnn", "resnet18", "vgg11", or a TorchScript path
   int64_t batch_size = 0;
   int64_t repeat = 0;
-  /// Processes (one per GPU) the run trained with; 1 today (no data-parallel training yet).
-  /// The unbalanced-GPU advice looks at runs with world_size > 1.
+  /// Processes (ranks, one per GPU on GPU runs) the run trained with: 1, or the data-parallel
+  /// world size (docs/distributed.md). The unbalanced-GPU advice looks at runs with world_size > 1.
   int64_t world_size = 1;
   RunStatus status = RunStatus::kRunning;
   std::string error_kind;         // trainscope::to_string(ErrorKind) when failed
@@ -182,6 +182,7 @@ struct RunRecord {
   std::optional<TelemetrySection> telemetry;  // TelemetrySampler::run_section
   std::optional<ProfileSection> profile;      // RunProfiler::finish
   std::optional<InferenceSection> inference;  // trainscope/inference.h
+  std::optional<DistributedSection> distributed;  // data-parallel runs (docs/distributed.md)
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
@@ -238,6 +239,7 @@ struct RunRecord {
     v("telemetry", s.telemetry, Better::kNone, kLiteral);
     v("profile", s.profile, Better::kNone, kLiteral);
     v("inference", s.inference, Better::kNone, kLiteral);
+    v("distributed", s.distributed, Better::kNone, kLiteral);
   }
 };
 
