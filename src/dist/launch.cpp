@@ -90,8 +90,8 @@ struct Ranks {
   }
 };
 
-// Waits for every rank; writes abnormal ends to the store; kills stragglers after the grace time.
-void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds grace) {
+// Waits for every rank; writes abnormal ends to the store; kills stragglers (launch.h says when).
+void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds timeout) {
   Clock::time_point deadline = Clock::time_point::max();  // set by the first failure or rank 0's end
   size_t left = r.pids.size();
   while (left > 0) {
@@ -107,14 +107,16 @@ void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds grace) {
         store.set(fmt::format("trainscope/exit/{}", k), std::vector<uint8_t>(v.begin(), v.end()));
         fmt::print(stderr, "trainscope: rank {} {}\n", k, why);
       }
-      if ((!why.empty() || k == 0) && deadline == Clock::time_point::max()) deadline = Clock::now() + grace;
+      // After a failure the others need up to two timeouts (the collective, then rank 0's gather);
+      // after rank 0's end (the record is written) a few seconds.
+      if (!why.empty()) deadline = std::min(deadline, Clock::now() + 2 * timeout + std::chrono::seconds(10));
+      if (k == 0) deadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
       continue;
     }
     if (Clock::now() > deadline) {
       for (size_t k = 0; k < r.pids.size(); ++k)
         if (!r.done[k]) {
-          fmt::print(stderr, "trainscope: rank {} did not exit within {} s of the failure; killing it\n", k,
-                     grace.count() / 1000);
+          fmt::print(stderr, "trainscope: rank {} did not exit after rank 0's end or a failure; killing it\n", k);
           ::kill(r.pids[k], SIGKILL);
         }
       deadline = Clock::time_point::max();
@@ -145,7 +147,7 @@ int launch_local(const MatrixConfig& m) {
   for (int k = 0; k < world; ++k) r.pids.push_back(start_rank(k, world, port, args));
   r.status.assign(world, 0);
   r.done.assign(world, false);
-  supervise(r, *store, timeout + std::chrono::seconds(10));
+  supervise(r, *store, timeout);
   const int st0 = r.status[0];
   return WIFEXITED(st0) ? WEXITSTATUS(st0) : 6;
 }

@@ -14,8 +14,8 @@ namespace dist {
 /// torchrun variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 /// MASTER_PORT) plus TRAINSCOPE_LAUNCHER=1, and waits for them. A rank that dies (a signal, or
 /// an exit status other than 0, 3 and 130) is written to the store ("exit/<rank>") so the others
-/// name it; once a rank has failed, or rank 0 has finished, the rest get dist.timeout_s + 10 s to
-/// exit before they are killed. Returns rank 0's exit status (6 when rank 0 itself died).
+/// name it; the others are killed when they have not exited 2 x dist.timeout_s + 10 s after
+/// such a failure, or 5 s after rank 0 ended (its record is written then). Returns rank 0's exit status (6 when rank 0 itself died).
 /// Throws Error(kDevice) before starting anything when GPU ranks outnumber the GPUs.
 int launch_local(const MatrixConfig& m);
 
