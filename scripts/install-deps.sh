@@ -5,6 +5,7 @@
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config
       libtorch-dev              # LibTorch 1.13 (CPU)
+      libgloo-dev               # Gloo headers for c10d's ProcessGroupGloo (docs/distributed.md#building)
       dataset-fashion-mnist     # the default real data set (IDX files)
       libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libtomlplusplus-dev zlib1g-dev libstb-dev
       libjpeg62-turbo-dev       # fast JPEG decoding for streamed image folders (docs/input-pipeline.md)

@@ -102,10 +102,22 @@ struct BatchSweepConfig {
   int64_t start = 16;          // samples; the batch sizes when `--batch-sizes auto` gives no number
   double min_gain_pct = 5;     // a doubling must raise steady samples/s by at least this much
   int64_t max_batch = 65536;   // samples; never beyond
+};
+
 /// TensorBoard event files of every run (trainscope/tensorboard.h, docs/tensorboard.md).
 struct TensorBoardConfig {
   bool enabled = true;
   std::string dir;  // "" = <run folder>/tensorboard; else <dir>/<run folder name>
+};
+
+/// Data-parallel training (docs/distributed.md; src/dist/). Every rank runs the same matrix.
+struct DistConfig {
+  int64_t nproc_per_node = 1;   // >1: `trainscope run` starts this many local ranks itself
+  double timeout_s = 60;        // a rank that dies or makes no progress this long stops the others
+  double bucket_mb = 25;        // gradient all-reduce bucket cap, MB (1e6 bytes), as PyTorch's DDP
+  int64_t inject_fault_rank = -1;  // testing: this rank fails at inject_fault_step (-1: off)
+  int64_t inject_fault_step = 2;
+  std::string inject_fault = "exit";  // testing: "exit" (the process dies) or "hang" (it sleeps)
 };
 
 /// The experiment matrix: devices x models x batch sizes x repeats.
@@ -128,6 +140,7 @@ struct MatrixConfig {
   bool resume = false;                      // continue <out_dir>/<run_name>: skip runs already ok
   BatchSweepConfig batch_sweep;             // batch_sizes = the sweep's start when enabled
   TensorBoardConfig tensorboard;
+  DistConfig dist;                          // data-parallel training (docs/distributed.md)
 };
 
 /// Applies a named preset ("quick", "paper") to `m`. Throws Error(kInvalidArgument) for an unknown name.

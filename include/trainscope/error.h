@@ -27,6 +27,7 @@ enum class ErrorKind {
   kOutOfMemory,      // device or host allocation failed
   kInterrupted,      // SIGINT/SIGTERM
   kInternal,         // a bug: broken invariant
+  kDistributed,      // another rank of a data-parallel run died, hung or disagrees (docs/distributed.md)
 };
 
 /// Stable lower-case name of a kind ("data_format", ...), used in run records.

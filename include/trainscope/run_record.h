@@ -173,8 +173,8 @@ struct RunRecord {
   std::string model;              // "mlp", "cnn", "resnet18", "vgg11", or a TorchScript path
   int64_t batch_size = 0;
   int64_t repeat = 0;
-  /// Processes (one per GPU) the run trained with; 1 today (no data-parallel training yet).
-  /// The unbalanced-GPU advice looks at runs with world_size > 1.
+  /// Processes (ranks, one per GPU on GPU runs) the run trained with: 1, or the data-parallel
+  /// world size (docs/distributed.md). The unbalanced-GPU advice looks at runs with world_size > 1.
   int64_t world_size = 1;
   RunStatus status = RunStatus::kRunning;
   std::string error_kind;         // trainscope::to_string(ErrorKind) when failed
@@ -243,6 +243,7 @@ struct RunRecord {
   /// run: start_ns, end_ns and telemetry times + this = wall time. 0 = unknown (older records).
   int64_t clock_origin_unix_ns = 0;
   std::vector<LossCheck> loss_checks;  // one per NaN check, in step order
+  std::optional<DistributedSection> distributed;  // data-parallel runs (docs/distributed.md)
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
@@ -311,6 +312,7 @@ struct RunRecord {
     v("clock_origin_unix_ns", s.clock_origin_unix_ns, Better::kNone);
     v("loss_checks", s.loss_checks, Better::kNone);
     v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
+    v("distributed", s.distributed, Better::kNone, kLiteral);
   }
 };
 

@@ -15,6 +15,7 @@ std::string_view to_string(ErrorKind kind) {
     case ErrorKind::kOutOfMemory: return "out_of_memory";
     case ErrorKind::kInterrupted: return "interrupted";
     case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kDistributed: return "distributed";
   }
   return "unknown";
 }

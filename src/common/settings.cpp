@@ -276,6 +276,8 @@ void add_batch_sweep(std::vector<Setting>& t) {
   t.push_back({.key = "batch_sweep.max_batch", .noun = "batch sweep maximum", .help = "largest batch size the sweep tries",
                .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sweep.max_batch),
                .applies = when_sweep, .applies_text = "batch_sweep.enabled"});
+}
+
 void add_tensorboard(std::vector<Setting>& t) {
   t.push_back({.key = "tensorboard.enabled", .off_flag = "--no-tensorboard",
                .help = "TensorBoard event files of every run (docs/tensorboard.md)", .field = TS_FIELD(tensorboard.enabled)});
@@ -283,6 +285,32 @@ void add_tensorboard(std::vector<Setting>& t) {
                .help = "folder for the TensorBoard event files: <dir>/<run folder name>/<run_id>/",
                .note = "\"\" = <run folder>/tensorboard", .field = TS_FIELD(tensorboard.dir)});
 }
+
+// ---- dist: data-parallel training (docs/distributed.md)
+void add_dist(std::vector<Setting>& t) {
+  t.push_back({.key = "dist.nproc_per_node", .flag = "--nproc-per-node", .noun = "ranks per node",
+               .help = "data-parallel ranks `trainscope run` starts on this machine (one GPU each on GPU runs, the "
+                       "CPU threads split between them on CPU runs); torchrun and Slurm start ranks themselves",
+               .unit = "processes", .range = {.min = 1, .max = 1024}, .note = "1 = one process (no data parallelism)",
+               .field = TS_FIELD(dist.nproc_per_node)});
+  t.push_back({.key = "dist.timeout_s", .flag = "--dist-timeout", .noun = "distributed timeout",
+               .help = "a rank that died or made no progress for this long stops the other ranks with an error "
+                       "naming it",
+               .unit = "s", .range = {.min = 1, .max = 3600}, .field = TS_FIELD(dist.timeout_s)});
+  t.push_back({.key = "dist.bucket_mb", .flag = "--bucket-mb", .noun = "gradient bucket size",
+               .help = "cap of one gradient all-reduce bucket (PyTorch DDP's bucket_cap_mb)", .unit = "MB",
+               .range = {.min = 0, .max = 4096, .min_open = true}, .field = TS_FIELD(dist.bucket_mb)});
+  t.push_back({.key = "dist.inject_fault_rank", .flag = "--inject-fault-rank", .noun = "fault injection rank",
+               .help = "testing: this rank fails at --inject-fault-step", .range = {.min = -1, .max = 1024},
+               .field = TS_FIELD(dist.inject_fault_rank), .in_file = false, .hidden = true});
+  t.push_back({.key = "dist.inject_fault_step", .flag = "--inject-fault-step", .noun = "fault injection step",
+               .help = "testing: the step the injected fault happens at", .range = {.min = 0, .max = 1e9},
+               .field = TS_FIELD(dist.inject_fault_step), .in_file = false, .hidden = true});
+  t.push_back({.key = "dist.inject_fault", .flag = "--inject-fault", .noun = "fault injection kind",
+               .help = "testing: exit or hang", .range = {.choices = {"exit", "hang"}},
+               .field = TS_FIELD(dist.inject_fault), .in_file = false, .hidden = true});
+}
+// ---- end dist
 
 #undef TS_FIELD
 
@@ -460,6 +488,7 @@ const std::vector<Setting>& settings() {
     add_inference(t);
     add_batch_sweep(t);
     add_tensorboard(t);
+    add_dist(t);
     return t;
   }();
   return table;

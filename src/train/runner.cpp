@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/text.h"
+#include "dist/rank.h"
 #include "infer/bench.h"
 #include "results/record_json.h"
 #include "train/compat.h"
@@ -497,6 +498,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   fill_run_telemetry(dev, rec);
   finish_run_profile(profiler, rec);
   rate_instrumentation_cost(rec);
+  dist::finish_run_record(rec);  // data-parallel runs: rank 0's record gets every rank's figures
 }
 
 void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {

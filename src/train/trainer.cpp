@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "train/batch_source.h"
+#include "dist/grad_sync.h"
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/graph_step.h"
@@ -162,6 +163,7 @@ class TrainLoop {
   std::unique_ptr<StepOptimizer> opt_;
   std::unique_ptr<PhaseClock> clock_;
   std::unique_ptr<BatchSource> batches_;
+  std::unique_ptr<dist::RunSync> dist_;  // data-parallel runs only (src/dist/grad_sync.h)
   torch::Generator gen_;
   int64_t n_ = 0, B_ = 0, steps_per_epoch_ = 0;
   int staging_ = 1;
@@ -234,10 +236,11 @@ void TrainLoop::set_up() {
   model_->to(dev_);
   model_->set_training(true);
   set_up_variant();
+  dist_ = dist::RunSync::attach(*model_, dev_, cfg_.warmup_steps, r_);
   reset_device_memory_stats(dev_);
   rss_reset_ = reset_peak_rss();
 
-  n_ = tr.count, B_ = spec_.batch_size;
+  n_ = dist_ ? dist_->shard_size(tr.count) : tr.count, B_ = spec_.batch_size;
   steps_per_epoch_ = (n_ + B_ - 1) / B_;
   if (B_ > n_)
     r_.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
@@ -306,7 +309,8 @@ void TrainLoop::begin_epoch(EpochState& e) {
   if (hooks_.progress)
     hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, B_, e.epoch, cfg_.epochs),
                            steps_per_epoch_);
-  e.perm = torch::randperm(n_, gen_, torch::TensorOptions().dtype(torch::kLong));
+  e.perm = torch::randperm(w_.data.train.count, gen_, torch::TensorOptions().dtype(torch::kLong));
+  if (dist_) e.perm = dist_->shard(e.perm);
   e.perm_ptr = e.perm.data_ptr<int64_t>();
   batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
   e.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev_));
@@ -382,7 +386,9 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
   clock_->mark(s, 2);
   hm[2] = Clock::now();
   opt_->zero_grad();
+  if (dist_) dist_->before_backward(global_step_);
   loss.backward();
+  if (dist_) dist_->after_backward();
   clock_->mark(s, 3);
   hm[3] = Clock::now();
   opt_->step();

@@ -9,6 +9,10 @@
 #include <optional>
 
 #include "commands.h"
+#include "dist/rank.h"
+#include "dist/env.h"
+#include "dist/launch.h"
+#include "dist/rank_table.h"
 #include "settings_cli.h"
 #include "train/device.h"
 #include "workload/model.h"
@@ -96,6 +100,8 @@ class ConsoleReporter final : public Reporter {
   void finish(const std::vector<RunRecord>& runs) override {
     if (run_dir_.empty()) return;
     fmt::print("\n{}\n", format_matrix_table(runs));
+    for (const auto& r : runs)  // dist: each data-parallel run's ranks
+      if (auto t = dist::format_rank_table(r); !t.empty()) fmt::print("{}\n", t);
     for (const auto& r : runs)  // profile: top operators of each run
       if (profile_top_ > 0 && r.profile)
         if (auto t = format_op_table(*r.profile, profile_top_); !t.empty())
@@ -146,7 +152,9 @@ int matrix_exit_status(const MatrixResult& res) {
 
 // The reporters of `trainscope run`, results first (so a later reporter's failure never loses a
 // run), then the history database, the console and the report.
-int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure) {
+// A data-parallel rank other than 0 (`secondary`) writes only its own results files (its folder
+// is <run folder>/ranks/rankN); rank 0 reports for the whole job (docs/distributed.md).
+int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure, bool secondary = false) {
   ResultsFilesReporter results;
   ConsoleReporter console(m.profile.top_n);
   HistoryReporter history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &console);
@@ -154,9 +162,10 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure)
   FaultReporter fault(inject_failure);
   std::vector<Reporter*> reporters{&results};
   if (!inject_failure.empty()) reporters.push_back(&fault);
-  for (Reporter* r : std::initializer_list<Reporter*>{&history, &console, &report}) reporters.push_back(r);
+  if (!secondary)
+    for (Reporter* r : std::initializer_list<Reporter*>{&history, &console, &report}) reporters.push_back(r);
   TensorBoardReporter tensorboard(m.tensorboard.dir, &console);
-  if (m.tensorboard.enabled) reporters.push_back(&tensorboard);
+  if (m.tensorboard.enabled && !secondary) reporters.push_back(&tensorboard);
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
       "at once)\n");
@@ -291,7 +300,12 @@ void add_run_command(CLI::App& app, int& exit_status) {
       ->group("");
   sub->callback([f, sub, &exit_status] {
     MatrixConfig m = matrix_from_flags(*f, sub);
-    exit_status = run_with_reporters(m, f->inject_reporter_failure);
+    if (m.dist.nproc_per_node > 1 && !dist::detect_env()) {  // this process launches the ranks
+      exit_status = dist::launch_local(m);
+      return;
+    }
+    const bool secondary = dist::setup_rank(m) && dist::current_rank() != 0;
+    exit_status = run_with_reporters(m, f->inject_reporter_failure, secondary);
   });
 }
 

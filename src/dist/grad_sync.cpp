@@ -1,0 +1,241 @@
+#include "dist/grad_sync.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <csignal>
+#include <thread>
+
+#include "dist/context.h"
+#include "trainscope/error.h"
+
+namespace trainscope {
+namespace dist {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunSync::Bucket {
+  std::vector<size_t> params;
+  std::vector<int64_t> offsets;
+  torch::Tensor flat;
+  size_t ready = 0;
+  bool launched = false;
+  c10::intrusive_ptr<c10d::Work> work;
+  Clock::time_point launched_at;
+  std::shared_ptr<std::atomic<int64_t>> done_ns = std::make_shared<std::atomic<int64_t>>(0);
+};
+
+namespace {
+
+int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+// Runs after autograd accumulated a parameter's gradient (the hook c10d::Reducer installs).
+class ReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  ReadyHook(RunSync* s, size_t i) : s_(s), i_(i) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    s_->ready(i_);
+    return outputs;
+  }
+
+ private:
+  RunSync* s_;
+  size_t i_;
+};
+
+void broadcast_from_rank0(Context& c, const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard ng;
+  for (const auto& p : params) {
+    std::vector<at::Tensor> t{p.detach()};
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+    auto w = c.group()->broadcast(t, o);
+    w->wait(c.timeout());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<RunSync> RunSync::attach(Model& model, const torch::Device& dev, int64_t warmup_steps, RunRecord& rec) {
+  Context* c = current();
+  if (!c) return nullptr;
+  if (!c->broken().empty())
+    throw_error(ErrorKind::kDistributed, fmt::format("skipped: an earlier run broke the process group ({})", c->broken()));
+  (void)dev;
+  auto params = model.parameters();
+  try {
+    c->heartbeat(-1, "broadcast of rank 0's weights", true);
+    broadcast_from_rank0(*c, params);
+  } catch (const c10::Error& e) {
+    c->mark_broken(e.what_without_backtrace());
+    throw_error(ErrorKind::kDistributed, c->explain_failure(fmt::format("broadcast of rank 0's weights failed: {}",
+                                                                        e.what_without_backtrace())));
+  }
+  return std::make_unique<RunSync>(*c, std::move(params), warmup_steps, rec);
+}
+
+RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, int64_t warmup_steps, RunRecord& rec)
+    : c_(c), params_(std::move(params)), warmup_(warmup_steps), rec_(rec) {
+  const double cap = c.config().bucket_mb * 1e6;
+  bucket_of_.assign(params_.size(), 0);
+  double bytes = 0;
+  for (size_t k = params_.size(); k-- > 0;) {  // reverse order: the last layers' gradients come first
+    const auto& p = params_[k];
+    const double pb = static_cast<double>(p.numel() * p.element_size());
+    Bucket* b = buckets_.empty() ? nullptr : buckets_.back().get();
+    if (!b || bytes + pb > cap || b->flat.scalar_type() != p.scalar_type() || b->flat.device() != p.device()) {
+      buckets_.push_back(std::make_unique<Bucket>());
+      b = buckets_.back().get();
+      b->flat = torch::empty({0}, p.options());
+      bytes = 0;
+    }
+    b->offsets.push_back(b->flat.numel());
+    b->params.push_back(k);
+    b->flat = torch::empty({b->flat.numel() + p.numel()}, p.options());
+    bytes += pb;
+    bucket_of_[k] = buckets_.size() - 1;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    if (!acc) continue;  // no gradient: counted as zeros in after_backward
+    acc->add_post_hook(std::make_unique<ReadyHook>(this, i));
+    accumulators_.push_back(std::move(acc));
+  }
+  DistributedSection d;
+  d.buckets = static_cast<int64_t>(buckets_.size());
+  d.ranks.emplace_back();
+  rec_.distributed = d;
+}
+
+RunSync::~RunSync() {
+  // The hooks point at this object: a later backward of the same parameters must not call it.
+  for (auto& acc : accumulators_) {
+    auto& hooks = acc->post_hooks();
+    hooks.clear();
+  }
+  auto& me = rec_.distributed->ranks.front();
+  if (timed_steps_ > 0) me.comm_wait_ms = wait_ms_ / static_cast<double>(timed_steps_);
+  if (comm_steps_ > 0) {
+    me.comm_ms = comm_ms_ / static_cast<double>(comm_steps_);
+    me.comm_overlap_ms = overlap_ms_ / static_cast<double>(comm_steps_);
+  }
+}
+
+int64_t RunSync::per_rank(int64_t n) const { return (n + c_.world() - 1) / c_.world(); }
+
+int64_t RunSync::shard_size(int64_t n) {
+  const int64_t k = per_rank(n);
+  rec_.distributed->shard_samples = k;
+  if (k * c_.world() != n)
+    rec_.notes.push_back(fmt::format("the {} training samples do not divide among {} ranks: each rank trains {} per "
+                                     "epoch, {} sample(s) of each epoch's permutation twice (DistributedSampler's "
+                                     "padding)",
+                                     n, c_.world(), k, k * c_.world() - n));
+  return k;
+}
+
+torch::Tensor RunSync::shard(const torch::Tensor& perm) const {
+  const int64_t n = perm.size(0), total = per_rank(n) * c_.world();
+  auto padded = total > n ? torch::cat({perm, perm.narrow(0, 0, total - n)}) : perm;
+  return padded.slice(0, c_.rank(), total, c_.world()).contiguous();
+}
+
+void RunSync::inject_fault(int64_t step) {
+  const auto& cfg = c_.config();
+  if (cfg.inject_fault_rank != c_.rank() || cfg.inject_fault_step != step) return;
+  if (cfg.inject_fault == "exit") std::raise(SIGKILL);
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang": until someone kills us
+}
+
+void RunSync::before_backward(int64_t step) {
+  step_ = step;
+  c_.heartbeat(step, "forward/backward");
+  inject_fault(step);
+  std::lock_guard<std::mutex> lk(mu_);
+  next_ = 0;
+  for (auto& b : buckets_) {
+    b->ready = 0;
+    b->launched = false;
+    b->work.reset();
+    b->done_ns->store(0);
+  }
+}
+
+void RunSync::ready(size_t i) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++buckets_[bucket_of_[i]]->ready;
+  launch_in_order();
+}
+
+// Buckets go out in index order on every rank (collectives must match across ranks).
+void RunSync::launch_in_order() {
+  while (next_ < buckets_.size() && buckets_[next_]->ready == buckets_[next_]->params.size()) launch(*buckets_[next_++]);
+}
+
+void RunSync::launch(Bucket& b) {
+  torch::NoGradGuard ng;
+  for (size_t j = 0; j < b.params.size(); ++j) {
+    const auto& p = params_[b.params[j]];
+    auto seg = b.flat.narrow(0, b.offsets[j], p.numel());
+    if (p.grad().defined()) seg.copy_(p.grad().reshape({-1}));
+    else seg.zero_();
+  }
+  std::vector<at::Tensor> t{b.flat};
+  b.launched_at = Clock::now();
+  b.work = c_.group()->allreduce(t);
+  b.launched = true;
+  if (c_.backend() == "gloo") {  // NCCL futures complete at enqueue: the host never sees the end
+    auto done = b.done_ns;
+    b.work->getFuture()->addCallback([done](c10::ivalue::Future&) { done->store(now_ns()); });
+  }
+}
+
+void RunSync::wait_all() {
+  c_.heartbeat(step_, "all-reduce wait");
+  torch::NoGradGuard ng;
+  for (auto& b : buckets_) {
+    try {
+      b->work->wait(c_.timeout());
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      if (auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+      const auto msg = c_.explain_failure(fmt::format("gradient all-reduce of step {} failed: {}", step_, what));
+      c_.mark_broken(msg);
+      throw_error(ErrorKind::kDistributed, msg);
+    }
+    b->flat.div_(c_.world());
+    for (size_t j = 0; j < b->params.size(); ++j) {
+      auto& p = params_[b->params[j]];
+      auto seg = b->flat.narrow(0, b->offsets[j], p.numel()).view(p.sizes());
+      if (p.grad().defined()) p.mutable_grad().copy_(seg);
+      else p.mutable_grad() = seg.clone();
+    }
+  }
+}
+
+void RunSync::after_backward() {
+  const auto t_end = Clock::now();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& b : buckets_) b->ready = b->params.size();  // parameters without a gradient: zeros
+    launch_in_order();
+  }
+  wait_all();
+  if (step_ < warmup_) return;
+  wait_ms_ += ms_between(t_end, Clock::now());
+  ++timed_steps_;
+  int64_t last = 0;
+  for (auto& b : buckets_) last = std::max(last, b->done_ns->load());
+  if (last == 0) return;  // NCCL, or a callback that did not run
+  const auto first = buckets_.front()->launched_at;  // bucket 0 goes out first
+  const auto last_tp = Clock::time_point(std::chrono::nanoseconds(last));
+  comm_ms_ += ms_between(first, last_tp);
+  overlap_ms_ += std::max(0.0, ms_between(first, std::min(t_end, last_tp)));
+  ++comm_steps_;
+}
+
+}  // namespace dist
+}  // namespace trainscope

@@ -1,0 +1,156 @@
+#include "dist/launch.h"
+
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+#include "dist/compat_c10d.h"
+#include "train/device.h"
+#include "trainscope/error.h"
+
+namespace trainscope {
+namespace dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// This process's own arguments (/proc/self/cmdline: NUL-separated).
+std::vector<std::string> own_arguments() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  size_t start = 0;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i] == '\0') args.push_back(all.substr(start, i - start)), start = i + 1;
+  return args;
+}
+
+// The environment of rank `rank`: this process's, with the torchrun variables set.
+std::vector<std::string> rank_environment(int rank, int world, int port) {
+  std::vector<std::string> env;
+  const std::vector<std::pair<std::string, std::string>> set = {
+      {"RANK", std::to_string(rank)},        {"WORLD_SIZE", std::to_string(world)},
+      {"LOCAL_RANK", std::to_string(rank)},  {"LOCAL_WORLD_SIZE", std::to_string(world)},
+      {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)},
+      {"TRAINSCOPE_LAUNCHER", "1"}};
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    bool replaced = false;
+    for (const auto& [k, v] : set) replaced = replaced || kv.rfind(k + "=", 0) == 0;
+    if (!replaced) env.push_back(kv);
+  }
+  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  return env;
+}
+
+// Everything is built before fork: the child only calls async-signal-safe functions.
+pid_t start_rank(int rank, int world, int port, const std::vector<std::string>& args) {
+  const auto env = rank_environment(rank, world, port);
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw_error(ErrorKind::kIo, fmt::format("cannot start rank {}: fork failed: {}", rank, std::strerror(errno)));
+  if (pid > 0) return pid;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the ranks die with the launcher
+  ::signal(SIGINT, SIG_DFL);
+  ::execve("/proc/self/exe", argv.data(), envp.data());
+  ::_exit(127);
+}
+
+// "exited with status 1", "was killed by signal 9 (Killed)"; "" for a clean end (0, 3, 130).
+std::string abnormal_end(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  const int code = WEXITSTATUS(status);
+  return code == 0 || code == 3 || code == 130 ? "" : fmt::format("exited with status {}", code);
+}
+
+struct Ranks {
+  std::vector<pid_t> pids;
+  std::vector<int> status;
+  std::vector<bool> done;
+  int rank_of(pid_t p) const {
+    for (size_t i = 0; i < pids.size(); ++i)
+      if (pids[i] == p) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+// Waits for every rank; writes abnormal ends to the store; kills stragglers (launch.h says when).
+void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds timeout) {
+  Clock::time_point deadline = Clock::time_point::max();  // set by the first failure or rank 0's end
+  size_t left = r.pids.size();
+  while (left > 0) {
+    int st = 0;
+    pid_t p = ::waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      int k = r.rank_of(p);
+      if (k < 0) continue;
+      r.done[k] = true, r.status[k] = st, --left;
+      auto why = abnormal_end(st);
+      if (!why.empty()) {
+        std::string v = why;
+        store.set(fmt::format("trainscope/exit/{}", k), std::vector<uint8_t>(v.begin(), v.end()));
+        fmt::print(stderr, "trainscope: rank {} {}\n", k, why);
+      }
+      // After a failure the others need up to two timeouts (the collective, then rank 0's gather);
+      // after rank 0's end (the record is written) a few seconds.
+      if (!why.empty()) deadline = std::min(deadline, Clock::now() + 2 * timeout + std::chrono::seconds(10));
+      if (k == 0) deadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
+      continue;
+    }
+    if (Clock::now() > deadline) {
+      for (size_t k = 0; k < r.pids.size(); ++k)
+        if (!r.done[k]) {
+          fmt::print(stderr, "trainscope: rank {} did not exit after rank 0's end or a failure; killing it\n", k);
+          ::kill(r.pids[k], SIGKILL);
+        }
+      deadline = Clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+int launch_local(const MatrixConfig& m) {
+  const int world = static_cast<int>(m.dist.nproc_per_node);
+  bool gpu = !m.devices.empty() && m.devices.front().rfind("cuda", 0) == 0;
+  if (m.devices.empty()) gpu = visible_devices().size() > 1;
+  const int gpus = static_cast<int>(visible_devices().size()) - 1;
+  if (gpu && world > gpus)
+    throw_error(ErrorKind::kDevice, fmt::format("--nproc-per-node {} asks for more GPU ranks than this host's {} "
+                                                "GPU(s); use --nproc-per-node <= {} (one GPU per rank)",
+                                                world, gpus, gpus));
+  const char* port_env = std::getenv("MASTER_PORT");
+  const int want = port_env ? std::atoi(port_env) : 0;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));
+  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", compat::tcp_store_options(want, true, world, timeout));
+  const int port = store->getPort();
+  ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the ranks (same process group); they write their results
+  Ranks r;
+  const auto args = own_arguments();
+  for (int k = 0; k < world; ++k) r.pids.push_back(start_rank(k, world, port, args));
+  r.status.assign(world, 0);
+  r.done.assign(world, false);
+  supervise(r, *store, timeout);
+  const int st0 = r.status[0];
+  return WIFEXITED(st0) ? WEXITSTATUS(st0) : 6;
+}
+
+}  // namespace dist
+}  // namespace trainscope

@@ -1,0 +1,26 @@
+// What `trainscope run` and the matrix call into src/dist/ for (no c10d headers here, so
+// the CLI and the runner compile without them).
+#pragma once
+
+#include "trainscope/config.h"
+#include "trainscope/run_record.h"
+
+namespace trainscope {
+namespace dist {
+
+/// Sets up a rank from the environment (dist/env.h), when one is present: store, settings check
+/// against rank 0, the shared run folder name, this rank's device (cuda:LOCAL_RANK on GPU runs)
+/// and folder (rank 0: the run folder; rank N: <run folder>/ranks/rankN), then the process group.
+/// Returns false (and changes nothing) in a single-process run. Bad input throws Error naming
+/// the setting: mixed CPU/GPU devices, more local ranks than GPUs, settings unlike rank 0's.
+bool setup_rank(MatrixConfig& m);
+
+/// After a run of a distributed matrix (runner.cpp): this rank's summary goes to rank 0, whose
+/// record gets every rank's and the imbalance/communication figures (record_sections.h).
+void finish_run_record(RunRecord& rec);
+
+/// This process's rank in a data-parallel run, -1 in a single-process run.
+int current_rank();
+
+}  // namespace dist
+}  // namespace trainscope

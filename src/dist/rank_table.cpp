@@ -1,0 +1,45 @@
+#include "dist/rank_table.h"
+
+#include <fmt/format.h>
+
+#include "trainscope/console_table.h"
+
+namespace trainscope {
+namespace dist {
+
+namespace {
+
+std::string num(const std::optional<double>& v, const char* fmt_spec = "{:.2f}") {
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "—";
+}
+
+std::string rank_line(const RankSummary& k) {
+  return fmt::format("{:>4}  {:<14} {:<8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}  {}\n", k.rank,
+                     k.host.substr(0, 14), k.device, k.steady_samples_per_s ? format_rate(*k.steady_samples_per_s) : "—",
+                     num(k.step_ms), num(k.forward_ms), num(k.backward_ms), num(k.optimizer_ms), num(k.comm_ms),
+                     num(k.comm_overlap_ms), num(k.comm_wait_ms), num(k.power_w_mean, "{:.0f}"),
+                     num(k.util_pct_mean, "{:.0f}"),
+                     k.status == "ok" ? "ok" : k.status + (k.failure_reason.empty() ? "" : ": " + k.failure_reason));
+}
+
+}  // namespace
+
+std::string format_rank_table(const RunRecord& r) {
+  if (!r.distributed) return "";
+  const DistributedSection& d = *r.distributed;
+  std::string out = fmt::format("ranks of {} ({}, {} rank(s), {} gradient bucket(s) of <= {} MB; ms per step):\n",
+                                r.run_id, d.backend, d.world_size, d.buckets, d.bucket_mb);
+  out += fmt::format("{:>4}  {:<14} {:<8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}  {}\n", "rank",
+                     "host", "device", "samples/s", "step", "forward", "backward", "optim", "comm", "overlap",
+                     "wait", "power W", "util %", "status");
+  for (const auto& k : d.ranks) out += rank_line(k);
+  out += fmt::format("imbalance max/min: step time {}, power {}, utilisation {}, memory {}; exposed communication {} % "
+                     "of the step; all ranks {} samples/s\n",
+                     num(d.step_time_imbalance), num(d.power_imbalance), num(d.util_imbalance),
+                     num(d.memory_imbalance), num(d.comm_share_pct, "{:.1f}"),
+                     d.global_samples_per_s ? format_rate(*d.global_samples_per_s) : "—");
+  return out;
+}
+
+}  // namespace dist
+}  // namespace trainscope

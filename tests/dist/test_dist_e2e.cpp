@@ -1,0 +1,219 @@
+// Data-parallel training end to end (docs/distributed.md): the built binary on loopback Gloo
+// ranks. Each test trains a tiny synthetic mlp for a few steps with one intra-op thread.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Starts the binary with `args` and extra environment variables; output goes to `log`.
+pid_t start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+            const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = fopen(log.c_str(), "w");
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(kBin.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(kBin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int finish(pid_t pid) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string root() {
+  static const std::string r = [] {
+    auto d = ::testing::TempDir() + "dist_e2e_" + std::to_string(getpid());
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return r;
+}
+
+// A tiny deterministic matrix: synthetic data, mlp, SGD, 6 steps, evaluation after them.
+std::vector<std::string> matrix_args(const std::string& name, int64_t batch, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a{"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", std::to_string(batch),
+                             "--data-format", "synthetic", "--limit-train", "512", "--limit-test", "256",
+                             "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
+                             "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
+                             "--no-progress", "--out", root(), "--name", name};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+json run_record(const std::string& name) {
+  auto j = json::parse(slurp(root() + "/" + name + "/results.json"));
+  return j.at("runs").at(0);
+}
+
+// One rank at batch 32 (the reference, computed once per test process).
+const json& single_rank() {
+  static const json r = [] {
+    const std::string log = root() + "/single.log";
+    EXPECT_EQ(finish(start(matrix_args("single", 32), {}, log)), 0) << slurp(log);
+    return run_record("single");
+  }();
+  return r;
+}
+
+// The test-set loss after the same 6 steps: all ranks held the same averaged gradients.
+void expect_same_curve(const json& ddp, const json& one) {
+  const double a = ddp.at("epochs").at(0).at("test_loss").get<double>();
+  const double b = one.at("epochs").at(0).at("test_loss").get<double>();
+  EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "test loss after 6 steps: data-parallel " << a << ", one rank " << b;
+  EXPECT_EQ(ddp.at("test_accuracy_pct"), one.at("test_accuracy_pct"));
+  EXPECT_EQ(ddp.at("steps_completed"), one.at("steps_completed"));
+}
+
+int free_port() {
+  c10d::TCPStoreOptions o;
+  o.port = 0;
+  o.isServer = true;
+  o.waitWorkers = false;
+  c10d::TCPStore probe("127.0.0.1", o);
+  return probe.getPort();  // closed again when probe goes; a race with other programs is unlikely
+}
+
+}  // namespace
+
+TEST(DistE2E, TwoRanksTrainLikeOneRankWithTheCombinedBatch) {
+  const std::string log = root() + "/two.log";
+  ASSERT_EQ(finish(start(matrix_args("two", 16, {"--nproc-per-node", "2"}), {}, log)), 0) << slurp(log);
+  const json r = run_record("two");
+  expect_same_curve(r, single_rank());
+  EXPECT_EQ(r.at("world_size"), 2);
+  const json& d = r.at("distributed");
+  EXPECT_EQ(d.at("backend"), "gloo");
+  EXPECT_EQ(d.at("launcher"), "trainscope");
+  EXPECT_EQ(d.at("shard_samples"), 256);
+  ASSERT_EQ(d.at("ranks").size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(d.at("ranks").at(k).at("rank"), k);
+    EXPECT_EQ(d.at("ranks").at(k).at("status"), "ok");
+    EXPECT_GT(d.at("ranks").at(k).at("comm_ms").get<double>(), 0.0);
+  }
+  EXPECT_TRUE(d.at("step_time_imbalance").is_number());
+  EXPECT_TRUE(d.at("comm_share_pct").is_number());
+  // One results folder: rank 1 writes only under ranks/rank1.
+  EXPECT_TRUE(fs::exists(root() + "/two/ranks/rank1/results.json"));
+  EXPECT_FALSE(fs::exists(root() + "/two/ranks/rank0"));
+}
+
+TEST(DistE2E, FourRanksTrainLikeOneRankWithTheCombinedBatch) {
+  const std::string log = root() + "/four.log";
+  ASSERT_EQ(finish(start(matrix_args("four", 8, {"--nproc-per-node", "4", "--bucket-mb", "0.01"}), {}, log)), 0)
+      << slurp(log);
+  const json r = run_record("four");
+  expect_same_curve(r, single_rank());
+  EXPECT_EQ(r.at("distributed").at("ranks").size(), 4u);
+  EXPECT_GT(r.at("distributed").at("buckets").get<int>(), 1) << "a 10 kB cap splits the mlp's gradients";
+}
+
+// torchrun's contract: its agent hosts the TCPStore; every rank is a client under
+// "/worker/attempt_<restart count>".
+TEST(DistE2E, TorchrunEnvironmentWithAgentStore) {
+  const int port = free_port();
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = true;
+  o.waitWorkers = false;
+  c10d::TCPStore agent("127.0.0.1", o);
+  std::vector<pid_t> ranks;
+  for (int k = 0; k < 2; ++k)
+    ranks.push_back(start(matrix_args("torchrun", 16),
+                          {{"RANK", std::to_string(k)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(k)},
+                           {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+                           {"TORCHELASTIC_RUN_ID", "test"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                           {"TORCHELASTIC_RESTART_COUNT", "0"}},
+                          root() + "/torchrun" + std::to_string(k) + ".log"));
+  for (int k = 0; k < 2; ++k) EXPECT_EQ(finish(ranks[k]), 0) << slurp(root() + "/torchrun" + std::to_string(k) + ".log");
+  EXPECT_TRUE(agent.check({"/worker/attempt_0/trainscope/run_name"})) << "the ranks used the agent's store and prefix";
+  const json r = run_record("torchrun");
+  EXPECT_EQ(r.at("distributed").at("launcher"), "torchrun");
+  EXPECT_EQ(r.at("distributed").at("ranks").size(), 2u);
+  expect_same_curve(r, single_rank());
+}
+
+TEST(DistE2E, AKilledRankStopsTheOthersWithAnErrorNamingIt) {
+  const std::string log = root() + "/killed.log";
+  const int rc = finish(start(matrix_args("killed", 16, {"--nproc-per-node", "2", "--dist-timeout", "10",
+                                                         "--inject-fault-rank", "1", "--inject-fault-step", "3"}),
+                              {}, log));
+  EXPECT_EQ(rc, 3) << slurp(log);  // some runs failed; results written
+  const json r = run_record("killed");
+  EXPECT_EQ(r.at("status"), "failed");
+  EXPECT_EQ(r.at("error_kind"), "distributed");
+  const std::string why = r.at("failure_reason");
+  EXPECT_NE(why.find("rank 1 was killed by signal 9"), std::string::npos) << why;
+  EXPECT_EQ(r.at("steps_completed"), 3) << "what rank 0 measured is kept";
+  EXPECT_EQ(r.at("distributed").at("ranks").at(1).at("status"), "missing");
+}
+
+TEST(DistE2E, AHungRankIsNamedAfterTheTimeout) {
+  const std::string log = root() + "/hung.log";
+  const int rc = finish(start(matrix_args("hung", 16, {"--nproc-per-node", "2", "--dist-timeout", "3",
+                                                       "--inject-fault-rank", "1", "--inject-fault-step", "3",
+                                                       "--inject-fault", "hang"}),
+                              {}, log));
+  EXPECT_EQ(rc, 3) << slurp(log);
+  const json r = run_record("hung");
+  EXPECT_EQ(r.at("status"), "failed");
+  const std::string why = r.at("failure_reason");
+  EXPECT_NE(why.find("rank 1 "), std::string::npos) << why;
+  EXPECT_NE(why.find("stopped making progress"), std::string::npos) << why;
+}
+
+TEST(DistE2E, RanksWithDifferentSettingsAreRefusedBeforeTraining) {
+  const int port = free_port();
+  std::vector<pid_t> ranks;
+  for (int k = 0; k < 2; ++k)
+    ranks.push_back(start(matrix_args("differ", 16, {"--seed", k == 0 ? "1" : "2", "--dist-timeout", "20"}),
+                          {{"RANK", std::to_string(k)}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                           {"MASTER_PORT", std::to_string(port)}},
+                          root() + "/differ" + std::to_string(k) + ".log"));
+  for (int k = 0; k < 2; ++k) {
+    const std::string out = slurp(root() + "/differ" + std::to_string(k) + ".log");
+    EXPECT_EQ(finish(ranks[k]), 2) << out;
+  }
+  const std::string out = slurp(root() + "/differ1.log");
+  EXPECT_NE(out.find("rank 1's settings differ from rank 0's (first at 'train.seed')"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(root() + "/differ/results.json"));
+}
+
+TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
+  const std::string log = root() + "/unreachable.log";
+  const int rc = finish(start(matrix_args("unreachable", 16, {"--dist-timeout", "2"}),
+                              {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                               {"MASTER_PORT", std::to_string(free_port())}},
+                              log));
+  EXPECT_EQ(rc, 2) << slurp(log);
+  EXPECT_NE(slurp(log).find("MASTER_ADDR=127.0.0.1"), std::string::npos) << slurp(log);
+}

@@ -1,0 +1,95 @@
+// The rank environment contracts (src/dist/env.h): torchrun, Slurm, trainscope's launcher.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "dist/env.h"
+#include "trainscope/error.h"
+
+using namespace trainscope;
+
+namespace {
+
+std::optional<dist::DistEnv> detect(const std::map<std::string, std::string>& vars) {
+  return dist::detect_env([&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+}  // namespace
+
+TEST(DistEnv, NoLauncherIsASingleProcess) { EXPECT_FALSE(detect({}).has_value()); }
+
+TEST(DistEnv, TorchrunAgentStoreWithAttemptPrefix) {
+  auto e = detect({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29400"}, {"TORCHELASTIC_RUN_ID", "x"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->launcher, "torchrun");
+  EXPECT_EQ(e->rank, 3);
+  EXPECT_EQ(e->world_size, 8);
+  EXPECT_EQ(e->local_rank, 1);
+  EXPECT_EQ(e->local_world_size, 2);
+  EXPECT_EQ(e->master_addr, "node7");
+  EXPECT_EQ(e->port, 29400);
+  EXPECT_TRUE(e->agent_store);
+  EXPECT_EQ(e->store_prefix, "/worker/attempt_2");
+}
+
+TEST(DistEnv, TorchrunWithoutAgentStoreMakesRankZeroTheServer) {
+  auto e = detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "x"}});
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(e->agent_store);
+  EXPECT_EQ(e->store_prefix, "");
+  EXPECT_EQ(e->master_addr, "127.0.0.1");
+  EXPECT_EQ(e->port, 29500);
+}
+
+TEST(DistEnv, TrainscopeLauncherHostsTheStore) {
+  auto e = detect({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"TRAINSCOPE_LAUNCHER", "1"}, {"MASTER_PORT", "4000"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->launcher, "trainscope");
+  EXPECT_TRUE(e->agent_store);
+  EXPECT_EQ(e->store_prefix, "");
+}
+
+TEST(DistEnv, OneRankThroughRankVariablesIsDistributed) {
+  auto e = detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->launcher, "env");
+  EXPECT_EQ(e->world_size, 1);
+}
+
+TEST(DistEnv, SlurmTakesTheFirstHostOfTheNodeList) {
+  auto e = detect({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+                   {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08,11],cpu1"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->launcher, "slurm");
+  EXPECT_EQ(e->rank, 5);
+  EXPECT_EQ(e->world_size, 8);
+  EXPECT_EQ(e->local_rank, 1);
+  EXPECT_EQ(e->local_world_size, 4);
+  EXPECT_EQ(e->master_addr, "gpu07");
+  EXPECT_FALSE(e->agent_store);
+  EXPECT_FALSE(detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}).has_value()) << "a one-task job is one process";
+}
+
+TEST(DistEnv, FirstSlurmHost) {
+  EXPECT_EQ(dist::first_slurm_host("a,b"), "a");
+  EXPECT_EQ(dist::first_slurm_host("gn[01-04,7],cpu3"), "gn01");
+  EXPECT_EQ(dist::first_slurm_host("node12"), "node12");
+  EXPECT_EQ(dist::first_slurm_host("x[3,5]"), "x3");
+}
+
+TEST(DistEnv, BadValuesNameTheVariable) {
+  try {
+    detect({{"RANK", "one"}, {"WORLD_SIZE", "2"}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='one'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), Error);
+  EXPECT_THROW(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}), Error);
+}
