@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
-#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench)
+#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench ... tboard)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -64,6 +64,13 @@ for stage in "$@"; do
       } 2>&1 | tee "$OUT/self-cpu.log";;
     telecost)
       timeout 60 $B/telemetry_cost 2>&1 | tee "$OUT/telecost.log";;
+    tboard)  # issue 16: TensorBoard event files (TensorBoard's EventAccumulator) and trace flows
+      $TS run --data $DATA -d cuda:0 -m mlp,cnn -b 128 --max-steps 600 --out /tmp/runs --name tboard --no-progress 2>&1 | tail -20 | tee "$OUT/tboard.log"
+      python3 scripts/read_tfevents.py /tmp/runs/tboard/tensorboard --runs 2 --require train/loss \
+        --require telemetry/gpu0/util_pct --require telemetry/gpu0/power_w --require telemetry/gpu0/temp_c \
+        --require telemetry/gpu0/energy_j --require telemetry/cpu/util_pct 2>&1 | tee -a "$OUT/tboard.log"
+      python3 bench/gpu/check_flows.py /tmp/runs/tboard 2>&1 | tee -a "$OUT/tboard.log"
+      cp -r /tmp/runs/tboard/tensorboard "$OUT/tboard-events";;
     *) echo "unknown stage $stage";;
   esac
 done

@@ -119,11 +119,11 @@ struct TraceResult {
   int64_t flows = 0;                // launch-to-kernel flows ("ac2g" s/f pairs) written
   std::string error;
 };
-/// Writes a gzip Chrome trace as a stream. On CUDA runs each device event whose runtime call is
-/// in `d` gets a launch-to-kernel flow in Kineto's "ac2g" convention (pytorch/kineto
+/// Writes a gzip Chrome trace as a stream. On CUDA runs each runtime call in `d` with device
+/// events gets a launch-to-kernel flow in Kineto's "ac2g" convention (pytorch/kineto
 /// libkineto/src/output_json.cpp): ph "s" at the runtime call's start on its thread, ph "f" with
-/// bp "e" at the device event's start on its stream, id = the correlation id; written after
-/// every slice, so a size cap drops flows first.
+/// bp "e" at its earliest device event's start on that stream, id = the correlation id; written
+/// after every slice, so a size cap drops flows first.
 TraceResult write_trace(const std::string& path, const ProfileData& d, const std::vector<CounterSeries>& counters,
                         const TraceOptions& o);
 

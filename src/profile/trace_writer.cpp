@@ -282,24 +282,29 @@ void write_counters(const Emit& emit, const std::vector<CounterSeries>& counters
   }
 }
 
-// Launch-to-kernel flows (Kineto's "ac2g"): from each runtime call to the device events that
-// share its correlation id. Returns the number of flows written.
+// Launch-to-kernel flows (Kineto's "ac2g"): from each runtime call to the earliest device event
+// that shares its correlation id (a flow id opens once and closes once: a CUDA graph launch, whose
+// kernels all share one id, gets an arrow to its first kernel). Returns the flows written.
 int64_t write_flows(const Emit& emit, const ProfileData& d) {
   std::map<int64_t, const OpEvent*> launch;
   for (const auto& op : d.ops)
     if (op.category == "cuda_runtime" && op.correlation != 0) launch[op.correlation] = &op;
+  std::map<int64_t, const DeviceEvent*> first;  // correlation -> earliest device event
+  for (const auto& e : d.device_events)
+    if (e.correlation != 0 && launch.count(e.correlation)) {
+      auto& f = first[e.correlation];
+      if (!f || e.t0_ns < f->t0_ns) f = &e;
+    }
   int64_t flows = 0;
-  for (const auto& e : d.device_events) {
-    auto it = e.correlation != 0 ? launch.find(e.correlation) : launch.end();
-    if (it == launch.end()) continue;
-    const OpEvent& op = *it->second;
+  for (const auto& [id, e] : first) {
+    const OpEvent& op = *launch.at(id);
     const bool s_ok = emit(fmt::format(
-        R"({{"ph": "s", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g"}})", e.correlation,
-        d.pid, op.tid, ts_us(op.t0_ns)));
-    const bool f_ok = s_ok && emit(fmt::format(
-        R"({{"ph": "f", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g", "bp": "e"}})",
-        e.correlation, e.device, e.stream, ts_us(e.t0_ns)));
-    if (f_ok) ++flows;
+        R"({{"ph": "s", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g"}})", id, d.pid,
+        op.tid, ts_us(op.t0_ns)));
+    if (s_ok && emit(fmt::format(
+                    R"({{"ph": "f", "id": {}, "pid": {}, "tid": {}, "ts": {}, "cat": "ac2g", "name": "ac2g", "bp": "e"}})",
+                    id, e->device, e->stream, ts_us(e->t0_ns))))
+      ++flows;
   }
   return flows;
 }

@@ -711,3 +711,38 @@ TEST(CliHosts, BatchSizesAutoSweepsAndSaysWhyItStopped) {
   for (size_t i = 0; i < batches.size(); ++i) EXPECT_EQ(batches[i], int64_t{16} << i);
   EXPECT_LE(batches.back(), 128);
 }
+
+// TensorBoard event files (docs/tensorboard.md): by default in <run folder>/tensorboard/<run_id>/,
+// with --tensorboard DIR in DIR/<run folder name>/<run_id>/ (stored absolute in matrix.json for
+// --resume), and none with --no-tensorboard.
+TEST(Cli, TensorBoardFilesGoToTheRunFolderToAGivenFolderOrNowhere) {
+  const std::string dir = test_path("cli_tb");
+  fs::remove_all(dir);
+  auto matrix = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "16", "--data-format",
+                                  "synthetic", "--max-steps", "5", "--warmup-steps", "1", "--limit-train", "256",
+                                  "--no-inference", "--no-profile", "--threads", "1", "--no-progress", "--out", dir,
+                                  "--name", name};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto event_files = [](const std::string& d) {
+    size_t n = 0;
+    if (fs::is_directory(d))
+      for (const auto& f : fs::directory_iterator(d)) n += f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    return n;
+  };
+  std::string out;
+  ASSERT_EQ(run(matrix("a", {}), &out), 0) << out;
+  EXPECT_EQ(event_files(dir + "/a/tensorboard/cpu-mlp-b16-r0"), 1u);
+  const std::string logs = dir + "/logs";
+  ASSERT_EQ(run(matrix("b", {"--tensorboard", logs}), &out), 0) << out;
+  EXPECT_EQ(event_files(logs + "/b/cpu-mlp-b16-r0"), 1u);
+  EXPECT_FALSE(fs::exists(dir + "/b/tensorboard"));
+  EXPECT_NE(slurp(dir + "/b/matrix.json").find("\"dir\": \"" + fs::absolute(logs).lexically_normal().string() + "\""),
+            std::string::npos)
+      << slurp(dir + "/b/matrix.json");
+  ASSERT_EQ(run(matrix("c", {"--no-tensorboard"}), &out), 0) << out;
+  EXPECT_FALSE(fs::exists(dir + "/c/tensorboard"));
+  EXPECT_FALSE(fs::exists(logs + "/c"));
+}

@@ -225,6 +225,7 @@ TEST(ProfileTrace, LaunchToKernelFlowsFollowKinetosAc2gConvention) {
   device("orphan_kernel", 2700, 779);                      // no runtime call recorded: no flow
   runtime("aten::mm", 1700, 780, "cpu_op");                // an operator's id is not a launch
   device("other_kernel", 2900, 780);
+  device("my_kernel_later", 2600, 777);  // a second event of one launch (graph replay): no second flow
   TraceOptions o;
   o.t1_ns = 1000000;
   auto r = write_trace(dir + "/f.trace.json.gz", d, {}, o);
