@@ -67,6 +67,15 @@ TEST(InferGraphs, CpuIgnoresCudaGraphsAndSaysNotApplicable) {
   EXPECT_EQ(make_inference_executor(*m, torch::kCPU)->execution(), "eager");
 }
 
+// The model of the GPU fallback test below is valid TorchScript and runs eagerly on the CPU.
+TEST(InferGraphs, HostSyncModelRunsEagerlyOnCpu) {
+  auto path = save_host_sync_net(::testing::TempDir() + "host_sync_net_cpu.pt");
+  auto m = make_model(path, 1, 8, 8, 10);
+  auto j = to_json(measure_inference(*m, torch::kCPU, torch::randn({16, 1, 8, 8}), quick(true)));
+  EXPECT_EQ(j["execution"].get<std::string>(), "eager (cuda graphs not applicable on cpu)");
+  EXPECT_TRUE(j["single_stream"]["p50_ms"].is_number());
+}
+
 TEST(InferGraphs, GpuReplaysCapturedForwardPerBatchSize) {
   if (!gpu_available()) GTEST_SKIP() << kNeedsGpu;
   const torch::Device dev("cuda:0");
