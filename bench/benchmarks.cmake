@@ -10,3 +10,11 @@ endif()
 # input pipeline; bench/input_pipeline.sh runs it against torch.utils.data.DataLoader).
 add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
 target_link_libraries(input_bench PRIVATE trainscope_core)
+if(TRAINSCOPE_WITH_TORCH)
+  # graphs: CUDA graphs against eager, training samples/s and single-stream inference latency
+  # (bench/graph_bench.cpp; run on the GPU host by bench/gpu/build_and_run.sh stage `graphs`)
+  add_executable(graph_bench ${CMAKE_CURRENT_LIST_DIR}/graph_bench.cpp)
+  target_link_libraries(graph_bench PRIVATE trainscope)
+  target_include_directories(graph_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(graph_bench PRIVATE ${_ts_torch_flags})
+endif()

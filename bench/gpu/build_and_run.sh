@@ -2,6 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench ... tboard)
+#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench graphs ...)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -71,6 +72,14 @@ for stage in "$@"; do
         --require telemetry/gpu0/energy_j --require telemetry/cpu/util_pct 2>&1 | tee -a "$OUT/tboard.log"
       python3 bench/gpu/check_flows.py /tmp/runs/tboard 2>&1 | tee -a "$OUT/tboard.log"
       cp -r /tmp/runs/tboard/tensorboard "$OUT/tboard-events";;
+    graphs)
+      # issue 14's CUDA graphs: GPU parity tests (graph replay vs the eager fused path, fallbacks),
+      # then graph vs eager training samples/s and single-stream inference p50 (bench/graph_bench.cpp)
+      { (cd $B && timeout 240 ctest --output-on-failure -V -R 'GraphStep|CapturableOptimizers|InferGraphs') 2>&1 |
+          grep -E 'Test +#|Passed|Failed|FAILED|Failure|SKIPPED|Skipped|relative distance|fallback reason|execution:|tests passed|Expected|Which is|error'
+        timeout 180 $B/graph_bench train --device cuda:0 --models mlp,cnn,resnet18 --batches 64,128 --steps 400
+        timeout 120 $B/graph_bench infer --device cuda:0 --models cnn,resnet18 --pairs 3 --budget 2
+      } 2>&1 | tee "$OUT/graphs.log";;
     *) echo "unknown stage $stage";;
   esac
 done

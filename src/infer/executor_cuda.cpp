@@ -167,15 +167,13 @@ std::string CudaExecutor::capture(GraphedForward& g) {
     for (int i = 0; i < kWarmupForwards; ++i) (void)model_.forward(g.in);
     auto pool = at::cuda::graph_pool_handle();
     g.graph = std::make_unique<at::cuda::CUDAGraph>();
-    bool begun = false;
     try {
       g.graph->capture_begin(pool);
-      begun = true;
       g.out = model_.forward(g.in);
       g.graph->capture_end();
     } catch (const std::exception& e) {
       why = graphs::error_line(e);
-      if (begun) graphs::abandon_capture(*g.graph, dev, pool);
+      graphs::abandon_capture(*g.graph, dev, pool);  // also after a failed capture_begin
       g.out = torch::Tensor();
       g.graph.reset();
     }

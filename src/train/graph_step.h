@@ -52,6 +52,8 @@ inline constexpr const char* kNoCudaBuildReason = "CUDA graphs need a CUDA build
 
 /// The forward-and-loss the graph captures: logits from x, loss from (logits, y). The trainer
 /// passes its own (with autocast/channels_last applied), so eager and graph steps are one recipe.
+/// It runs eagerly for the warm-up steps and once more under capture, so it must not read
+/// values back to the host, synchronise, or record timing events (those go around replay()).
 using StepForward = std::function<torch::Tensor(const torch::Tensor& x)>;
 
 /// Captures a training step of `model` (on a CUDA `device`, training mode) with optimizer `opt`,

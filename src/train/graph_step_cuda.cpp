@@ -96,8 +96,10 @@ std::string capture_into(GraphTrainStep& s, StepOptimizer& opt, const StepForwar
   try {
     s.graph_->capture_begin(pool);
   } catch (const std::exception& e) {
+    std::string why = error_line(e);
+    abandon_capture(*s.graph_, dev, pool);  // capture_begin may have started routing to the pool
     s.graph_.reset();
-    return "CUDA graph capture could not begin: " + error_line(e);
+    return "CUDA graph capture could not begin: " + why;
   }
   try {
     auto logits = forward(s.x_);

@@ -457,7 +457,8 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
       const auto& w = *workload_;
       rec.inference = inference_after_training(
           m, d, w.test_x.numel() > 0 ? w.test_x : w.train_x, cfg_.inference, cfg_.train.seed, sampler_.get(),
-          sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_);
+          sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_,
+          /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs);
     };
   // ---- end of component hooks
   try {
