@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "data/file_stat.h"
 #include "trainscope/error.h"
 #include "trainscope/input_pipeline.h"
 
@@ -58,8 +59,7 @@ std::vector<uint8_t> read_indexed(const ImageFile& f, bool* changed) {
   }
   ::close(fd);
   if (!err.empty()) throw_error(ErrorKind::kIo, fmt::format("{}: cannot read: {}", f.path, err));
-  const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  if (changed) *changed = st.st_size != f.size_bytes || mtime != f.mtime_ns;
+  if (changed) *changed = st.st_size != f.size_bytes || mtime_ns(st) != f.mtime_ns;
   return bytes;
 }
 
