@@ -10,3 +10,4 @@ endif()
 # input pipeline; bench/input_pipeline.sh runs it against torch.utils.data.DataLoader).
 add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
 target_link_libraries(input_bench PRIVATE trainscope_core)
+target_include_directories(input_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)

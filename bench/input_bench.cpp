@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/stream_defaults.h"
 #include "trainscope/input_pipeline.h"
 
 using namespace trainscope;
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
     }
     StreamOptions opt;
     opt.workers = workers;
-    opt.prefetch_batches = 2 * workers;
+    opt.prefetch_batches = default_prefetch_batches(workers, batch);
     opt.batch_size = batch;
     opt.transform = {.size = size, .channels = 3,
                      .augment = aug == "auto" ? (size >= 128 ? Augment::kRandomResizedCrop : Augment::kPadCrop)
