@@ -33,7 +33,7 @@ struct DataConfig {
   std::string cache_data = "auto";    // "on": decode into memory; "off": stream; "auto": on when it fits the budget
   double cache_budget_gib = 4;        // auto: the decoded float32 train+test sets must fit in this many GiB
   int64_t data_workers = 0;           // streaming decode threads; 0 = cores left after the intra-op threads (>= 1)
-  int64_t prefetch_batches = 0;       // finished batches the queue holds at most; 0 = 2 x workers
+  int64_t prefetch_batches = 0;       // finished + building batches at most; 0 = src/data/stream_defaults.h
   std::string augment = "auto";       // streamed training transform: auto | random-resized-crop | pad-crop | none
   std::string on_bad_image = "fail";  // a streamed image that cannot be read/decoded: "fail" the run or "skip" it
 };

@@ -46,7 +46,7 @@ struct StreamPlan {
   std::vector<ImageFile> files;      // the training images, in sample-index order
   TransformSpec transform;           // the training transform (normalised with DatasetPair::mean/std)
   int64_t workers = 0;               // data.data_workers as set (0 = resolve from the cores)
-  int64_t prefetch_batches = 0;      // 0 = 2 x workers
+  int64_t prefetch_batches = 0;      // 0 = default_prefetch_batches (src/data/stream_defaults.h)
   bool skip_bad_images = false;
   std::string cache_reason;          // why the set is streamed
   int64_t decoded_bytes = 0;         // float32 train + test sets, had they been decoded into memory

@@ -90,7 +90,7 @@ struct BatchSlot {
 
 struct StreamOptions {
   int64_t workers = 1;           // decoding threads
-  int64_t prefetch_batches = 4;  // the queue's bound: finished batches waiting for the trainer
+  int64_t prefetch_batches = 4;  // the queue's bound: finished plus building batches
   int64_t hold_batches = 1;      // batches the trainer may still be reading (released at later next() calls)
   int64_t batch_size = 64;
   bool skip_bad_images = false;  // --on-bad-image skip: leave a bad image out of its batch and count it
@@ -122,8 +122,9 @@ struct StreamBatch {
 };
 
 /// A pool of workers that turns an epoch's sample order into batches. Batch j holds the samples
-/// order[j*B .. (j+1)*B) (B = batch_size) and is delivered by the j-th next() call of the epoch,
-/// whatever the number of workers. Requires slots.size() >= prefetch_batches + hold_batches.
+/// order[j*B .. (j+1)*B) (B = batch_size) in that order and is delivered by the j-th next() call
+/// of the epoch, whatever the number of workers; workers fill batches in chunks of samples
+/// (src/data/stream_defaults.h). Requires slots.size() >= prefetch_batches + hold_batches.
 class ImageStream {
  public:
   ImageStream(std::vector<ImageFile> files, StreamOptions opt, std::vector<BatchSlot> slots);

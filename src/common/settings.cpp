@@ -113,7 +113,7 @@ void add_data(std::vector<Setting>& t) {
           .field = TS_FIELD(data.data_workers)});
   folder({.key = "data.prefetch_batches", .flag = "--prefetch-batches", .noun = "prefetch batches",
           .help = "streaming: finished batches the queue holds at most ahead of the trainer", .unit = "batches",
-          .range = {.min = 0, .max = 4096}, .note = "0 = 2 x data workers", .field = TS_FIELD(data.prefetch_batches)});
+          .range = {.min = 0, .max = 4096}, .note = "0 = max(2, 2 x workers x 8 / batch)", .field = TS_FIELD(data.prefetch_batches)});
   folder({.key = "data.augment", .flag = "--augment", .noun = "augmentation",
           .help = "streaming: training transform (random-resized-crop, pad-crop: pad 4 and crop; both flip; none); "
                   "the test set is only resized and centre-cropped",

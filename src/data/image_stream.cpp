@@ -11,10 +11,13 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "data/file_stat.h"
+#include "data/stream_defaults.h"
 #include "trainscope/error.h"
 #include "trainscope/input_pipeline.h"
 
@@ -58,8 +61,7 @@ std::vector<uint8_t> read_indexed(const ImageFile& f, bool* changed) {
   }
   ::close(fd);
   if (!err.empty()) throw_error(ErrorKind::kIo, fmt::format("{}: cannot read: {}", f.path, err));
-  const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  if (changed) *changed = st.st_size != f.size_bytes || mtime != f.mtime_ns;
+  if (changed) *changed = st.st_size != f.size_bytes || mtime_ns(st) != f.mtime_ns;
   return bytes;
 }
 
@@ -80,6 +82,20 @@ struct ImageStream::Impl {
     int64_t count = 0;
     std::string error;
   };
+  // A batch being filled: its samples order[first, first + size) are handed out in chunks of
+  // kStreamChunk; the worker that finishes the last chunk closes it (compacts, queues it).
+  struct Building {
+    uint64_t gen = 0;
+    int64_t j = 0, first = 0, size = 0, handed = 0, chunks_left = 0;
+    int slot = 0;
+    std::vector<char> ok;  // per sample: decoded (written by the chunk's worker only)
+    std::string error;     // the first failure under the fail policy
+  };
+  struct Chunk {
+    Building* b = nullptr;
+    int64_t begin = 0, end = 0, epoch = 0;  // positions in the batch
+    std::vector<int64_t> idx;               // the samples' indices
+  };
   std::vector<ImageFile> files;
   StreamOptions opt;
   std::vector<BatchSlot> slots;
@@ -92,7 +108,9 @@ struct ImageStream::Impl {
   uint64_t generation = 0;
   int64_t epoch = 0;
   std::vector<int64_t> order;
-  int64_t num_batches = 0, next_claim = 0, next_take = 0, in_progress = 0;
+  int64_t num_batches = 0, next_batch = 0, next_take = 0, building_now = 0;
+  std::list<Building> building;   // stable addresses; entries of abandoned epochs finish and go
+  Building* open = nullptr;       // the batch whose chunks are being handed out
   std::vector<int> free_slots;
   std::map<int64_t, Ready> ready;
   std::deque<int> held;
@@ -100,8 +118,10 @@ struct ImageStream::Impl {
   std::vector<std::thread> threads;
 
   void worker(size_t w);
-  bool claim(size_t w, int64_t& j, int& slot, uint64_t& gen, int64_t& ep, std::vector<int64_t>& idx);
-  Ready fill(size_t w, int64_t ep, int slot, const std::vector<int64_t>& idx);
+  bool can_claim() const;
+  bool claim(Chunk& c);
+  void fill(size_t w, Chunk& c);
+  void finish(Chunk& c);
   void problem(std::string what);
 };
 
@@ -110,42 +130,62 @@ void ImageStream::Impl::problem(std::string what) {
   if (st.problems.size() < kMaxProblems) st.problems.push_back(std::move(what));
 }
 
-// Waits for work; false when stopping. Copies the batch's sample indices out under the lock.
-bool ImageStream::Impl::claim(size_t, int64_t& j, int& slot, uint64_t& gen, int64_t& ep, std::vector<int64_t>& idx) {
+// A chunk of the open batch is left, or a new batch may start: a free slot and fewer than
+// prefetch_batches finished plus building batches (the queue's bound).
+bool ImageStream::Impl::can_claim() const {
+  if (open) return true;
+  return next_batch < num_batches && !free_slots.empty() &&
+         static_cast<int64_t>(ready.size()) + building_now < opt.prefetch_batches;
+}
+
+// Waits for work; false when stopping. Copies the chunk's sample indices out under the lock.
+bool ImageStream::Impl::claim(Chunk& c) {
   std::unique_lock lk(mu);
-  cv.wait(lk, [&] {
-    return stop || (next_claim < num_batches && !free_slots.empty() &&
-                    static_cast<int64_t>(ready.size()) + in_progress < opt.prefetch_batches);
-  });
+  cv.wait(lk, [&] { return stop || can_claim(); });
   if (stop) return false;
-  j = next_claim++;
-  slot = free_slots.back();
-  free_slots.pop_back();
-  gen = generation;
-  ep = epoch;
-  ++in_progress;
-  const int64_t B = opt.batch_size, n = static_cast<int64_t>(order.size());
-  idx.assign(order.begin() + j * B, order.begin() + std::min(n, (j + 1) * B));
+  if (!open) {
+    const int64_t j = next_batch++, B = opt.batch_size, n = static_cast<int64_t>(order.size());
+    Building& b = building.emplace_back();
+    b.gen = generation;
+    b.j = j;
+    b.first = j * B;
+    b.size = std::min(B, n - j * B);
+    b.chunks_left = (b.size + kStreamChunk - 1) / kStreamChunk;
+    b.slot = free_slots.back();
+    free_slots.pop_back();
+    b.ok.assign(static_cast<size_t>(b.size), 0);
+    ++building_now;
+    open = &b;
+  }
+  c.b = open;
+  c.epoch = epoch;
+  c.begin = open->handed;
+  c.end = std::min(open->size, c.begin + kStreamChunk);
+  open->handed = c.end;
+  c.idx.assign(order.begin() + open->first + c.begin, order.begin() + open->first + c.end);
+  if (open->handed == open->size) open = nullptr;
   return true;
 }
 
-ImageStream::Impl::Ready ImageStream::Impl::fill(size_t w, int64_t ep, int slot, const std::vector<int64_t>& idx) {
-  Ready r;
-  r.slot = slot;
-  const BatchSlot& out = slots[static_cast<size_t>(slot)];
+// Decodes the chunk's samples into their places in the batch slot.
+void ImageStream::Impl::fill(size_t w, Chunk& c) {
+  const BatchSlot& out = slots[static_cast<size_t>(c.b->slot)];
   int64_t done = 0, bad = 0, changed_n = 0;
-  for (int64_t i : idx) {
+  std::string error;
+  for (int64_t k = c.begin; k < c.end; ++k) {
+    const int64_t i = c.idx[static_cast<size_t>(k - c.begin)];
     const ImageFile& f = files[static_cast<size_t>(i)];
     bool changed = false;
     try {
-      load_sample(f, opt.transform, sample_seed(opt.seed, ep, i), out.x + r.count * sample_numel, &changed);
-      out.y[r.count++] = f.label;
+      load_sample(f, opt.transform, sample_seed(opt.seed, c.epoch, i), out.x + k * sample_numel, &changed);
+      out.y[k] = f.label;
+      c.b->ok[static_cast<size_t>(k)] = 1;
       ++done;
     } catch (const std::exception& e) {
       ++bad;
       problem(e.what());
       if (!opt.skip_bad_images) {
-        r.error = e.what();
+        error = e.what();
         break;
       }
     }
@@ -159,36 +199,58 @@ ImageStream::Impl::Ready ImageStream::Impl::fill(size_t w, int64_t ep, int slot,
   st.images += done;
   st.bad_images += bad;
   st.changed_files += changed_n;
-  return r;
+  if (!error.empty() && c.b->error.empty()) c.b->error = std::move(error);
+}
+
+// Counts the chunk done; the last one compacts the batch (skipped samples leave no gaps) and
+// queues it, or frees its slot when its epoch was abandoned.
+void ImageStream::Impl::finish(Chunk& c) {
+  Building* b = c.b;
+  {
+    std::lock_guard lk(mu);
+    if (--b->chunks_left > 0) return;
+  }
+  const BatchSlot& out = slots[static_cast<size_t>(b->slot)];
+  int64_t count = 0;
+  for (int64_t k = 0; k < b->size; ++k) {
+    if (!b->ok[static_cast<size_t>(k)]) continue;
+    if (count != k) {
+      std::copy_n(out.x + k * sample_numel, sample_numel, out.x + count * sample_numel);
+      out.y[count] = out.y[k];
+    }
+    ++count;
+  }
+  std::lock_guard lk(mu);
+  if (b->gen != generation) free_slots.push_back(b->slot);
+  else {
+    ready[b->j] = {b->slot, count, std::move(b->error)};
+    --building_now;
+    st.max_depth = std::max<int64_t>(st.max_depth, static_cast<int64_t>(ready.size()));
+  }
+  building.remove_if([b](const Building& x) { return &x == b; });
+  cv.notify_all();
 }
 
 void ImageStream::Impl::worker(size_t w) {
-  std::vector<int64_t> idx;
+  Chunk c;
   for (;;) {
-    int64_t j = 0, ep = 0;
-    int slot = 0;
-    uint64_t gen = 0;
-    if (!claim(w, j, slot, gen, ep, idx)) return;
+    if (!claim(c)) return;
     const auto t0 = Clock::now();
-    Ready r;
     try {
-      r = fill(w, ep, slot, idx);
+      fill(w, c);
     } catch (const std::exception& e) {  // never die silently: the trainer gets it with the batch
-      r = {slot, 0, fmt::format("input worker {} failed: {}", w, e.what())};
+      std::lock_guard lk(mu);
+      if (c.b->error.empty()) c.b->error = fmt::format("input worker {} failed: {}", w, e.what());
     } catch (...) {
-      r = {slot, 0, fmt::format("input worker {} failed with an unknown exception", w)};
+      std::lock_guard lk(mu);
+      if (c.b->error.empty()) c.b->error = fmt::format("input worker {} failed with an unknown exception", w);
     }
-    const double busy = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::lock_guard lk(mu);
-    st.worker_busy_s[w] += busy;
-    st.worker_cpu_s[w] = thread_cpu_s();
-    --in_progress;
-    if (gen != generation) free_slots.push_back(slot);  // a batch of an abandoned epoch
-    else {
-      ready[j] = std::move(r);
-      st.max_depth = std::max<int64_t>(st.max_depth, static_cast<int64_t>(ready.size()));
+    {
+      std::lock_guard lk(mu);
+      st.worker_busy_s[w] += std::chrono::duration<double>(Clock::now() - t0).count();
+      st.worker_cpu_s[w] = thread_cpu_s();
     }
-    cv.notify_all();
+    finish(c);
   }
 }
 
@@ -235,10 +297,19 @@ void ImageStream::begin_epoch(int64_t epoch, std::vector<int64_t> order) {
   ++m.generation;
   for (auto& [j, r] : m.ready) m.free_slots.push_back(r.slot);
   m.ready.clear();
+  if (Impl::Building* b = m.open) {  // its chunks not handed out yet never will be
+    b->chunks_left -= (b->size - b->handed + kStreamChunk - 1) / kStreamChunk;
+    m.open = nullptr;
+    if (b->chunks_left == 0) {  // no chunk of it in flight either
+      m.free_slots.push_back(b->slot);
+      m.building.remove_if([b](const Impl::Building& x) { return &x == b; });
+    }
+  }
+  m.building_now = 0;  // batches still building belong to the old generation
   m.epoch = epoch;
   m.order = std::move(order);
   m.num_batches = (static_cast<int64_t>(m.order.size()) + m.opt.batch_size - 1) / m.opt.batch_size;
-  m.next_claim = m.next_take = 0;
+  m.next_batch = m.next_take = 0;
   m.cv.notify_all();
 }
 

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "data/stream_defaults.h"
 #include "trainscope/error.h"
 
 namespace trainscope {
@@ -117,7 +118,7 @@ StreamSource::StreamSource(const Workload& w, int64_t B, bool pinned, int stagin
   if (opt.workers > 0) workers_reason_ = "--data-workers / data.data_workers";
   else opt.workers = default_data_workers(static_cast<int64_t>(std::thread::hardware_concurrency()), at::get_num_threads(),
                                           &workers_reason_);
-  opt.prefetch_batches = plan.prefetch_batches > 0 ? plan.prefetch_batches : 2 * opt.workers;
+  opt.prefetch_batches = plan.prefetch_batches > 0 ? plan.prefetch_batches : default_prefetch_batches(opt.workers, B);
   opt.hold_batches = staging;
   opt.batch_size = B;
   opt.skip_bad_images = plan.skip_bad_images;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sys/stat.h>
-
 #include <filesystem>
+
+#include "data/file_stat.h"
 
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
@@ -69,7 +69,7 @@ std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<s
       struct stat st {};  // stat(2): the same clock as the stream's fstat of the open file
       if (::stat(e.path().c_str(), &st) != 0) st = {};
       files.push_back({e.path().string(), static_cast<int64_t>(ci), static_cast<int64_t>(st.st_size),
-                       int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
+                       mtime_ns(st)});
     }
     std::sort(files.begin(), files.end(), [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
     out.insert(out.end(), files.begin(), files.end());

@@ -169,7 +169,7 @@ TEST(ImageStream, EveryImageOnceInOrderAndIndependentOfWorkerCount) {
   auto root = id_folder("stream_ids", n);
   auto files = index_image_folder(root, nullptr);
   ASSERT_EQ(files.size(), static_cast<size_t>(n));
-  const int64_t B = 8, S = 6, numel = S * S;
+  const int64_t B = 19, S = 6, numel = S * S;  // 3 chunks per batch, the last batch short
   std::vector<std::vector<std::vector<float>>> per_workers;
   for (int64_t workers : {1, 3}) {
     Streamed buf(4, B, numel);
@@ -213,6 +213,21 @@ TEST(ImageStream, AugmentedBatchesIndependentOfWorkerCount) {
   }
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], results[2]);
+}
+
+TEST(ImageStream, AnEpochLeftHalfwayReleasesItsBatches) {
+  const int n = 40;
+  auto root = id_folder("stream_abandon", n);
+  auto files = index_image_folder(root, nullptr);
+  const int64_t B = 10, S = 4, numel = S * S;
+  Streamed buf(4, B, numel);
+  ImageStream s(files, options(3, B, S, Augment::kNone), buf.slots);
+  for (int64_t epoch = 1; epoch <= 6; ++epoch) {  // a leaked slot would stall a later epoch
+    s.begin_epoch(epoch, shuffled(n, static_cast<uint64_t>(epoch)));
+    s.next();  // then leave the epoch, as a run stopped by --max-steps does
+  }
+  auto all = run_epoch(s, buf, 7, shuffled(n, 7), B, numel);
+  EXPECT_EQ(all.size(), static_cast<size_t>(n));
 }
 
 TEST(ImageStream, QueueNeverHoldsMoreThanItsBound) {
