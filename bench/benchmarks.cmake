@@ -10,6 +10,7 @@ endif()
 # input pipeline; bench/input_pipeline.sh runs it against torch.utils.data.DataLoader).
 add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
 target_link_libraries(input_bench PRIVATE trainscope_core)
+target_include_directories(input_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
 if(TRAINSCOPE_WITH_TORCH)
   # graphs: CUDA graphs against eager, training samples/s and single-stream inference latency
   # (bench/graph_bench.cpp; run on the GPU host by bench/gpu/build_and_run.sh stage `graphs`)
@@ -18,4 +19,3 @@ if(TRAINSCOPE_WITH_TORCH)
   target_include_directories(graph_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(graph_bench PRIVATE ${_ts_torch_flags})
 endif()
-target_include_directories(input_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
