@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
-#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench ... tboard)
-#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default paper bench graphs ...)
+#   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
+#   self-gpu self-cpu telecost tboard graphs variants ddp1 stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -80,6 +80,38 @@ for stage in "$@"; do
         timeout 180 $B/graph_bench train --device cuda:0 --models mlp,cnn,resnet18 --batches 64,128 --steps 400
         timeout 120 $B/graph_bench infer --device cuda:0 --models cnn,resnet18 --pairs 3 --budget 2
       } 2>&1 | tee "$OUT/graphs.log";;
+    variants)
+      # issue 14: every variant in one trainscope process (MFU in results.json), then the same
+      # variants through trainscope and Python side by side, then the default job with graphs
+      { timeout 150 $TS run --data $DATA -d cuda:0 -m mlp,cnn,resnet18 -b 64,128 --variants eager,bf16,graphs,graphs+bf16 \
+          --max-steps 300 --no-inference --no-profile --out /tmp/runs --name variants --no-progress 2>&1 | tail -45
+        python3 bench/gpu/summarize_variants.py /tmp/runs/variants/results.json
+        timeout 150 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cuda:0 --threads 16 \
+          --steps 300 --models mlp,cnn,resnet18 --batch-sizes 128 --variants eager,graphs+bf16 --data $DATA
+        timeout 120 $TS run --data $DATA --variants eager,graphs --max-steps 300 --limit-test 2000 --out /tmp/runs \
+          --name default-graphs --no-progress 2>&1 | tail -60
+      } 2>&1 | tee "$OUT/variants.log"
+      cp /tmp/runs/variants/results.json "$OUT/variants-results.json" 2>/dev/null
+      cp /tmp/runs/default-graphs/report.md "$OUT/default-graphs-report.md" 2>/dev/null;;
+    ddp1)
+      # issue 15 on the one-GPU host: a world-size-1 NCCL run through the data-parallel path,
+      # started by trainscope's own launcher and by torchrun
+      { timeout 60 $TS run --data $DATA --nproc-per-node 1 -d cuda:0 -m cnn -b 128 --max-steps 200 --no-inference \
+          --out /tmp/runs --name ddp1 --no-progress 2>&1 | tail -25
+        python3 -c "import json;r=json.load(open('/tmp/runs/ddp1/results.json'))['runs'][0];print(json.dumps(r.get('distributed'),indent=1)[:1500])"
+        timeout 60 torchrun --standalone --nproc-per-node 1 --no-python $TS run --data $DATA -d cuda:0 -m cnn -b 128 \
+          --max-steps 200 --no-inference --out /tmp/runs --name ddp1-torchrun --no-progress 2>&1 | tail -15
+      } 2>&1 | tee "$OUT/ddp1.log";;
+    stream)
+      # issue 17: resnet18 at 224x224 from a streaming JPEG folder; the data share and the advice
+      { timeout 120 python3 bench/make_image_folder.py --out /tmp/fm224 --size 224 --train ${STREAM_IMAGES:-12000} --test 2000
+        for w in 12 2; do
+          timeout 90 $TS run --devices cuda:0 --models resnet18 --batch-sizes 128 --data-format folder --data /tmp/fm224 \
+            --image-size 224 --cache-data off --threads 4 --data-workers $w --max-steps 60 --warmup-steps 5 --limit-test 512 \
+            --no-inference --no-profile --out /tmp/runs --name stream224-w$w --no-progress 2>&1 | tail -25
+          python3 -c "import json;r=json.load(open('/tmp/runs/stream224-w$w/results.json'))['runs'][0];p=r['phases'];print('workers $w data share %.1f %%'%(100*p['data_ms']/p['step_ms']), r.get('steady_samples_per_s'))"
+        done
+      } 2>&1 | tee "$OUT/stream.log";;
     *) echo "unknown stage $stage";;
   esac
 done
