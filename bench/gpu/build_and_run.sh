@@ -104,7 +104,7 @@ for stage in "$@"; do
       } 2>&1 | tee "$OUT/ddp1.log";;
     stream)
       # issue 17: resnet18 at 224x224 from a streaming JPEG folder; the data share and the advice
-      { timeout 120 python3 bench/make_image_folder.py --out /tmp/fm224 --size 224 --train ${STREAM_IMAGES:-12000} --test 2000
+      { timeout 120 python3 bench/make_image_folder.py --data $DATA --out /tmp/fm224 --size 224 --train ${STREAM_IMAGES:-12000} --test 2000
         for w in 12 2; do
           timeout 90 $TS run --devices cuda:0 --models resnet18 --batch-sizes 128 --data-format folder --data /tmp/fm224 \
             --image-size 224 --cache-data off --threads 4 --data-workers $w --max-steps 60 --warmup-steps 5 --limit-test 512 \
