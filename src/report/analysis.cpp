@@ -298,6 +298,8 @@ void compare_devices(Analysis& a) {
   for (const auto& g : a.cells) {
     if (!is_gpu(g.device) || g.runs_ok == 0) continue;
     const Cell* c = find_cell(a.cells, "cpu", g.model, g.batch_size);
+    // A GPU-only variant (graphs, tf32) has no CPU cell of its own: it is compared with CPU eager.
+    if (!c || c->runs_ok == 0) c = find_cell(a.cells, "cpu", split_model_variant(g.model).first, g.batch_size);
     if (!c || c->runs_ok == 0) continue;
     DeviceComparison d;
     d.model = g.model;

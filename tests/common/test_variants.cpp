@@ -198,3 +198,18 @@ TEST(VariantAdvice, MeasuredGainIsCitedAndUntriedVariantsAreUnmeasured) {
   for (const auto& c : a.cells) cpu_cnn_cells += c.device == "cpu" && c.batch_size == 128;
   EXPECT_EQ(cpu_cnn_cells, 2);
 }
+
+TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
+  ReportInput in;
+  RunRecord na = ok_run("cpu", "mlp", 128, "graphs", 0);
+  na.status = RunStatus::kNotApplicable;
+  na.steady_samples_per_s.reset();
+  in.runs = {ok_run("cpu", "mlp", 128, "eager", 100), na, ok_run("cuda:0", "mlp", 128, "eager", 80),
+             ok_run("cuda:0", "mlp", 128, "graphs", 400)};
+  const Analysis a = analyze(in);
+  std::optional<double> graphs_speedup;
+  for (const auto& d : a.device_comparisons)
+    if (d.model == "mlp [graphs]") graphs_speedup = d.speedup;
+  ASSERT_TRUE(graphs_speedup);
+  EXPECT_DOUBLE_EQ(*graphs_speedup, 4.0);  // the simple-network verdict flips with graphs
+}
