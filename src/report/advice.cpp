@@ -272,9 +272,10 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
 }
 
 // Variants (docs/variants.md): a variant that ran beside eager on the same device, model and
-// batch size cites its measured gain; on a GPU where only eager ran, the untried variants are
-// suggested and said to be unmeasured.
-void variant_gain(const ReportInput&, const AdviceThresholds&, Analysis& a) {
+// batch size cites its measured gain; on a GPU where only eager ran and the GPU waited (mean
+// utilisation below low_gpu_util_pct: launch-bound), the untried variants are suggested and said
+// to be unmeasured.
+void variant_gain(const ReportInput&, const AdviceThresholds& t, Analysis& a) {
   for (const auto& v : a.cells) {
     auto [model, variant] = split_model_variant(v.model);
     if (variant == "eager" || v.runs_ok == 0) continue;
@@ -289,6 +290,7 @@ void variant_gain(const ReportInput&, const AdviceThresholds&, Analysis& a) {
   }
   for (const auto& e : a.cells) {
     if (!is_gpu(e.device) || e.runs_ok == 0 || split_model_variant(e.model).second != "eager") continue;
+    if (!e.gpu_util_pct_mean.ok() || e.gpu_util_pct_mean.median >= t.low_gpu_util_pct) continue;
     const bool any_variant = std::any_of(a.cells.begin(), a.cells.end(), [&](const Cell& c) {
       return c.device == e.device && c.batch_size == e.batch_size && split_model_variant(c.model).first == e.model &&
              split_model_variant(c.model).second != "eager";
@@ -298,7 +300,8 @@ void variant_gain(const ReportInput&, const AdviceThresholds&, Analysis& a) {
         fmt::format("Try --variants eager,graphs,bf16,graphs+bf16 for {} b{} on {} (unmeasured: no variant ran "
                     "beside eager; CUDA graphs remove the per-kernel launch cost, bf16 uses the tensor cores).",
                     e.model, e.batch_size, e.device),
-        fmt::format("only eager ran for {}", where(e)));
+        fmt::format("only eager ran for {}; GPU utilisation {} (threshold {} %)", where(e),
+                    pct(e.gpu_util_pct_mean.median), fmt_num(t.low_gpu_util_pct)));
   }
 }
 

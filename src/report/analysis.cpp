@@ -365,9 +365,19 @@ void build_cells(const ReportInput& in, Analysis& a) {
 void compare_devices(Analysis& a) {
   for (const auto& g : a.cells) {
     if (!is_gpu(g.device) || g.runs_ok == 0) continue;
-    const Cell* c = nullptr;
-    for (const auto& x : a.cells)
-      if (x.device == "cpu" && x.runs_ok > 0 && x.workload == g.workload && (!c || x.host == g.host)) c = &x;
+    auto cpu_cell = [&](const WorkloadId& w) {
+      const Cell* c = nullptr;
+      for (const auto& x : a.cells)
+        if (x.device == "cpu" && x.runs_ok > 0 && x.workload == w && (!c || x.host == g.host)) c = &x;
+      return c;
+    };
+    const Cell* c = cpu_cell(g.workload);
+    // A GPU-only variant (graphs, tf32) has no CPU cell of its own: it is compared with CPU eager.
+    if (!c) {
+      WorkloadId eager = g.workload;
+      eager.model = split_model_variant(eager.model).first;
+      c = cpu_cell(eager);
+    }
     if (!c) continue;
     DeviceComparison d;
     d.model = g.model;

@@ -126,6 +126,7 @@ class TrainLoop {
   void describe_run();
   void set_up();
   void set_up_variant();
+  void keep_data_on_device();
   void plan_windows();
   StepRole role(int64_t step) const;
   void begin_epoch(EpochState& e);
@@ -180,6 +181,10 @@ class TrainLoop {
   int64_t samples_total_ = 0;                  // training samples so far (all epochs)
   double epoch_paused_s_ = 0;                  // evaluation time inside the current epoch (mid-epoch evals)
   Clock::time_point epoch_start_;
+  // A training set that fits on the GPU is kept there: batches are gathered on the device (no
+  // host gather, no host-to-device copy per step; docs/variants.md#resident-data).
+  bool resident_ = false;
+  torch::Tensor dev_x_, dev_y_, dev_perm_;
 
   PhaseBreakdown ph_;
   int64_t global_step_ = 0;
@@ -253,6 +258,7 @@ void TrainLoop::set_up() {
   batches_ = make_batch_source(w_, B_, cuda_, staging_, cfg_.seed);
   gen_ = at::detail::createCPUGenerator(cfg_.seed + 1);
   ph_.method = clock_->method();
+  keep_data_on_device();
   plan_windows();
 }
 
@@ -267,6 +273,22 @@ void TrainLoop::set_up_variant() {
   // A graphs run needs an optimizer whose step counters live on the device (graph_step.h).
   opt_ = make_optimizer(cfg_, model_->parameters(), dev_, /*capturable=*/want_graph_);
   r_.optimizer_impl = opt_->implementation();
+}
+
+// On a GPU, a training set that takes at most a quarter of the device's memory is copied there
+// once; the epoch's permutation follows it (same shuffling as on the host). A streamed set
+// (docs/input-pipeline.md) never is: its batches are decoded each epoch.
+void TrainLoop::keep_data_on_device() {
+  if (!cuda_ || w_.data.stream) return;
+  const auto total = device_memory_stats(dev_).total_bytes;
+  const int64_t bytes = w_.train_x.numel() * 4 + w_.train_y.numel() * 8;
+  if (!total || bytes > *total / 4) return;
+  dev_x_ = w_.train_x.to(dev_);
+  dev_y_ = w_.train_y.to(dev_);
+  resident_ = true;
+  r_.notes.push_back(fmt::format("training set resident on {} ({:.0f} MB): batches gathered on the device, so the "
+                                 "data phase is the gather's launch and h2d is empty",
+                                 spec_.device, static_cast<double>(bytes) / 1e6));
 }
 
 void TrainLoop::plan_windows() {
@@ -312,7 +334,8 @@ void TrainLoop::begin_epoch(EpochState& e) {
   e.perm = torch::randperm(w_.data.train.count, gen_, torch::TensorOptions().dtype(torch::kLong));
   if (dist_) e.perm = dist_->shard(e.perm);
   e.perm_ptr = e.perm.data_ptr<int64_t>();
-  batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
+  if (resident_) dev_perm_ = e.perm.to(dev_);
+  else batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
   e.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev_));
   e.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev_));
   e.host_data_ms.assign(static_cast<size_t>(steps_per_epoch_), 0.0);
@@ -327,9 +350,17 @@ void TrainLoop::begin_epoch(EpochState& e) {
 bool TrainLoop::step(EpochState& e, int64_t s) {
   const auto t0 = Clock::now();
   if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
-  if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
-  auto [bx, by] = batches_->next(s, e.perm_ptr + s * B_, std::min(B_, n_ - s * B_));
-  const int64_t m = bx.size(0);  // fewer than planned when bad images were skipped
+  torch::Tensor bx, by;  // from the batch source, or device tensors when the data set is resident
+  int64_t m = std::min(B_, n_ - s * B_);
+  if (resident_) {
+    auto idx = dev_perm_.narrow(0, s * B_, m);
+    bx = dev_x_.index_select(0, idx);
+    by = dev_y_.index_select(0, idx);
+  } else {
+    if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
+    std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * B_, m);
+    m = bx.size(0);  // fewer than planned when bad images were skipped
+  }
   const auto t_data = Clock::now();
   Clock::time_point hm[PhaseClock::kMarks];
   hm[0] = t_data;

@@ -5,6 +5,7 @@
 #include "trainscope/config.h"
 #include "trainscope/error.h"
 #include "trainscope/mfu.h"
+#include "trainscope/report.h"
 #include "trainscope/run_record.h"
 #include "trainscope/variants.h"
 
@@ -153,4 +154,62 @@ TEST(Variants, RecordFieldsRoundTripAndCsvColumns) {
   auto j = to_json(r);
   j.erase("variant");
   EXPECT_EQ(run_record_from_json(j).variant, "eager");
+}
+
+namespace {
+
+RunRecord ok_run(const std::string& device, const std::string& model, int64_t batch, const std::string& variant,
+                 double sps) {
+  RunRecord r;
+  r.run_id = device + "-" + model + "-b" + std::to_string(batch) + "-r0" + variant_run_id_suffix(variant);
+  r.device = device;
+  r.model = model;
+  r.batch_size = batch;
+  r.variant = variant;
+  r.status = RunStatus::kOk;
+  r.steady_samples_per_s = sps;
+  return r;
+}
+
+}  // namespace
+
+TEST(VariantAdvice, MeasuredGainIsCitedAndUntriedVariantsAreUnmeasured) {
+  ReportInput in;
+  in.runs = {ok_run("cpu", "cnn", 128, "eager", 100), ok_run("cpu", "cnn", 128, "bf16", 190),
+             ok_run("cuda:0", "mlp", 64, "eager", 1000), ok_run("cuda:0", "cnn", 64, "eager", 900)};
+  in.runs[2].telemetry = TelemetrySection{};
+  in.runs[2].telemetry->headline.util_pct_mean = 20;  // the GPU waited: launch-bound
+  in.runs[3].telemetry = TelemetrySection{};
+  in.runs[3].telemetry->headline.util_pct_mean = 95;  // busy: no suggestion
+  const Analysis a = analyze(in);
+  std::vector<const Advice*> gain, untried;
+  for (const auto& x : a.advice) {
+    if (x.rule == "variant_gain") gain.push_back(&x);
+    if (x.rule == "variant_untried") untried.push_back(&x);
+  }
+  ASSERT_EQ(gain.size(), 1u);
+  EXPECT_NE(gain[0]->advice.find("bf16: 1.90× on cpu for cnn b128, measured"), std::string::npos) << gain[0]->advice;
+  ASSERT_EQ(untried.size(), 1u);  // the launch-bound GPU cell where only eager ran
+  EXPECT_EQ(untried[0]->device, "cuda:0");
+  EXPECT_EQ(untried[0]->model, "mlp");
+  EXPECT_NE(untried[0]->advice.find("unmeasured"), std::string::npos);
+  // variants are separate cells, never repeats of one another
+  int cpu_cnn_cells = 0;
+  for (const auto& c : a.cells) cpu_cnn_cells += c.device == "cpu" && c.batch_size == 128;
+  EXPECT_EQ(cpu_cnn_cells, 2);
+}
+
+TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
+  ReportInput in;
+  RunRecord na = ok_run("cpu", "mlp", 128, "graphs", 0);
+  na.status = RunStatus::kNotApplicable;
+  na.steady_samples_per_s.reset();
+  in.runs = {ok_run("cpu", "mlp", 128, "eager", 100), na, ok_run("cuda:0", "mlp", 128, "eager", 80),
+             ok_run("cuda:0", "mlp", 128, "graphs", 400)};
+  const Analysis a = analyze(in);
+  std::optional<double> graphs_speedup;
+  for (const auto& d : a.device_comparisons)
+    if (d.model == "mlp [graphs]") graphs_speedup = d.speedup;
+  ASSERT_TRUE(graphs_speedup);
+  EXPECT_DOUBLE_EQ(*graphs_speedup, 4.0);  // the simple-network verdict flips with graphs
 }
