@@ -19,7 +19,7 @@ for stage in "$@"; do
   case $stage in
     build)
       { nvidia-smi; nvidia-smi -q -d POWER | head -40; python3 -c 'import torch;print(torch.__version__, torch.version.cuda)'; } > "$OUT/host.txt" 2>&1
-      cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+      cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTRAINSCOPE_BUILD_TESTS=${TESTS:-ON} \
         -DGTest_DIR=/opt/deps/usr/lib/x86_64-linux-gnu/cmake/GTest > "$OUT/build.log" 2>&1 &&
       cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
       echo "build ok";;
