@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/batch_sweep.h"
 #include "trainscope/provenance.h"
 #include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
@@ -132,8 +133,9 @@ struct GpuBalance {
 /// Thresholds of the advice rules (docs/report.md#advice-rules gives their sources).
 struct AdviceThresholds {
   /// batch_size: a larger measured batch is recommended when it raised samples/s by at least
-  /// this much over the smaller one (the sweep's saturation rule, trainscope/batch_sweep.h).
-  double batch_gain_pct = 5;
+  /// this much over the smallest one; also the gain of the replayed sweep rule
+  /// (trainscope/batch_sweep.h, whose default it takes).
+  double batch_gain_pct = BatchSweepRule{}.min_gain_pct;
   double low_gpu_util_pct = 50;     // mean NVML utilisation below this: the GPU waits
   double low_sm_activity_pct = 30;  // mean SM activity below this: kernels too small to fill it
   double data_share_pct = 20;       // data loading above this share of the step
