@@ -248,7 +248,10 @@ struct ShownSpeedup {
   bool baseline = false;  // the CPU row of a compared workload
   bool noise = false;
 };
-ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size);
+/// With `host` (runs from several hosts) only that host's GPU cell, or that host's CPU as the
+/// baseline, is meant; "" matches any host.
+ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size,
+                           const std::string& host = "");
 
 /// Reads <dir>/results.json. Throws Error(kIo) when missing, Error(kDataFormat) when malformed.
 ReportInput load_run_folder(const std::string& dir);
