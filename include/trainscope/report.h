@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/batch_sweep.h"
 #include "trainscope/provenance.h"
 #include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
@@ -133,8 +134,9 @@ struct GpuBalance {
 /// Thresholds of the advice rules (docs/report.md#advice-rules gives their sources).
 struct AdviceThresholds {
   /// batch_size: a larger measured batch is recommended when it raised samples/s by at least
-  /// this much over the smaller one (the sweep's saturation rule, trainscope/batch_sweep.h).
-  double batch_gain_pct = 5;
+  /// this much over the smallest one; also the gain of the replayed sweep rule
+  /// (trainscope/batch_sweep.h, whose default it takes).
+  double batch_gain_pct = BatchSweepRule{}.min_gain_pct;
   double low_gpu_util_pct = 50;     // mean NVML utilisation below this: the GPU waits
   double low_sm_activity_pct = 30;  // mean SM activity below this: kernels too small to fill it
   double data_share_pct = 20;       // data loading above this share of the step
@@ -248,7 +250,10 @@ struct ShownSpeedup {
   bool baseline = false;  // the CPU row of a compared workload
   bool noise = false;
 };
-ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size);
+/// With `host` (runs from several hosts) only that host's GPU cell, or that host's CPU as the
+/// baseline, is meant; "" matches any host.
+ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size,
+                           const std::string& host = "");
 
 /// Reads <dir>/results.json. Throws Error(kIo) when missing, Error(kDataFormat) when malformed.
 ReportInput load_run_folder(const std::string& dir);

@@ -18,8 +18,8 @@ namespace {
 
 std::string pct(double v) { return fmt_num(v) + " %"; }
 
-std::string where(const Cell& c) {
-  return fmt::format("`{}` batch {} on {}{}", c.model, c.batch_size, c.device, c.host.empty() ? "" : " (" + c.host + ")");
+std::string where(const Analysis& a, const Cell& c) {
+  return fmt::format("`{}` batch {} on {}", c.model, c.batch_size, where_label(a, c));
 }
 
 bool data_bound(const Cell& c, const AdviceThresholds& t) {
@@ -45,7 +45,7 @@ void low_utilisation(const Cell& c, const AdviceThresholds& t, Analysis& a) {
   bool low_sm = c.sm_activity_pct_mean.ok() && c.sm_activity_pct_mean.median < t.low_sm_activity_pct;
   if (!low_u && !low_sm) return;
   std::string ev = fmt::format("{}: mean GPU utilisation {} (threshold {} %), mean SM activity {} (threshold {} %)",
-                               where(c), c.gpu_util_pct_mean.ok() ? pct(c.gpu_util_pct_mean.median) : "not measured",
+                               where(a, c), c.gpu_util_pct_mean.ok() ? pct(c.gpu_util_pct_mean.median) : "not measured",
                                fmt_num(t.low_gpu_util_pct),
                                c.sm_activity_pct_mean.ok() ? pct(c.sm_activity_pct_mean.median) : "not measured",
                                fmt_num(t.low_sm_activity_pct));
@@ -64,7 +64,7 @@ void h2d_copies(const Cell& c, const AdviceThresholds& t, Analysis& a) {
       "Host-to-device copies take a large share of each step: use pinned (page-locked) host memory with "
       "non-blocking copies, prefetch the next batch while this one computes, or keep the whole data set on "
       "the device when it fits.",
-      fmt::format("{}: host-to-device copy {} of the step (rec.phases h2d_ms / step_ms; threshold {} %)", where(c),
+      fmt::format("{}: host-to-device copy {} of the step (rec.phases h2d_ms / step_ms; threshold {} %)", where(a, c),
                   pct(c.h2d_share_pct.median), fmt_num(t.h2d_share_pct)));
 }
 
@@ -74,12 +74,10 @@ std::string series_where(const Analysis& a, const BatchScaling& s) {
 }
 
 std::string series_numbers(const BatchScaling& s) {
-  std::string v, acc;
-  for (size_t i = 0; i < s.batch_sizes.size(); ++i) {
+  std::string v;
+  for (size_t i = 0; i < s.batch_sizes.size(); ++i)
     v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i], s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "failed");
-    if (s.test_accuracy_pct[i]) acc += fmt::format("{}b{} {}", acc.empty() ? "" : ", ", s.batch_sizes[i], pct(*s.test_accuracy_pct[i]));
-  }
-  return fmt::format("samples/s {}; test accuracy {}", v, acc.empty() ? "not measured" : acc);
+  return "samples/s " + v;
 }
 
 // A larger measured batch trained clearly faster: recommend the saturation point (the smallest
@@ -119,7 +117,7 @@ void batch_sweep(const Cell& c, const AdviceThresholds& t, Analysis& a) {
       "sizes (`trainscope run --batch-sizes auto` doubles the batch until throughput stops rising) before changing "
       "it; free memory alone does not say that a larger batch trains faster, and a larger batch needs the learning "
       "rate re-tuned.",
-      fmt::format("{}: peak reserved {} of {} device memory ({} < {} %), one batch size measured", where(c),
+      fmt::format("{}: peak reserved {} of {} device memory ({} < {} %), one batch size measured", where(a, c),
                   fmt_bytes(c.device_peak_reserved_bytes.median), fmt_bytes(total), pct(used_pct),
                   fmt_num(t.memory_headroom_pct)));
 }
@@ -144,7 +142,7 @@ void throttling(const Cell& c, const AdviceThresholds&, Analysis& a) {
   add(a, "throttling", &c,
       "The GPU slowed its clocks during the run, so these numbers are below what it can do: check cooling, air flow "
       "and the power limit (nvidia-smi -q -d PERFORMANCE,POWER), then measure again.",
-      fmt::format("{}: NVML clocks event reasons 0x{:x} ({}) seen during the run", where(c), *c.clocks_event_reasons_mask,
+      fmt::format("{}: NVML clocks event reasons 0x{:x} ({}) seen during the run", where(a, c), *c.clocks_event_reasons_mask,
                   why));
 }
 
@@ -161,7 +159,7 @@ void data_loading(const Cell& c, const AdviceThresholds& t, Analysis& a) {
             "kept on the device)."
           : "Data loading is a large part of each step: prepare batches ahead (loader threads, prefetching, data "
             "decoded once and kept in memory).",
-      fmt::format("{}: data loading {} of the step (threshold {} %)", where(c), pct(c.data_share_pct.median),
+      fmt::format("{}: data loading {} of the step (threshold {} %)", where(a, c), pct(c.data_share_pct.median),
                   fmt_num(t.data_share_pct)));
 }
 

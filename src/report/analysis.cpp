@@ -460,10 +460,12 @@ void gpu_balance(const ReportInput& in, Analysis& a) {
 
 }  // namespace
 
-ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size) {
+ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size,
+                           const std::string& host) {
   ShownSpeedup out;
   for (const auto& d : a.device_comparisons) {
     if (d.model != model || d.batch_size != batch_size || !d.speedup) continue;
+    if (!host.empty() && host != (device == "cpu" ? d.cpu_host : d.gpu_host)) continue;
     if (d.gpu_device == device) {
       out.value = d.speedup;
       out.noise = d.noise;

@@ -34,7 +34,7 @@ std::string chartjs_version() { return kChartJsVersion; }
 namespace report_detail {
 
 std::string speedup_of(const Analysis& a, const Cell& c) {
-  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size);
+  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size, c.host);
   if (sp.baseline) return "1× (baseline)";
   if (!sp.value) return "—";
   return fmt::format("{}×{}", fmt_num(*sp.value), sp.noise ? " (noise)" : "");

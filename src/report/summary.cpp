@@ -93,7 +93,7 @@ std::string verdict_of(const AdviceThresholds& t, const Analysis& a, const Cell&
   else
     v = fmt::format("{}× slower than {} b{}", fmt_num(best / c.samples_per_s.median), where_label(a, *fastest),
                     fastest->batch_size);
-  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size);
+  const ShownSpeedup sp = shown_speedup(a, c.device, c.model, c.batch_size, c.host);
   if (!sp.baseline && sp.value && *sp.value < 1 && !sp.noise) v += "; slower than the CPU";
   if (c.energy_per_sample_j.ok() && least_energy && c.energy_per_sample_j.median <= *least_energy)
     v += "; least energy/sample";

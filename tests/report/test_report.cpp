@@ -788,6 +788,14 @@ TEST(ReportHosts, TwoHostsGiveOneComparisonNamingBoth) {
   EXPECT_NE(md.find("## Across machines"), std::string::npos);
   EXPECT_NE(md.find("cuda:0 on gpu-box"), std::string::npos);  // the cells name their host
   EXPECT_NE(md.find("folder /elsewhere/run"), std::string::npos);  // each side keeps its provenance
+  // a GPU host without a CPU run: its speed-up is over the other host's CPU of the same workload
+  // (cnn b128: 2 x 53000 / 8500 = 12.5x), each host's GPU row with its own figure
+  auto gpu_only = second_host();
+  std::erase_if(gpu_only.runs, [](const RunRecord& r) { return r.device == "cpu"; });
+  auto a3 = analyze(merge_inputs({load_run_folder(kStudy), gpu_only}));
+  std::string md3 = render_markdown(in, a3);
+  EXPECT_NE(md3.find("| cuda:0 on gpu-box | 128 | 106000 (±2650, n=3) | 12.5× |"), std::string::npos) << md3.substr(0, 3000);
+  EXPECT_NE(md3.find("| cuda:0 on fixture-host | 128 | 53000 (±1325, n=3) | 6.24× |"), std::string::npos);
   // a different seed is another workload: not comparable either
   auto c = second_host();
   for (auto& r : c.runs) r.seed = 7;
