@@ -826,6 +826,11 @@ struct DistributedSection {
   std::vector<RankSummary> ranks;
   OptD global_samples_per_s, step_time_imbalance, power_imbalance, util_imbalance, memory_imbalance;
   OptD comm_share_pct;
+  /// global_samples_per_s / (world_size x the steady samples/s of a one-process run of the same
+  /// model, per-rank batch size, device kind and data set) x 100, the newest such run in the
+  /// history database (scaling_baseline names it: "<run folder>: <run id>"); null without one.
+  OptD scaling_efficiency_pct;
+  std::string scaling_baseline;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     constexpr Better H = Better::kHigher, L = Better::kLower, N = Better::kNone;
@@ -843,6 +848,8 @@ struct DistributedSection {
     v("util_imbalance", s.util_imbalance, L);
     v("memory_imbalance", s.memory_imbalance, L);
     v("comm_share_pct", s.comm_share_pct, L);
+    v("scaling_efficiency_pct", s.scaling_efficiency_pct, H);
+    v("scaling_baseline", s.scaling_baseline, N);
   }
 };
 

@@ -56,6 +56,9 @@ class Context {
   /// with status "missing" and the failure explanation.
   std::vector<RankSummary> gather(const std::string& run_id, const RankSummary& mine);
 
+  /// The history database rank 0 looks for a one-process baseline in (scaling efficiency).
+  std::string history_db;
+
   /// Store access for trainscope's own keys (all under "trainscope/").
   c10d::Store& store() { return *store_; }
 

@@ -198,7 +198,11 @@ void RunSync::wait_all() {
   torch::NoGradGuard ng;
   for (auto& b : buckets_) {
     try {
-      b->work->wait(c_.timeout());
+      // NCCL: wait() makes the current stream wait (the host goes on); a timed wait would block
+      // the host every step. A hung NCCL collective is ended by NCCL's watchdog after the
+      // process group's timeout (--dist-timeout) instead.
+      if (c_.backend() == "nccl") b->work->wait();
+      else b->work->wait(c_.timeout());
     } catch (const std::exception& e) {
       std::string what = e.what();
       if (auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();

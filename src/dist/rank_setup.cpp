@@ -86,6 +86,7 @@ bool setup_rank(MatrixConfig& m) {
   if (m.train.threads == 0)  // the host's cores split between its ranks
     m.train.threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) /
                                                std::max<int64_t>(env->local_world_size, 1));
+  c.history_db = m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db;
   const std::string name = agree_run_name(c, m);
   if (c.rank() == 0) {
     m.run_name = name;

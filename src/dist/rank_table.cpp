@@ -38,6 +38,9 @@ std::string format_rank_table(const RunRecord& r) {
                      num(d.step_time_imbalance), num(d.power_imbalance), num(d.util_imbalance),
                      num(d.memory_imbalance), num(d.comm_share_pct, "{:.1f}"),
                      d.global_samples_per_s ? format_rate(*d.global_samples_per_s) : "—");
+  if (d.scaling_efficiency_pct)
+    out += fmt::format("scaling efficiency {:.1f} % of {} x the one-process run {}\n", *d.scaling_efficiency_pct,
+                       d.world_size, d.scaling_baseline);
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include "dist/context.h"
 #include "trainscope/error.h"
+#include "trainscope/fs.h"
+#include "trainscope/history.h"
 
 namespace trainscope {
 namespace dist {
@@ -70,6 +72,30 @@ void across_ranks(DistributedSection& d) {
   if (n_share > 0) d.comm_share_pct = share / n_share;
 }
 
+// The newest one-process run of the same model, per-rank batch, device kind and data set in the
+// history database; scaling efficiency against it (record_sections.h).
+void scaling_from_history(const std::string& db, const RunRecord& rec, DistributedSection& d) {
+  if (db.empty() || !file_exists(db) || !d.global_samples_per_s) return;
+  try {
+    HistoryDb h(db);
+    for (const auto& row : h.list(500)) {  // newest first
+      if (row.status != "ok" || row.model != rec.model || row.batch_size != rec.batch_size) continue;
+      if ((row.device == "cpu") != (rec.device == "cpu")) continue;
+      auto in = h.load_run(row.id);
+      if (in.runs.empty()) continue;
+      const RunRecord& b = in.runs.front();
+      if (b.world_size != 1 || b.dataset != rec.dataset || !b.steady_samples_per_s || *b.steady_samples_per_s <= 0)
+        continue;
+      d.scaling_efficiency_pct =
+          100.0 * *d.global_samples_per_s / (static_cast<double>(d.world_size) * *b.steady_samples_per_s);
+      d.scaling_baseline = row.run_dir + ": " + row.run_id;
+      return;
+    }
+  } catch (const std::exception&) {
+    // no usable history: the efficiency stays null
+  }
+}
+
 }  // namespace
 
 void finish_run_record(RunRecord& rec) {
@@ -90,6 +116,7 @@ void finish_run_record(RunRecord& rec) {
   rec.world_size = c->world();
   if (c->rank() == 0) {
     across_ranks(d);
+    scaling_from_history(c->history_db, rec, d);
     for (const auto& r : d.ranks)
       if (r.status != "ok" && rec.status == RunStatus::kOk) {
         rec.status = RunStatus::kFailed;

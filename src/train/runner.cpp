@@ -16,6 +16,7 @@
 
 #include "common/text.h"
 #include "dist/rank.h"
+#include "dist/stall.h"
 #include "infer/bench.h"
 #include "results/record_json.h"
 #include "train/compat.h"
@@ -132,6 +133,8 @@ class Matrix {
                 const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
   void fill_run_telemetry(const std::string& dev, RunRecord& rec);
+  std::unique_ptr<dist::StallWatch> watch_stalls(const RunSpec& spec, TrainHooks& hooks);
+  std::string recent_telemetry(const std::string& dev);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
   void merge_run(RunRecord rec);
   void write_telemetry();
@@ -460,6 +463,9 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
           sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_,
           /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs);
     };
+  // dist: a single-process step without progress for dist.timeout_s is reported as stalled
+  std::unique_ptr<dist::StallWatch> stall;
+  if (dist::current_rank() < 0) stall = watch_stalls(spec, hooks);
   // ---- end of component hooks
   try {
     train_run(spec, *workload_, hooks, &rec);
@@ -496,10 +502,46 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
     rec.error_kind = "internal";
     rec.failure_reason = e.what();
   }
+  if (stall)
+    for (auto& n : stall->notes()) rec.notes.push_back(n);
+  stall.reset();
   fill_run_telemetry(dev, rec);
   finish_run_profile(profiler, rec);
   rate_instrumentation_cost(rec);
   dist::finish_run_record(rec);  // data-parallel runs: rank 0's record gets every rank's figures
+}
+
+// dist: the stall watch (src/dist/stall.h) around the step hooks of the other components.
+std::unique_ptr<dist::StallWatch> Matrix::watch_stalls(const RunSpec& spec, TrainHooks& hooks) {
+  auto w = std::make_unique<dist::StallWatch>(
+      spec.run_id, cfg_.dist.timeout_s, [this, dev = spec.device] { return recent_telemetry(dev); },
+      [this](const std::string& m) { notice(m); });
+  if (cfg_.dist.inject_fault == "hang" && cfg_.dist.inject_fault_rank == 0) w->inject_slow_step(cfg_.dist.inject_fault_step);
+  hooks.on_step_begin = [s = w.get(), f = hooks.on_step_begin](int64_t k) {
+    s->step_begin(k);
+    if (f) f(k);
+  };
+  hooks.on_step_end = [s = w.get(), f = hooks.on_step_end](int64_t k) {
+    if (f) f(k);
+    s->step_end(k);
+  };
+  return w;
+}
+
+// "cuda:0 (gpu0): util 0 %, power 85 W; cpu util 12 %" over the last 5 s; "" without telemetry.
+std::string Matrix::recent_telemetry(const std::string& dev) {
+  if (!sampler_) return "";
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin_).count();
+  const auto s = sampler_->summarize(now - 5'000'000'000, now);
+  auto mean = [&](const std::string& d, const char* m) {
+    const MetricStats* x = s.metric(d, m);
+    return x && x->mean ? fmt::format("{:.0f}", *x->mean) : std::string("—");
+  };
+  std::string out;
+  const std::string tdev = telemetry_device(dev, res_.provenance, telemetry_gpus_);
+  if (!tdev.empty() && tdev != "cpu")
+    out = fmt::format("{} ({}): util {} %, power {} W; ", dev, tdev, mean(tdev, "util_pct"), mean(tdev, "power_w"));
+  return out + fmt::format("cpu util {} %", mean("cpu", "util_pct"));
 }
 
 void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {

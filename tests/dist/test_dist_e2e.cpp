@@ -105,6 +105,8 @@ int free_port() {
 }  // namespace
 
 TEST(DistE2E, TwoRanksTrainLikeOneRankWithTheCombinedBatch) {
+  const std::string base_log = root() + "/single16.log";  // the scaling baseline: one process, batch 16
+  ASSERT_EQ(finish(start(matrix_args("single16", 16), {}, base_log)), 0) << slurp(base_log);
   const std::string log = root() + "/two.log";
   ASSERT_EQ(finish(start(matrix_args("two", 16, {"--nproc-per-node", "2"}), {}, log)), 0) << slurp(log);
   const json r = run_record("two");
@@ -122,6 +124,9 @@ TEST(DistE2E, TwoRanksTrainLikeOneRankWithTheCombinedBatch) {
   }
   EXPECT_TRUE(d.at("step_time_imbalance").is_number());
   EXPECT_TRUE(d.at("comm_share_pct").is_number());
+  EXPECT_TRUE(d.at("scaling_efficiency_pct").is_number());
+  EXPECT_NE(d.at("scaling_baseline").get<std::string>().find("single16: cpu-mlp-b16-r0"), std::string::npos)
+      << d.at("scaling_baseline");
   // One results folder: rank 1 writes only under ranks/rank1.
   EXPECT_TRUE(fs::exists(root() + "/two/ranks/rank1/results.json"));
   EXPECT_FALSE(fs::exists(root() + "/two/ranks/rank0"));
@@ -216,4 +221,23 @@ TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
                               log));
   EXPECT_EQ(rc, 2) << slurp(log);
   EXPECT_NE(slurp(log).find("MASTER_ADDR=127.0.0.1"), std::string::npos) << slurp(log);
+}
+
+// One process: a step that makes no progress for --dist-timeout is reported as stalled (here the
+// injected slow step ends after 2.5 timeouts, so the run finishes and keeps the note).
+TEST(DistE2E, ASingleProcessStepWithoutProgressIsReportedAsStalled) {
+  const std::string log = root() + "/stalled.log";
+  ASSERT_EQ(finish(start(matrix_args("stalled", 16, {"--dist-timeout", "1", "--inject-fault", "hang",
+                                                     "--inject-fault-rank", "0", "--inject-fault-step", "2"}),
+                         {}, log)),
+            0)
+      << slurp(log);
+  EXPECT_NE(slurp(log).find("cpu-mlp-b16-r0: step 2 stalled: no progress for 1 s"), std::string::npos) << slurp(log);
+  const json r = run_record("stalled");
+  bool noted = false;
+  for (const auto& n : r.at("notes"))
+    noted = noted || (n.get<std::string>().find("step 2 stalled") != std::string::npos &&
+                      n.get<std::string>().find("it finished after") != std::string::npos);
+  EXPECT_TRUE(noted) << r.at("notes");
+  EXPECT_TRUE(r.at("distributed").is_null());
 }

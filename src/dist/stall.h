@@ -1,0 +1,56 @@
+// Stall detection of a run (docs/distributed.md#faults): a step that has not finished within
+// the timeout is reported as stalled, with the telemetry of the last 5 s, while it is still
+// stalled (a hung collective or user model cannot be interrupted from outside the step).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace trainscope {
+namespace dist {
+
+class StallWatch {
+ public:
+  /// `telemetry_now` (may be empty) returns a short text of the run device's recent telemetry.
+  /// `report` prints the stall message (the console's notice). timeout_s > 0.
+  StallWatch(std::string run_id, double timeout_s, std::function<std::string()> telemetry_now,
+             std::function<void(const std::string&)> report);
+  ~StallWatch();  // stops the watcher thread
+  StallWatch(const StallWatch&) = delete;
+  StallWatch& operator=(const StallWatch&) = delete;
+
+  /// Testing (--inject-fault hang --inject-fault-rank 0 in a single process): step `step` takes
+  /// 2.5 timeouts.
+  void inject_slow_step(int64_t step) { inject_step_ = step; }
+  /// A step began (0-based global index) / finished: progress.
+  void step_begin(int64_t step);
+  void step_end(int64_t step);
+  /// The stall messages reported during the run (for the record's notes); each says how long
+  /// the step had been running, and whether it finished later.
+  std::vector<std::string> notes() const;
+
+ private:
+  void watch();
+
+  std::string run_id_;
+  std::chrono::milliseconds timeout_;
+  std::function<std::string()> telemetry_now_;
+  std::function<void(const std::string&)> report_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  int64_t step_ = -1, inject_step_ = -1;
+  bool in_step_ = false, reported_ = false;
+  std::chrono::steady_clock::time_point since_;
+  std::vector<std::string> notes_;
+  std::thread thread_;
+};
+
+}  // namespace dist
+}  // namespace trainscope
