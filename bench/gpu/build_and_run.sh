@@ -12,6 +12,10 @@ ln -sf /usr/lib/x86_64-linux-gnu/libz.so.1 /opt/deps/usr/lib/x86_64-linux-gnu/li
 T=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export CMAKE_PREFIX_PATH=$T:/opt/deps/usr
 export LD_LIBRARY_PATH=$T/../../lib:/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# nccl.h for c10d's ProcessGroupNCCL (the wheel's NCCL comes in the nvidia-nccl package)
+NCCL_INC=$(python3 -c 'import nvidia.nccl as n;print(list(n.__path__)[0])' 2>/dev/null)/include
+[ -f "$NCCL_INC/nccl.h" ] && export CPATH=$NCCL_INC${CPATH:+:$CPATH}
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 DATA=/opt/deps/usr/share/datasets/fashion-mnist
 B=/tmp/ts-build
 TS=$B/trainscope
