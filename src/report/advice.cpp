@@ -298,7 +298,7 @@ void variant_gain(const ReportInput&, const AdviceThresholds& t, Analysis& a) {
         fmt::format("Try --variants eager,graphs,bf16,graphs+bf16 for {} b{} on {} (unmeasured: no variant ran "
                     "beside eager; CUDA graphs remove the per-kernel launch cost, bf16 uses the tensor cores).",
                     e.model, e.batch_size, e.device),
-        fmt::format("only eager ran for {}; GPU utilisation {} (threshold {} %)", where(e),
+        fmt::format("only eager ran for {}; GPU utilisation {} (threshold {} %)", where(a, e),
                     pct(e.gpu_util_pct_mean.median), fmt_num(t.low_gpu_util_pct)));
   }
 }
