@@ -98,20 +98,21 @@ for stage in "$@"; do
       cp /tmp/runs/variants/results.json "$OUT/variants-results.json" 2>/dev/null
       cp /tmp/runs/default-graphs/report.md "$OUT/default-graphs-report.md" 2>/dev/null;;
     ddp1)
-      # issue 15 on the one-GPU host: a world-size-1 NCCL run through the data-parallel path,
-      # started by trainscope's own launcher and by torchrun
-      { timeout 60 $TS run --data $DATA --nproc-per-node 1 -d cuda:0 -m cnn -b 128 --max-steps 200 --no-inference \
-          --out /tmp/runs --name ddp1 --no-progress 2>&1 | tail -25
-        python3 -c "import json;r=json.load(open('/tmp/runs/ddp1/results.json'))['runs'][0];print(json.dumps(r.get('distributed'),indent=1)[:1500])"
+      # issue 15 on the one-GPU host: a world-size-1 NCCL run through the data-parallel path, with
+      # the rank environment set by hand (rank 0 hosts the store) and started by torchrun
+      { RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 timeout 60 \
+          $TS run --data $DATA -d cuda:0 -m cnn -b 128 --max-steps 200 --no-inference --out /tmp/runs --name ddp1-env \
+          --no-progress 2>&1 | grep -v '^\s*because' | head -40
+        python3 -c "import json;r=json.load(open('/tmp/runs/ddp1-env/results.json'))['runs'][0];print(r['status'],r.get('steady_samples_per_s'));print(json.dumps(r.get('distributed'))[:1200])"
         timeout 60 torchrun --standalone --nproc-per-node 1 --no-python $TS run --data $DATA -d cuda:0 -m cnn -b 128 \
-          --max-steps 200 --no-inference --out /tmp/runs --name ddp1-torchrun --no-progress 2>&1 | tail -15
+          --max-steps 200 --no-inference --out /tmp/runs --name ddp1-torchrun --no-progress 2>&1 | grep -v '^\s*because' | head -50
       } 2>&1 | tee "$OUT/ddp1.log";;
     stream)
       # issue 17: resnet18 at 224x224 from a streaming JPEG folder; the data share and the advice
       { timeout 120 python3 bench/make_image_folder.py --data $DATA --out /tmp/fm224 --size 224 --train ${STREAM_IMAGES:-12000} --test 2000
         for w in 12 2; do
           timeout 90 $TS run --devices cuda:0 --models resnet18 --batch-sizes 128 --data-format folder --data /tmp/fm224 \
-            --image-size 224 --cache-data off --threads 4 --data-workers $w --max-steps 60 --warmup-steps 5 --limit-test 512 \
+            --image-size 224 --cache-data off --threads 4 --data-workers $w --max-steps 40 --warmup-steps 5 --limit-test 512 \
             --no-inference --no-profile --out /tmp/runs --name stream224-w$w --no-progress 2>&1 | tail -25
           python3 -c "import json;r=json.load(open('/tmp/runs/stream224-w$w/results.json'))['runs'][0];p=r['phases'];print('workers $w data share %.1f %%'%(100*p['data_ms']/p['step_ms']), r.get('steady_samples_per_s'))"
         done
