@@ -54,6 +54,18 @@ inline c10::intrusive_ptr<CommBackend> make_gloo(const c10::intrusive_ptr<c10d::
 #endif
 }
 
+/// Shuts the process group down before the process exits: NCCL's communicators must be
+/// destroyed while the CUDA driver is still up (a ProcessGroupNCCL left to static destruction
+/// aborts the process with "driver shutting down", seen with torchrun on the H200 host). What
+/// Python's destroy_process_group does; nothing for Gloo.
+inline void shutdown_group(const c10::intrusive_ptr<CommBackend>& pg) {
+#ifdef TRAINSCOPE_HAVE_NCCL
+  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(pg.get())) nccl->shutdown();
+#else
+  (void)pg;
+#endif
+}
+
 /// NCCL (2.x CUDA builds only). The collectives run on NCCL's own stream; Work::wait makes the
 /// current stream wait (it does not block the host).
 inline c10::intrusive_ptr<CommBackend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

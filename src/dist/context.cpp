@@ -64,6 +64,16 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 
 std::unique_ptr<Context>& context_slot() { return g_context; }
 Context* current() { return g_context.get(); }
+
+void Context::close() {
+  if (pg_) compat::shutdown_group(pg_);
+  pg_.reset();
+}
+
+void shut_down() {
+  if (g_context) g_context->close();
+  g_context.reset();
+}
 int current_rank() { return g_context ? g_context->rank() : -1; }
 
 Context::Context(DistEnv env, const DistConfig& cfg)

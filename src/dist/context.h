@@ -59,6 +59,9 @@ class Context {
   /// The history database rank 0 looks for a one-process baseline in (scaling efficiency).
   std::string history_db;
 
+  /// Shuts the process group down (compat::shutdown_group); the context is unusable after.
+  void close();
+
   /// Store access for trainscope's own keys (all under "trainscope/").
   c10d::Store& store() { return *store_; }
 

@@ -22,5 +22,9 @@ void finish_run_record(RunRecord& rec);
 /// This process's rank in a data-parallel run, -1 in a single-process run.
 int current_rank();
 
+/// Ends this rank's process group and store connection (before the process exits: see
+/// compat::shutdown_group). Nothing in a single-process run.
+void shut_down();
+
 }  // namespace dist
 }  // namespace trainscope

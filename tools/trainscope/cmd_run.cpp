@@ -304,6 +304,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
       exit_status = dist::launch_local(m);
       return;
     }
+    struct ShutDown {
+      ~ShutDown() { dist::shut_down(); }
+    } shut_down_at_exit;  // also when the matrix throws
     const bool secondary = dist::setup_rank(m) && dist::current_rank() != 0;
     exit_status = run_with_reporters(m, f->inject_reporter_failure, secondary);
   });
