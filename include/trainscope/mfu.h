@@ -10,9 +10,9 @@
 // arXiv:2204.02311, Appendix B); recomputation is not counted (model FLOPs, not hardware FLOPs).
 //
 // The precision in use picks the peak: bf16 -> BF16 tensor cores; tf32 -> TF32 tensor cores;
-// otherwise FP32 (CUDA cores). Note: LibTorch's default lets cuDNN use TF32 for convolutions
-// even in fp32 "eager"; the FP32 peak is used there all the same (the figure is then an upper
-// bound of the true fp32 share, see docs/variants.md#mfu).
+// otherwise FP32 (CUDA cores). LibTorch's default lets cuDNN use TF32 for convolutions even in
+// fp32 "eager", so the trainer passes tf32 for a CUDA run of a convolutional model (trainer.cpp,
+// TrainLoop::mfu_figures; docs/variants.md#mfu).
 #pragma once
 
 #include <optional>

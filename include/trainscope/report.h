@@ -66,6 +66,8 @@ struct Cell {
   std::string host;              // Provenance::host of the runs' folder
   std::string verdict;           // one line: how this cell compares within its model (analyze)
   int runs_ok = 0, runs_failed = 0;
+  int runs_not_applicable = 0;   // status not_applicable: the variant does not apply here (variants.h)
+  std::string not_applicable;    // their reason, e.g. "not applicable on cpu: graphs needs a CUDA device"
   std::vector<std::string> run_ids;
   int64_t epochs_requested = 0;
   Stat samples_per_s;            // steady-state training samples/s

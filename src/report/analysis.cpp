@@ -333,6 +333,11 @@ void build_cells(const ReportInput& in, Analysis& a) {
       accs.emplace_back();
     }
     Cell& c = a.cells[it->second];
+    if (r.status == RunStatus::kNotApplicable) {
+      ++c.runs_not_applicable;
+      c.not_applicable = r.variant_note;
+      continue;
+    }
     if (r.status != RunStatus::kOk) {
       ++c.runs_failed;
       continue;

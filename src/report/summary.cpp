@@ -74,6 +74,7 @@ void build_batch_scaling(const ReportInput& in, const AdviceThresholds& t, Analy
 namespace {
 
 std::string verdict_of(const AdviceThresholds& t, const Analysis& a, const Cell& c) {
+  if (c.runs_ok == 0 && c.runs_failed == 0 && c.runs_not_applicable > 0) return c.not_applicable;
   if (c.runs_ok == 0) return fmt::format("all {} run(s) failed", c.runs_failed);
   if (!c.samples_per_s.ok()) return "no steady throughput measured";
   double best = 0;

@@ -10,6 +10,14 @@ VariantGuard::VariantGuard(const Variant& v, const torch::Device& device) : cuda
     prev_dtype_ = compat::autocast_dtype(cuda_);
     compat::set_autocast_dtype(cuda_, at::kBFloat16);
     compat::set_autocast_enabled(cuda_, true);
+    // The weight-cast cache off for the run: LibTorch keeps cached bf16 copies of the weights
+    // until the autocast region ends (Python's `with autocast()` ends it every step; a C++ run
+    // never would), so later forwards would use the weights of the first step. Its autograd
+    // nodes also tie the parameters to the stream of that step, which breaks a later CUDA-graph
+    // capture ("would make the legacy stream depend on a capturing blocking stream", H200).
+    prev_cache_ = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    at::autocast::clear_cache();
     autocast_set_ = true;
   }
   if (v.tf32) {
@@ -26,6 +34,7 @@ VariantGuard::~VariantGuard() {
   if (autocast_set_) {
     compat::set_autocast_enabled(cuda_, prev_autocast_);
     compat::set_autocast_dtype(cuda_, prev_dtype_);
+    at::autocast::set_autocast_cache_enabled(prev_cache_);
     at::autocast::clear_cache();
   }
   if (tf32_set_) {

@@ -18,6 +18,8 @@ namespace trainscope {
 ///         cast cache is cleared on exit.
 ///   tf32: cuBLAS and cuDNN TF32 flags (at::globalContext().setAllowTF32CuBLAS/CuDNN) on.
 /// eager and channels_last change no global state.
+/// Switches a variant's global state on for one run and restores it after: bf16 autocast (with
+/// the weight-cast cache off, see variant_exec.cpp) and the TF32 flags.
 class VariantGuard {
  public:
   VariantGuard(const Variant& v, const torch::Device& device);
@@ -27,7 +29,7 @@ class VariantGuard {
 
  private:
   bool cuda_;
-  bool autocast_set_ = false, prev_autocast_ = false;
+  bool autocast_set_ = false, prev_autocast_ = false, prev_cache_ = true;
   at::ScalarType prev_dtype_ = at::kFloat;
   bool tf32_set_ = false, prev_tf32_cublas_ = false, prev_tf32_cudnn_ = false;
 };

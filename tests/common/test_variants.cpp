@@ -203,6 +203,7 @@ TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
   ReportInput in;
   RunRecord na = ok_run("cpu", "mlp", 128, "graphs", 0);
   na.status = RunStatus::kNotApplicable;
+  na.variant_note = "not applicable on cpu: graphs needs a CUDA device";
   na.steady_samples_per_s.reset();
   in.runs = {ok_run("cpu", "mlp", 128, "eager", 100), na, ok_run("cuda:0", "mlp", 128, "eager", 80),
              ok_run("cuda:0", "mlp", 128, "graphs", 400)};
@@ -212,4 +213,19 @@ TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
     if (d.model == "mlp [graphs]") graphs_speedup = d.speedup;
   ASSERT_TRUE(graphs_speedup);
   EXPECT_DOUBLE_EQ(*graphs_speedup, 4.0);  // the simple-network verdict flips with graphs
+  std::string sn;
+  for (const auto& q : a.answers)
+    if (q.id == "simple_network")
+      for (const auto& x : q.sentences) sn += x + "\n";
+  EXPECT_NE(sn.find("`mlp` gains nothing from the GPU"), std::string::npos) << sn;
+  EXPECT_NE(sn.find("`mlp [graphs]` does gain from the GPU (speed-up 4"), std::string::npos) << sn;
+  // the CPU cell of the GPU-only variant is not applicable, not failed (found in the H200 report)
+  for (const auto& c : a.cells)
+    if (c.device == "cpu" && c.model == "mlp [graphs]") {
+      EXPECT_EQ(c.runs_failed, 0);
+      EXPECT_EQ(c.runs_not_applicable, 1);
+    }
+  const std::string md = render_markdown(in, a);
+  EXPECT_EQ(md.find("all 1 run(s) failed"), std::string::npos) << md;
+  EXPECT_NE(md.find("not applicable on cpu: graphs needs a CUDA device"), std::string::npos) << md;
 }
