@@ -73,6 +73,11 @@ struct Cell {
   Stat samples_per_s;            // steady-state training samples/s
   Stat epoch_time_s;             // mean epoch time (measured, or steps_per_epoch*batch/samples_per_s)
   Stat time_for_epochs_s;        // time for epochs_requested epochs
+  /// --target-accuracy (docs/variants.md#time-to-accuracy): training time and device energy until
+  /// the test accuracy first reached target_pct, over the repeats that reached it.
+  Stat time_to_target_s, energy_to_target_j;
+  std::optional<double> target_pct;
+  int runs_target_missed = 0;
   bool time_for_epochs_is_estimate = false;
   bool epoch_time_is_estimate = false;  // no full epoch ran: steps_per_epoch x batch / samples/s
   Stat test_accuracy_pct;

@@ -186,7 +186,7 @@ namespace {
 
 struct Acc {
   std::vector<double> sps, epoch_t, tfe, acc, gu, gux, sm, smx, cpu_u, alloc, resv, gmem, rss, pw, pwx, temp, e_ep, e_s,
-      data, h2d, p50, p99, inf;
+      data, h2d, p50, p99, inf, tta_t, tta_e;
 };
 
 void push(std::vector<double>& v, std::optional<double> x) {
@@ -212,6 +212,15 @@ void accumulate_training(const RunRecord& r, Acc& a, Cell& c) {
   push(a.tfe, r.time_for_requested_epochs_s);
   if (r.time_for_requested_epochs_is_estimate) c.time_for_epochs_is_estimate = true;
   push(a.acc, r.test_accuracy_pct);
+  if (const auto& t = r.time_to_accuracy) {
+    c.target_pct = t->target_pct;
+    if (t->reached) {
+      push(a.tta_t, t->time_s);
+      push(a.tta_e, t->energy_j);
+    } else {
+      ++c.runs_target_missed;
+    }
+  }
   push(a.alloc, r.device_peak_allocated_bytes);
   push(a.resv, r.device_peak_reserved_bytes);
   if (r.phases && r.phases->step_ms > 0) {
@@ -282,6 +291,8 @@ void finish_cell(Cell& c, const Acc& x) {
   c.samples_per_s = make_stat(x.sps);
   c.epoch_time_s = make_stat(x.epoch_t);
   c.time_for_epochs_s = make_stat(x.tfe);
+  c.time_to_target_s = make_stat(x.tta_t);
+  c.energy_to_target_j = make_stat(x.tta_e);
   c.test_accuracy_pct = make_stat(x.acc);
   c.gpu_util_pct_mean = make_stat(x.gu);
   c.gpu_util_pct_max = make_stat(x.gux);

@@ -45,19 +45,37 @@ std::string busy(const Cell& c) {
                      fmt_device_stat(c, c.sm_activity_pct_mean, " %"));
 }
 
-// The summary of one model: one row per (host, device, batch size) cell.
+// Time and energy to the target accuracy of a --target-accuracy run (docs/variants.md).
+std::string to_target(const Cell& c) {
+  if (!c.time_to_target_s.ok()) return c.runs_target_missed > 0 ? "not reached" : "—";
+  std::string s = fmt_stat(c.time_to_target_s, " s");
+  if (c.energy_to_target_j.ok()) s += ", " + fmt_stat(c.energy_to_target_j, " kJ", 1e-3);
+  if (c.runs_target_missed > 0) s += fmt::format(" ({} run(s) missed it)", c.runs_target_missed);
+  return s;
+}
+
+// The summary of one model: one row per (host, device, batch size) cell; with --target-accuracy
+// a column of the time and energy to reach it.
 Table summary_table(const Analysis& a, const std::string& model) {
   Table t;
   int64_t epochs = 0;
+  std::optional<double> target;
   for (const auto& c : a.cells)
-    if (c.model == model) epochs = std::max(epochs, c.epochs_requested);
-  t.header = {"device", "batch", "samples/s", "speed-up vs CPU", fmt::format("time, energy for {} epochs", epochs),
-              "energy/sample", "peak memory", "util / SM activity", "verdict"};
+    if (c.model == model) {
+      epochs = std::max(epochs, c.epochs_requested);
+      if (c.target_pct) target = c.target_pct;
+    }
+  t.header = {"device", "batch", "samples/s", "speed-up vs CPU", fmt::format("time, energy for {} epochs", epochs)};
+  if (target) t.header.push_back(fmt::format("time, energy to {} % test accuracy", fmt_num(*target)));
+  for (const char* h : {"energy/sample", "peak memory", "util / SM activity", "verdict"}) t.header.push_back(h);
   for (const auto& c : a.cells) {
     if (c.model != model) continue;
-    t.rows.push_back({where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
-                      time_and_energy(c), fmt_stat(c.energy_per_sample_j, " mJ", 1000), peak_memory(c), busy(c),
-                      c.verdict});
+    std::vector<std::string> row = {where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, ""),
+                                    speedup_of(a, c), time_and_energy(c)};
+    if (target) row.push_back(to_target(c));
+    for (auto v : {fmt_stat(c.energy_per_sample_j, " mJ", 1000), peak_memory(c), busy(c), c.verdict})
+      row.push_back(std::move(v));
+    t.rows.push_back(std::move(row));
   }
   return t;
 }

@@ -229,3 +229,24 @@ TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
   EXPECT_EQ(md.find("all 1 run(s) failed"), std::string::npos) << md;
   EXPECT_NE(md.find("not applicable on cpu: graphs needs a CUDA device"), std::string::npos) << md;
 }
+
+// Issue 16: the summary compares devices on time (and energy) to the target accuracy as well as
+// on samples/s; a run that never reached it says so.
+TEST(VariantAdvice, SummaryHasTimeAndEnergyToTheTargetAccuracy) {
+  ReportInput in;
+  RunRecord cpu = ok_run("cpu", "mlp", 128, "eager", 100), gpu = ok_run("cuda:0", "mlp", 128, "eager", 400),
+            slow = ok_run("cuda:0", "cnn", 128, "eager", 50);
+  for (RunRecord* r : {&cpu, &gpu, &slow}) r->time_to_accuracy = TimeToAccuracy{};
+  cpu.time_to_accuracy->target_pct = gpu.time_to_accuracy->target_pct = slow.time_to_accuracy->target_pct = 85;
+  cpu.time_to_accuracy->reached = gpu.time_to_accuracy->reached = true;
+  cpu.time_to_accuracy->time_s = 12.5;
+  gpu.time_to_accuracy->time_s = 3.25;
+  gpu.time_to_accuracy->energy_j = 650;
+  in.runs = {cpu, gpu, slow};
+  const Analysis a = analyze(in);
+  const std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find("time, energy to 85.0 % test accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 12.5 s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("3.25 s, 0.65 kJ"), std::string::npos) << md;
+  EXPECT_NE(md.find("not reached"), std::string::npos) << md;
+}
