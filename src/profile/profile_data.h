@@ -110,6 +110,11 @@ struct TraceOptions {
   int64_t t0_ns = 0, t1_ns = 0;     // counter points outside are dropped
   nlohmann::json metadata;          // written as "trainscope" at the top
   std::string device;               // the run's device, for process naming
+  /// Data-parallel runs: {"backend", "rank", "world_size"}, written as the top-level
+  /// "distributedInfo" that Holistic Trace Analysis and Perfetto read (docs/distributed.md);
+  /// null otherwise. NCCL kernels keep their names ("ncclDevKernel_AllReduce..."), by which
+  /// HTA classifies them as communication.
+  nlohmann::json distributed_info;
 };
 struct TraceResult {
   bool ok = false;

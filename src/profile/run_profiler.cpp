@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "dist/context.h"
 #include "common/text.h"
 #include "profile/profile_data.h"
 #include "profile/recorder.h"
@@ -265,6 +266,8 @@ ProfileSection RunProfiler::finish(const std::string& run_dir, const RunRecord& 
     o.t1_ns = rec.end_ns > rec.start_ns ? rec.end_ns : INT64_MAX;
     o.metadata = meta;
     o.device = m.device;
+    if (const auto* ctx = dist::current())
+      o.distributed_info = {{"backend", ctx->backend()}, {"rank", ctx->rank()}, {"world_size", ctx->world()}};
     auto r = write_trace(run_dir + "/" + rel, m.data, counters, o);
     if (!r.ok) {
       m.warnings.push_back(r.error);

@@ -123,6 +123,7 @@ void write_head(GzStream& gz, const TraceOptions& o) {
   head["schemaVersion"] = 1;
   head["displayTimeUnit"] = "ms";
   head["trainscope"] = o.metadata;
+  if (!o.distributed_info.is_null()) head["distributedInfo"] = o.distributed_info;
   std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   h.pop_back();  // reopen the object to append traceEvents
   gz.raw(h + ", \"traceEvents\": [");

@@ -203,6 +203,25 @@ TEST(ProfileTrace, ParsesNestsAndHasMetadataAndCounters) {
 
 // Kineto's "ac2g" flows (pytorch/kineto libkineto/src/output_json.cpp): "s" on the runtime call,
 // "f" with bp "e" on the device event, one id = the correlation id they share.
+// Issue 15: one trace per rank that Holistic Trace Analysis and Perfetto can place in the job.
+TEST(ProfileTrace, DataParallelTraceNamesItsRankWorldSizeAndBackend) {
+  auto dir = temp_dir("dist");
+  auto d = synthetic_data(1, 1);
+  TraceOptions o;
+  o.t1_ns = 1000000;
+  o.distributed_info = {{"backend", "nccl"}, {"rank", 1}, {"world_size", 2}};
+  ASSERT_TRUE(write_trace(dir + "/r1.trace.json.gz", d, {}, o).ok);
+  auto j = nlohmann::json::parse(read_text(dir + "/r1.trace.json.gz"));
+  ASSERT_TRUE(j.contains("distributedInfo")) << j.dump().substr(0, 400);
+  EXPECT_EQ(j["distributedInfo"]["rank"], 1);
+  EXPECT_EQ(j["distributedInfo"]["world_size"], 2);
+  EXPECT_EQ(j["distributedInfo"]["backend"], "nccl");
+  TraceOptions single;
+  single.t1_ns = 1000000;
+  ASSERT_TRUE(write_trace(dir + "/one.trace.json.gz", d, {}, single).ok);
+  EXPECT_FALSE(nlohmann::json::parse(read_text(dir + "/one.trace.json.gz")).contains("distributedInfo"));
+}
+
 TEST(ProfileTrace, LaunchToKernelFlowsFollowKinetosAc2gConvention) {
   auto dir = temp_dir("flows");
   auto d = synthetic_data(1, 1);
