@@ -30,6 +30,9 @@ struct BatchSweepPoint {
   std::optional<double> samples_per_s;
   bool out_of_memory = false;   // a repeat failed with error_kind "out_of_memory"
   std::string failure;          // the failure reason of a repeat that failed ("" when all were ok)
+  /// Every repeat finished ok but none had a step after its warm-up (batch x warm-up steps >=
+  /// the training set): larger batches leave even fewer, so the sweep stops for the data set.
+  bool too_few_steps = false;
 };
 
 struct BatchSweepRule {

@@ -29,6 +29,16 @@ namespace trainscope {
 
 namespace {
 
+// The fix a bad image's error names (docs/input-pipeline.md#bad-and-changing-input): only a streamed
+// training set can skip images; a decoded-in-memory set and the test set cannot.
+constexpr const char* kBadImageFix =
+    "replace or remove the file, or stream the training set and skip bad images (--cache-data off "
+    "--on-bad-image skip; the test set is always decoded in memory)";
+
+}  // namespace
+
+namespace {
+
 constexpr int64_t kMaxPixels = int64_t{8192} * 8192;
 
 #if TRAINSCOPE_WITH_LIBJPEG
@@ -133,8 +143,8 @@ DecodedImage decode_stb(std::span<const uint8_t> bytes, const std::string& name,
                                       static_cast<int>(channels));
   if (!px)
     throw_error(ErrorKind::kDataFormat,
-                fmt::format("{}: cannot decode image ({}); only PNG, JPEG and BMP are supported", name,
-                            stbi_failure_reason() ? stbi_failure_reason() : "unknown reason"));
+                fmt::format("{}: cannot decode image ({}); only PNG, JPEG and BMP are supported; {}", name,
+                            stbi_failure_reason() ? stbi_failure_reason() : "unknown reason", kBadImageFix));
   DecodedImage out;
   out.width = w;
   out.height = h;
@@ -159,7 +169,7 @@ DecodedImage decode_pixels(std::span<const uint8_t> bytes, const std::string& na
     DecodedImage out;
     auto why = decode_jpeg(bytes, channels, min_side, out);
     if (!why.empty())
-      throw_error(ErrorKind::kDataFormat, fmt::format("{}: cannot decode image (JPEG: {})", name, why));
+      throw_error(ErrorKind::kDataFormat, fmt::format("{}: cannot decode image (JPEG: {}); {}", name, why, kBadImageFix));
     if (out.width <= 0 || out.height <= 0)
       throw_error(ErrorKind::kDataFormat, fmt::format("{}: the image has {}x{} pixels", name, out.width, out.height));
     return out;

@@ -224,6 +224,9 @@ void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& 
   const double cores = static_cast<double>(in.provenance.cpu_logical_cores);
   for (const auto& r : in.runs) {
     if (r.device != "cpu" || r.intra_op_threads <= 0 || !r.telemetry || r.status != RunStatus::kOk) continue;
+    // Data-parallel CPU ranks on one machine share its cores by design (docs/distributed.md):
+    // the other ranks are not competing processes.
+    if (r.distributed && r.distributed->local_world_size > 1) continue;
     const auto& h = r.telemetry->headline;
     if (!h.process_cpu_pct_mean || !h.cpu_util_pct_mean) continue;
     const double got = *h.process_cpu_pct_mean / 100.0;  // cores

@@ -43,6 +43,11 @@ BatchSweepStep next_batch_size(const std::vector<BatchSweepPoint>& done, const B
   const BatchSweepPoint& last = done.back();
   if (last.out_of_memory)
     return stop(done, rule, "memory", fmt::format("memory ran out at batch {} ({})", last.batch_size, last.failure));
+  if (!last.samples_per_s && last.too_few_steps)
+    return stop(done, rule, "data_set",
+                fmt::format("the data set ran out of steady steps: the run at batch {} trained {} (no steady "
+                            "throughput), and a larger batch leaves fewer steps",
+                            last.batch_size, last.failure));
   if (!last.samples_per_s)
     return stop(done, rule, "failed",
                 fmt::format("the run at batch {} failed ({})", last.batch_size,

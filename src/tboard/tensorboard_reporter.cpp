@@ -135,6 +135,7 @@ void TensorBoardReporter::start(const Provenance& p, const std::string& run_dir,
 }
 
 void TensorBoardReporter::run_finished(const RunRecord& r) {
+  if (r.status == RunStatus::kNotApplicable) return;  // measured nothing: no event file, no fake 0
   try {
     std::string why;
     auto series = load_telemetry_series(run_dir_, 0, &why, tensorboard_metric);

@@ -355,6 +355,10 @@ BatchSweepPoint sweep_point(int64_t batch, const std::vector<RunRecord>& runs, s
   for (size_t i = first; i < runs.size(); ++i) {
     const RunRecord& r = runs[i];
     if (r.status == RunStatus::kOk && r.steady_samples_per_s) sps.push_back(*r.steady_samples_per_s);
+    if (r.status == RunStatus::kOk && !r.steady_samples_per_s && p.failure.empty()) {
+      p.too_few_steps = true;
+      p.failure = fmt::format("only {} step(s), all inside the warm-up", r.steps_completed);
+    }
     if (r.status != RunStatus::kFailed) continue;
     p.out_of_memory = p.out_of_memory || r.error_kind == to_string(ErrorKind::kOutOfMemory);
     if (p.failure.empty()) p.failure = r.failure_reason;

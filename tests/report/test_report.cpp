@@ -869,3 +869,17 @@ TEST(BatchSweep, StopsWhenMemoryOrTheDataSetRunsOut) {
   EXPECT_EQ(failed.last.stop_kind, "failed");
   EXPECT_NE(failed.last.stop_reason.find("NaN loss at step 3"), std::string::npos);
 }
+
+// Found by a walkthrough: a batch whose run finished ok with every step inside the warm-up was
+// reported as a failed run; it is the data set running out of steady steps.
+TEST(BatchSweep, AnOkRunWithoutSteadyStepsStopsForTheDataSetNotAsAFailure) {
+  auto res = run_batch_sweep(64, BatchSweepRule{}, [](int64_t b) {
+    if (b >= 256) return BatchSweepPoint{b, std::nullopt, false, "only 8 step(s), all inside the warm-up", true};
+    return BatchSweepPoint{b, b * 100.0, false, "", false};
+  });
+  EXPECT_EQ(res.last.stop_kind, "data_set");
+  EXPECT_EQ(res.last.stop_reason.find("failed"), std::string::npos) << res.last.stop_reason;
+  EXPECT_NE(res.last.stop_reason.find("only 8 step(s), all inside the warm-up"), std::string::npos)
+      << res.last.stop_reason;
+  EXPECT_EQ(res.last.saturation_batch, std::optional<int64_t>(128));
+}
