@@ -402,7 +402,8 @@ TEST(StreamAdvice, CitesDecodeRateAndWorkersNeeded) {
   EXPECT_NE(v[0]->evidence.find("decoded 500 images/s"), std::string::npos) << v[0]->evidence;
   EXPECT_NE(v[0]->evidence.find("data phase 60.0 %"), std::string::npos) << v[0]->evidence;
   // on 4 cores, with the trainer on one of them, 7 workers cannot run
-  auto busy = fired(analyze(streamed_fixture(4)), "stream_input");
+  const Analysis busy_analysis = analyze(streamed_fixture(4));  // fired() points into it
+  auto busy = fired(busy_analysis, "stream_input");
   ASSERT_EQ(busy.size(), 1u);
   EXPECT_NE(busy[0]->advice.find("more workers cannot help"), std::string::npos) << busy[0]->advice;
   // a run whose data phase is small gets no such advice
