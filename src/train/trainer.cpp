@@ -189,6 +189,9 @@ class TrainLoop {
   PhaseBreakdown ph_;
   int64_t global_step_ = 0;
   double train_time_ = 0, eval_time_total_ = 0;
+  // The last --eval-every-steps evaluation: an epoch that ends at that step reuses it (same weights).
+  int64_t mid_eval_step_ = -1;
+  double mid_eval_acc_ = 0, mid_eval_loss_ = 0, mid_eval_s_ = 0;
   Clock::time_point train_start_;
   bool stop_ = false;
 
@@ -587,6 +590,13 @@ void TrainLoop::finish_epoch(EpochState& e) {
 
 void TrainLoop::evaluate_epoch(EpochRecord& er) {
   if (r_.status == RunStatus::kInterrupted) return;
+  if (mid_eval_step_ == global_step_) {  // evaluated at this very step already: not twice
+    er.eval_time_s = mid_eval_s_;
+    er.test_accuracy_pct = mid_eval_acc_;
+    er.test_loss = mid_eval_loss_;
+    r_.test_accuracy_pct = mid_eval_acc_;
+    return;
+  }
   const auto e0 = Clock::now();
   auto [acc, tl] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
   er.eval_time_s = seconds(e0, Clock::now());
@@ -607,10 +617,13 @@ void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
   const bool was_open = headline_open_;
   if (was_open) close_headline(t0);
   auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
-  (void)loss;
   const auto t1 = Clock::now();
   epoch_paused_s_ += seconds(t0, t1);
   eval_time_total_ += seconds(t0, t1);
+  mid_eval_step_ = global_step_;
+  mid_eval_acc_ = acc;
+  mid_eval_loss_ = loss;
+  mid_eval_s_ = seconds(t0, t1);
   if (was_open) {
     segment_start_ = t1;
     headline_open_ = true;
@@ -721,7 +734,10 @@ void TrainLoop::epoch_time_figures() {
     r_.time_for_requested_epochs_s = measured_total;
     r_.time_for_requested_epochs_is_estimate = false;
   } else if (r_.steady_samples_per_s) {
-    double eval_mean = r_.epochs.empty() ? 0 : eval_time_total_ / static_cast<double>(r_.epochs.size());
+    // One end-of-epoch evaluation per epoch (mid-epoch --eval-every-steps ones are not part of
+    // training for N epochs).
+    double eval_mean = 0;
+    for (const auto& e : r_.epochs) eval_mean += e.eval_time_s / static_cast<double>(r_.epochs.size());
     r_.time_for_requested_epochs_s =
         static_cast<double>(cfg_.epochs) * (static_cast<double>(n_) / *r_.steady_samples_per_s + eval_mean);
     r_.time_for_requested_epochs_is_estimate = true;

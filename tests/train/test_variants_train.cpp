@@ -212,6 +212,24 @@ TEST(TargetAccuracy, EveryNStepsStopsMidEpochAndAMissSaysSo) {
   EXPECT_TRUE(said);
 }
 
+// Found by a walkthrough: an epoch ending at an --eval-every-steps step evaluated the same
+// weights twice (one evaluation too many), and the mid-epoch evaluations inflated the estimated
+// time for the requested epochs.
+TEST(TargetAccuracy, AnEpochEndingAtAnEvaluationStepReusesIt) {
+  TrainHooks hooks;
+  auto miss = spec("mlp", "eager", 1);  // 512 samples / batch 64 = 8 steps
+  miss.train.target_accuracy_pct = 100;
+  miss.train.learning_rate = 1e-7;
+  miss.train.eval_every_steps = 4;
+  auto w = synthetic_workload(512, 256);
+  auto m = train_run(miss, w, hooks);
+  ASSERT_TRUE(m.time_to_accuracy);
+  EXPECT_EQ(m.steps_completed, 8);
+  EXPECT_EQ(m.time_to_accuracy->evaluations, 2);  // at steps 4 and 8; the epoch's end reuses step 8's
+  ASSERT_EQ(m.epochs.size(), 1u);
+  ASSERT_TRUE(m.epochs[0].test_accuracy_pct);
+}
+
 TEST(MatrixVariants, EachVariantIsACellWithItsOwnRunId) {
   auto m = small_matrix("two");
   m.models = {"mlp", "cnn"};
