@@ -701,6 +701,7 @@ TEST(CliHosts, BatchSizesAutoSweepsAndSaysWhyItStopped) {
   ASSERT_EQ(run(args, &out), 0) << out;
   EXPECT_NE(out.find("batch sweep of mlp on cpu: saturation point batch "), std::string::npos) << out;
   EXPECT_NE(out.find("stopped because "), std::string::npos) << out;
+  EXPECT_EQ(out.find("[2/1]"), std::string::npos) << out;  // the counter never overruns the plan
   EXPECT_TRUE(out.find("throughput stopped rising") != std::string::npos ||
               out.find("the data set ran out: batch 256 would exceed the 128 training samples") != std::string::npos)
       << out;

@@ -71,6 +71,8 @@ void print_inference(const RunRecord& r) {
 class ConsoleReporter final : public Reporter {
  public:
   explicit ConsoleReporter(int64_t profile_top) : profile_top_(profile_top) {}
+  /// "3/8"; beyond the plan (a --batch-sizes auto sweep adds runs as it goes) just "9".
+  std::string counter() const { return done_ <= planned_ ? fmt::format("{}/{}", done_, planned_) : std::to_string(done_); }
   void notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
   void start(const Provenance& p, const std::string& dir, size_t planned) override {
     planned_ = planned;
@@ -82,17 +84,17 @@ class ConsoleReporter final : public Reporter {
   }
   void run_skipped(const RunRecord& r) override {
     ++done_;
-    fmt::print("[{}/{}] {} {} b{}: already measured, kept (resume)\n", done_, planned_, r.device, r.model, r.batch_size);
+    fmt::print("[{}] {} {} b{}: already measured, kept (resume)\n", counter(), r.device, r.model, r.batch_size);
   }
   void run_finished(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk)
-      fmt::print("[{}/{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", done_, planned_, r.device,
+      fmt::print("[{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", counter(), r.device,
                  model_with_variant(r.model, r.variant), r.batch_size, r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
                  r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
                  format_duration(r.train_time_s));
     else
-      fmt::print("[{}/{}] {} {} b{}: {}: {}\n", done_, planned_, r.device, model_with_variant(r.model, r.variant),
+      fmt::print("[{}] {} {} b{}: {}: {}\n", counter(), r.device, model_with_variant(r.model, r.variant),
                  r.batch_size, to_string(r.status), r.failure_reason.empty() ? r.variant_note : r.failure_reason);
     print_inference(r);
     std::fflush(stdout);
