@@ -8,6 +8,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "dist/rank_table.h"
 #include "report/report_util.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
@@ -344,11 +345,27 @@ std::string md_input_pipeline(const ReportInput& in) {
   return s.empty() ? s : "\n## Input pipeline\n\n" + s;
 }
 
+// Data-parallel runs (docs/distributed.md): each one's per-rank table (samples/s, step and phase
+// times, communication, its GPU's power and utilisation) with the imbalance ratios and the
+// exposed communication share: the console's table (dist/rank_table.h), one source for both.
+std::string distributed_tables(const ReportInput& in) {
+  std::string s;
+  for (const auto& r : in.runs)
+    if (auto t = dist::format_rank_table(r); !t.empty()) s += t + "\n";
+  return s;
+}
+
+std::string md_distributed(const ReportInput& in) {
+  const std::string t = distributed_tables(in);
+  return t.empty() ? t : "\n## Data-parallel ranks\n\n```\n" + t + "```\n";
+}
+
 std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
   s += provenance_lines(in, "\n\n");
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
   return s + md_summary(a) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) + md_input_pipeline(in) +
+         md_distributed(in) +
          md_definitions_and_notes(in, a);
 }
 
@@ -731,6 +748,8 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
   h += kChartSections;
   h += html_answers_and_advice(a);
   h += html_summary_table(a);
+  if (const std::string t = distributed_tables(in); !t.empty())
+    h += "<h2>Data-parallel ranks</h2>\n<pre>" + html_escape(t) + "</pre>\n";
   h += "<h2>Definitions</h2>\n<ul>\n";
   for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";
   for (const auto& n : a.notes) h += "<li>" + md_inline(n) + "</li>\n";

@@ -250,3 +250,34 @@ TEST(VariantAdvice, SummaryHasTimeAndEnergyToTheTargetAccuracy) {
   EXPECT_NE(md.find("3.25 s, 0.65 kJ"), std::string::npos) << md;
   EXPECT_NE(md.find("not reached"), std::string::npos) << md;
 }
+
+// Issue 15: the report shows a data-parallel run's per-rank table (the console's), with its
+// imbalance ratios and communication share.
+TEST(VariantAdvice, ReportHasTheDataParallelRankTable) {
+  ReportInput in;
+  RunRecord r = ok_run("cpu", "mlp", 64, "eager", 900);
+  DistributedSection d;
+  d.backend = "gloo";
+  d.world_size = 2;
+  for (int k = 0; k < 2; ++k) {
+    RankSummary s;
+    s.rank = k;
+    s.device = "cpu";
+    s.status = "ok";
+    s.steady_samples_per_s = 450;
+    s.step_ms = k == 0 ? 10.0 : 12.5;
+    d.ranks.push_back(s);
+  }
+  d.step_time_imbalance = 1.25;
+  r.distributed = d;
+  in.runs = {r};
+  const Analysis a = analyze(in);
+  const std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find("## Data-parallel ranks"), std::string::npos) << md;
+  EXPECT_NE(md.find("gloo, 2 rank(s)"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.25"), std::string::npos) << md;
+  const std::string html = render_html(in, a, {}, "");
+  EXPECT_NE(html.find("<h2>Data-parallel ranks</h2>"), std::string::npos);
+  in.runs[0].distributed.reset();
+  EXPECT_EQ(render_markdown(in, analyze(in)).find("Data-parallel ranks"), std::string::npos);
+}
