@@ -15,6 +15,7 @@ extern char** environ;
 #include <vector>
 
 #include "dist/compat_c10d.h"
+#include "dist/rank.h"
 #include "train/device.h"
 #include "trainscope/error.h"
 
@@ -136,6 +137,9 @@ int launch_local(const MatrixConfig& m) {
     throw_error(ErrorKind::kDevice, fmt::format("--nproc-per-node {} asks for more GPU ranks than this host's {} "
                                                 "GPU(s); use --nproc-per-node <= {} (one GPU per rank)",
                                                 world, gpus, gpus));
+  if (!m.run_name.empty())  // refused once, here, rather than by every rank
+    if (auto refusal = run_folder_refusal(m, m.run_name); !refusal.empty())
+      throw_error(ErrorKind::kInvalidArgument, refusal);
   const char* port_env = std::getenv("MASTER_PORT");
   const int want = port_env ? std::atoi(port_env) : 0;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));

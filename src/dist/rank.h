@@ -19,6 +19,11 @@ bool setup_rank(MatrixConfig& m);
 /// record gets every rank's and the imbalance/communication figures (record_sections.h).
 void finish_run_record(RunRecord& rec);
 
+/// Why a distributed matrix may not use run folder `name` under m.out_dir (it already holds
+/// results: distributed runs cannot be resumed), or "". Checked by rank 0 and, before any rank
+/// starts, by the `--nproc-per-node` launcher.
+std::string run_folder_refusal(const MatrixConfig& m, const std::string& name);
+
 /// This process's rank in a data-parallel run, -1 in a single-process run.
 int current_rank();
 

@@ -59,11 +59,7 @@ std::string agree_run_name(Context& c, const MatrixConfig& m) {
   std::string name;
   if (c.rank() == 0) {
     name = m.run_name.empty() ? utc_timestamp(UtcFormat::kFolder) : m.run_name;
-    const std::string dir = m.out_dir + "/" + name;
-    if (file_exists(dir + "/results.json"))
-      name = fmt::format("!run folder '{}' already holds results; choose another --name (a distributed run cannot "
-                         "be resumed)",
-                         dir);
+    if (auto refusal = run_folder_refusal(m, name); !refusal.empty()) name = "!" + refusal;
   }
   name = c.from_rank0("run_name", name);
   if (!name.empty() && name[0] == '!') throw_error(ErrorKind::kIo, name.substr(1));
@@ -71,6 +67,14 @@ std::string agree_run_name(Context& c, const MatrixConfig& m) {
 }
 
 }  // namespace
+
+std::string run_folder_refusal(const MatrixConfig& m, const std::string& name) {
+  const std::string dir = m.out_dir + "/" + name;
+  if (!file_exists(dir + "/results.json")) return "";
+  return fmt::format("run folder '{}' already holds results; choose another --name (a distributed run cannot be "
+                     "resumed)",
+                     dir);
+}
 
 bool setup_rank(MatrixConfig& m) {
   auto env = detect_env();

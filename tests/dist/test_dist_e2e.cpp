@@ -213,6 +213,21 @@ TEST(DistE2E, RanksWithDifferentSettingsAreRefusedBeforeTraining) {
   EXPECT_FALSE(fs::exists(root() + "/differ/results.json"));
 }
 
+// Found by a walkthrough: a reused run folder was refused by every rank (the message twice, then
+// each rank's exit); the launcher now refuses it once, before any rank starts.
+TEST(DistE2E, TheLauncherRefusesAFolderWithResultsOnceBeforeStartingRanks) {
+  fs::create_directories(root() + "/taken");
+  std::ofstream(root() + "/taken/results.json") << "{}\n";
+  const std::string log = root() + "/taken.log";
+  const int rc = finish(start(matrix_args("taken", 16, {"--nproc-per-node", "2"}), {}, log));
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << out;
+  const auto first = out.find("already holds results");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.find("already holds results", first + 1), std::string::npos) << out;  // once
+  EXPECT_EQ(out.find("rank 0 exited"), std::string::npos) << out;                    // no rank started
+}
+
 TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
   const std::string log = root() + "/unreachable.log";
   const int rc = finish(start(matrix_args("unreachable", 16, {"--dist-timeout", "2"}),
