@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "report/report_util.h"
 
@@ -23,11 +24,14 @@ std::vector<std::string> models_of(const Analysis& a) {
   return m;
 }
 
-std::string time_and_energy(const Cell& c) {
+// `label_epochs`: the table's rows asked for different epoch counts (folders from several
+// matrices), so each cell names its own.
+std::string time_and_energy(const Cell& c, bool label_epochs) {
   if (!c.time_for_epochs_s.ok()) return "—";
   std::string s = fmt_time(c.time_for_epochs_s.median) + (c.time_for_epochs_is_estimate ? " (est.)" : "");
   if (c.energy_per_epoch_j.ok() && c.epochs_requested > 0)
     s += fmt::format(", {} kJ", fmt_num(c.energy_per_epoch_j.median * static_cast<double>(c.epochs_requested) / 1000));
+  if (label_epochs) s += fmt::format(" for {} epoch(s)", c.epochs_requested);
   return s;
 }
 
@@ -58,20 +62,23 @@ std::string to_target(const Cell& c) {
 // a column of the time and energy to reach it.
 Table summary_table(const Analysis& a, const std::string& model) {
   Table t;
-  int64_t epochs = 0;
+  std::set<int64_t> epochs;
   std::optional<double> target;
   for (const auto& c : a.cells)
     if (c.model == model) {
-      epochs = std::max(epochs, c.epochs_requested);
+      epochs.insert(c.epochs_requested);
       if (c.target_pct) target = c.target_pct;
     }
-  t.header = {"device", "batch", "samples/s", "speed-up vs CPU", fmt::format("time, energy for {} epochs", epochs)};
+  const bool mixed = epochs.size() > 1;
+  t.header = {"device", "batch", "samples/s", "speed-up vs CPU",
+              mixed || epochs.empty() ? std::string("time, energy for the requested epochs")
+                                      : fmt::format("time, energy for {} epochs", *epochs.begin())};
   if (target) t.header.push_back(fmt::format("time, energy to {} % test accuracy", fmt_num(*target)));
   for (const char* h : {"energy/sample", "peak memory", "util / SM activity", "verdict"}) t.header.push_back(h);
   for (const auto& c : a.cells) {
     if (c.model != model) continue;
     std::vector<std::string> row = {where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, ""),
-                                    speedup_of(a, c), time_and_energy(c)};
+                                    speedup_of(a, c), time_and_energy(c, mixed)};
     if (target) row.push_back(to_target(c));
     for (auto v : {fmt_stat(c.energy_per_sample_j, " mJ", 1000), peak_memory(c), busy(c), c.verdict})
       row.push_back(std::move(v));

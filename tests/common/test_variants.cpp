@@ -281,3 +281,23 @@ TEST(VariantAdvice, ReportHasTheDataParallelRankTable) {
   in.runs[0].distributed.reset();
   EXPECT_EQ(render_markdown(in, analyze(in)).find("Data-parallel ranks"), std::string::npos);
 }
+
+// Found by a walkthrough: a report over folders that asked for different epoch counts put a
+// 1-epoch time under a "2 epochs" header; each cell now names its own count.
+TEST(VariantAdvice, SummaryNamesEachCellsEpochsWhenTheyDiffer) {
+  ReportInput in;
+  RunRecord one = ok_run("cpu", "mlp", 64, "eager", 100), two = ok_run("cuda:0", "mlp", 64, "eager", 400);
+  one.epochs_requested = 1;
+  one.time_for_requested_epochs_s = 10.0;
+  two.epochs_requested = 2;
+  two.time_for_requested_epochs_s = 5.0;
+  in.runs = {one, two};
+  std::string md = render_markdown(in, analyze(in));
+  EXPECT_NE(md.find("time, energy for the requested epochs"), std::string::npos) << md;
+  EXPECT_NE(md.find("10.0 s for 1 epoch(s)"), std::string::npos) << md;
+  EXPECT_NE(md.find("for 2 epoch(s)"), std::string::npos) << md;
+  in.runs[1].epochs_requested = 1;
+  md = render_markdown(in, analyze(in));
+  EXPECT_NE(md.find("time, energy for 1 epochs"), std::string::npos) << md;
+  EXPECT_EQ(md.find("epoch(s)"), std::string::npos) << md;
+}
