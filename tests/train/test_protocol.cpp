@@ -11,6 +11,7 @@
 
 #include "results/record_json.h"
 #include "train/trainer.h"
+#include "train_helpers.h"
 #include "trainscope/profile.h"
 #include "trainscope/report.h"
 #include "trainscope/runner.h"
@@ -170,12 +171,7 @@ TEST(Protocol, ScheduleThatDoesNotFitWarnsAndHeadlineStaysUnprofiled) {
 }
 
 TEST(Protocol, TrainerEndsTheHeadlineBeforeTheFirstProfiledStep) {
-  DataConfig d;
-  d.format = "synthetic";
-  d.synthetic_train = 256;
-  d.synthetic_test = 32;
-  d.synthetic_size = 8;
-  auto w = make_workload(load_datasets(d, 5));
+  auto w = test::synthetic_workload(256, 32, 8);
   RunSpec s;
   s.run_id = "t";
   s.device = "cpu";

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "train/trainer.h"
+#include "train_helpers.h"
 #include "trainscope/error.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -84,12 +85,7 @@ TEST(StreamTrain, TrainsFromTheStreamAndRecordsThePipeline) {
 }
 
 TEST(StreamTrain, InMemoryRunsRecordTheirMode) {
-  DataConfig d;
-  d.format = "synthetic";
-  d.synthetic_train = 64;
-  d.synthetic_test = 16;
-  d.synthetic_size = 8;
-  auto w = make_workload(load_datasets(d, 5));
+  auto w = test::synthetic_workload(64, 16, 8);
   TrainHooks hooks;
   auto r = train_run(spec(1), w, hooks);
   ASSERT_TRUE(r.input_pipeline);

@@ -4,22 +4,16 @@
 #include <fstream>
 
 #include "train/trainer.h"
+#include "train_helpers.h"
 #include "trainscope/error.h"
 #include "trainscope/runner.h"
 
 using namespace trainscope;
 namespace fs = std::filesystem;
 
-namespace {
+using test::synthetic_workload;
 
-Workload synthetic_workload(int64_t n_train = 1024, int64_t n_test = 256) {
-  DataConfig d;
-  d.format = "synthetic";
-  d.synthetic_train = n_train;
-  d.synthetic_test = n_test;
-  d.synthetic_size = 16;
-  return make_workload(load_datasets(d, 5));
-}
+namespace {
 
 RunSpec spec(const std::string& model, int64_t batch, int64_t epochs) {
   RunSpec s;
@@ -53,7 +47,7 @@ MatrixConfig small_matrix(const std::string& name) {
 }  // namespace
 
 TEST(Trainer, LossFallsAndAccuracyRisesOnSynthetic) {
-  auto w = synthetic_workload();
+  auto w = synthetic_workload(1024, 256);
   TrainHooks hooks;
   auto r = train_run(spec("mlp", 32, 3), w, hooks);
   ASSERT_EQ(r.status, RunStatus::kOk);
@@ -84,7 +78,7 @@ TEST(Trainer, PhasesSumToStepWallTime) {
 }
 
 TEST(Trainer, MaxStepsStopsEarlyAndEstimates) {
-  auto w = synthetic_workload();
+  auto w = synthetic_workload(1024, 256);
   TrainHooks hooks;
   auto s = spec("mlp", 32, 5);
   s.train.max_steps = 10;
@@ -110,7 +104,7 @@ TEST(Trainer, TooShortRunSaysWhyThroughputIsAbsent) {
 }
 
 TEST(Trainer, NanLossFailsWithStep) {
-  auto w = synthetic_workload();
+  auto w = synthetic_workload(1024, 256);
   TrainHooks hooks;
   auto s = spec("mlp", 32, 1);
   s.train.inject_nan_at_step = 4;

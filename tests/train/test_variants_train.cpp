@@ -9,6 +9,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
+#include "train_helpers.h"
 #include "train/variant_exec.h"
 #include "trainscope/error.h"
 #include "trainscope/runner.h"
@@ -16,16 +17,9 @@
 using namespace trainscope;
 namespace fs = std::filesystem;
 
-namespace {
+using test::synthetic_workload;
 
-Workload synthetic_workload(int64_t n_train = 512, int64_t n_test = 256) {
-  DataConfig d;
-  d.format = "synthetic";
-  d.synthetic_train = n_train;
-  d.synthetic_test = n_test;
-  d.synthetic_size = 16;
-  return make_workload(load_datasets(d, 5));
-}
+namespace {
 
 RunSpec spec(const std::string& model, const std::string& variant, int64_t epochs = 1) {
   RunSpec s;
@@ -130,7 +124,7 @@ TEST(VariantExec, ChannelsLastConvertsConvKernelsAndForwardGivesFloatLogits) {
 }
 
 TEST(TrainerVariants, Bf16AndChannelsLastTrainOnTheCpuAndRecordTheVariant) {
-  auto w = synthetic_workload();
+  auto w = synthetic_workload(512, 256);
   TrainHooks hooks;
   for (const char* v : {"bf16", "channels_last", "bf16+channels_last"}) {
     auto r = train_run(spec("cnn", v, 2), w, hooks);
@@ -148,7 +142,7 @@ TEST(TrainerVariants, Bf16AndChannelsLastTrainOnTheCpuAndRecordTheVariant) {
 }
 
 TEST(TrainerVariants, ForcedGraphCaptureOnACpuBuildRecordsTheReasonAndTrainsEagerly) {
-  auto w = synthetic_workload();
+  auto w = synthetic_workload(512, 256);
   TrainHooks hooks;
   auto s = spec("mlp", "graphs");
   s.train.force_graph_capture = true;
