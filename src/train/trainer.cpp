@@ -190,8 +190,10 @@ class TrainLoop {
   int64_t global_step_ = 0;
   double train_time_ = 0, eval_time_total_ = 0;
   // The last --eval-every-steps evaluation: an epoch that ends at that step reuses it (same weights).
-  int64_t mid_eval_step_ = -1;
-  double mid_eval_acc_ = 0, mid_eval_loss_ = 0, mid_eval_s_ = 0;
+  struct Evaluation {
+    int64_t step = -1;  // global step it was taken at
+    double accuracy_pct = 0, loss = 0, seconds = 0;
+  } mid_eval_;
   Clock::time_point train_start_;
   bool stop_ = false;
 
@@ -590,21 +592,19 @@ void TrainLoop::finish_epoch(EpochState& e) {
 
 void TrainLoop::evaluate_epoch(EpochRecord& er) {
   if (r_.status == RunStatus::kInterrupted) return;
-  if (mid_eval_step_ == global_step_) {  // evaluated at this very step already: not twice
-    er.eval_time_s = mid_eval_s_;
-    er.test_accuracy_pct = mid_eval_acc_;
-    er.test_loss = mid_eval_loss_;
-    r_.test_accuracy_pct = mid_eval_acc_;
-    return;
+  const bool reuse = mid_eval_.step == global_step_;  // evaluated at this very step already: not twice
+  Evaluation ev = mid_eval_;
+  if (!reuse) {
+    const auto e0 = Clock::now();
+    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+    ev.seconds = seconds(e0, Clock::now());
+    eval_time_total_ += ev.seconds;
   }
-  const auto e0 = Clock::now();
-  auto [acc, tl] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
-  er.eval_time_s = seconds(e0, Clock::now());
-  eval_time_total_ += er.eval_time_s;
-  er.test_accuracy_pct = acc;
-  er.test_loss = tl;
-  r_.test_accuracy_pct = acc;
-  check_target(acc, train_time_, er.end_ns);
+  er.eval_time_s = ev.seconds;
+  er.test_accuracy_pct = ev.accuracy_pct;
+  er.test_loss = ev.loss;
+  r_.test_accuracy_pct = ev.accuracy_pct;
+  if (!reuse) check_target(ev.accuracy_pct, train_time_, er.end_ns);
 }
 
 // --eval-every-steps N with a target: the test set every N steps; the evaluation is outside the
@@ -620,10 +620,7 @@ void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
   const auto t1 = Clock::now();
   epoch_paused_s_ += seconds(t0, t1);
   eval_time_total_ += seconds(t0, t1);
-  mid_eval_step_ = global_step_;
-  mid_eval_acc_ = acc;
-  mid_eval_loss_ = loss;
-  mid_eval_s_ = seconds(t0, t1);
+  mid_eval_ = {global_step_, acc, loss, seconds(t0, t1)};
   if (was_open) {
     segment_start_ = t1;
     headline_open_ = true;
