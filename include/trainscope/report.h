@@ -189,6 +189,9 @@ struct BatchScaling {
   std::string host, device, model;
   std::vector<int64_t> batch_sizes;
   std::vector<std::optional<double>> samples_per_s, test_accuracy_pct;
+  /// Why a batch has no samples/s: "failed" (its runs failed) or "no steady steps" (its runs
+  /// finished, every step inside the warm-up); "" when measured.
+  std::vector<std::string> absent;
   std::optional<int64_t> saturation_batch;
   std::string stop_reason;  // "" when the measured batches still rose at the largest one
 };

@@ -145,10 +145,10 @@ Table hosts_table(const HostComparison& h) {
 }
 
 std::string scaling_line(const BatchScaling& s, bool multi_host) {
-  std::string v = fmt::format("`{}` on {}{}: ", s.model, s.device, multi_host ? " (" + s.host + ")" : "");
+  std::string v = fmt::format("`{}` on {}{}, samples/s: ", s.model, s.device, multi_host ? " (" + s.host + ")" : "");
   for (size_t i = 0; i < s.batch_sizes.size(); ++i)
-    v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i], s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "failed");
-  v += " samples/s";
+    v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i],
+                     s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "— (" + s.absent[i] + ")");
   if (s.saturation_batch) v += fmt::format("; saturation point b{}", *s.saturation_batch);
   v += s.stop_reason.empty() ? " (throughput still rose at the largest batch measured)" : "; " + s.stop_reason;
   return v;

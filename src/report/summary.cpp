@@ -57,6 +57,10 @@ void build_batch_scaling(const ReportInput& in, const AdviceThresholds& t, Analy
       p.batch_size = c->batch_size;
       if (c->samples_per_s.ok()) p.samples_per_s = c->samples_per_s.median;
       failures_of(in, *c, p);
+      // Runs that finished with every step inside the warm-up: the sweep rule's data-set stop.
+      p.too_few_steps = !p.samples_per_s && c->runs_ok > 0;
+      if (p.too_few_steps && p.failure.empty()) p.failure = "every step inside the warm-up";
+      s.absent.push_back(p.samples_per_s ? "" : p.too_few_steps ? "no steady steps" : "failed");
       points.push_back(p);
       s.batch_sizes.push_back(c->batch_size);
       s.samples_per_s.push_back(p.samples_per_s);

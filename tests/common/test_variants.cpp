@@ -301,3 +301,19 @@ TEST(VariantAdvice, SummaryNamesEachCellsEpochsWhenTheyDiffer) {
   EXPECT_NE(md.find("time, energy for 1 epochs"), std::string::npos) << md;
   EXPECT_EQ(md.find("epoch(s)"), std::string::npos) << md;
 }
+
+// Found by a new user: a batch whose runs finished ok with every step inside the warm-up read
+// "b128 failed" in the report's batch scaling while the table said ok.
+TEST(VariantAdvice, BatchScalingSaysNoSteadyStepsNotFailed) {
+  ReportInput in;
+  RunRecord small = ok_run("cpu", "mlp", 64, "eager", 7761), big = ok_run("cpu", "mlp", 128, "eager", 0);
+  big.steady_samples_per_s.reset();  // ok, but no step after the warm-up
+  in.runs = {small, big};
+  const Analysis a = analyze(in);
+  ASSERT_EQ(a.batch_scaling.size(), 1u);
+  EXPECT_EQ(a.batch_scaling[0].absent, (std::vector<std::string>{"", "no steady steps"}));
+  const std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find("b64 7761, b128 — (no steady steps)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("(failed)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("batch 128 failed"), std::string::npos) << md;
+}
