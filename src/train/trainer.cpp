@@ -226,7 +226,10 @@ void TrainLoop::describe_run() {
   r_.start_ns = ns_since(spec_.origin, Clock::now());
   variant_ = parse_variant(spec_.variant, "the run's variant");
   r_.variant = variant_.name();
-  if (cfg_.target_accuracy_pct > 0) r_.time_to_accuracy = TimeToAccuracy{.target_pct = cfg_.target_accuracy_pct};
+  if (cfg_.target_accuracy_pct > 0) {
+    r_.time_to_accuracy.emplace();
+    r_.time_to_accuracy->target_pct = cfg_.target_accuracy_pct;
+  }
 }
 
 void TrainLoop::set_up() {
