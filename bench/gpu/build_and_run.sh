@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu self-cpu telecost tboard graphs variants ddp1 stream; see each below)
+#   self-gpu self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -85,18 +85,27 @@ for stage in "$@"; do
         timeout 120 $B/graph_bench infer --device cuda:0 --models cnn,resnet18 --pairs 3 --budget 2
       } 2>&1 | tee "$OUT/graphs.log";;
     variants)
-      # issue 14: every variant in one trainscope process (MFU in results.json), then the same
-      # variants through trainscope and Python side by side, then the default job with graphs
-      { timeout 150 $TS run --data $DATA -d cuda:0 -m mlp,cnn,resnet18 -b 64,128 --variants eager,bf16,graphs,graphs+bf16 \
-          --max-steps 300 --no-inference --no-profile --out /tmp/runs --name variants --no-progress 2>&1 | tail -45
+      # issue 14: every variant in one trainscope process (MFU in results.json)
+      { timeout 260 $TS run --data $DATA -d cuda:0 -m mlp,cnn,resnet18 -b 64,128 \
+          --variants eager,bf16,graphs,graphs+bf16,graphs+bf16+channels_last --max-steps 200 --limit-test 2000 \
+          --no-inference --no-profile --out /tmp/runs --name variants --no-progress 2>&1 | tail -45
         python3 bench/gpu/summarize_variants.py /tmp/runs/variants/results.json
-        timeout 150 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cuda:0 --threads 16 \
-          --steps 300 --models mlp,cnn,resnet18 --batch-sizes 128 --variants eager,graphs+bf16 --data $DATA
-        timeout 120 $TS run --data $DATA --variants eager,graphs --max-steps 300 --limit-test 2000 --out /tmp/runs \
-          --name default-graphs --no-progress 2>&1 | tail -60
       } 2>&1 | tee "$OUT/variants.log"
-      cp /tmp/runs/variants/results.json "$OUT/variants-results.json" 2>/dev/null
+      cp /tmp/runs/variants/results.json "$OUT/variants-results.json" 2>/dev/null;;
+    vs-python)
+      # issue 14: the same variants through trainscope and Python side by side, one invocation
+      timeout 240 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cuda:0 --threads 16 \
+        --steps 300 --models mlp,cnn,resnet18 --batch-sizes 128 --variants eager,graphs+bf16,graphs+bf16+channels_last \
+        --data $DATA 2>&1 | tee "$OUT/vs-python.log";;
+    default-graphs)
+      # issue 14: the default job with graphs, and the "simple network" verdict per variant
+      timeout 150 $TS run --data $DATA --variants eager,graphs --max-steps 300 --limit-test 2000 --out /tmp/runs \
+        --name default-graphs --no-progress 2>&1 | tail -60 | tee "$OUT/default-graphs.log"
       cp /tmp/runs/default-graphs/report.md "$OUT/default-graphs-report.md" 2>/dev/null;;
+    self-cnn)
+      # issue 13's closest cell with more pairs
+      TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \
+        2>&1 | tee "$OUT/self-cnn.log";;
     ddp1)
       # issue 15 on the one-GPU host: a world-size-1 NCCL run through the data-parallel path, with
       # the rank environment set by hand (rank 0 hosts the store) and started by torchrun
