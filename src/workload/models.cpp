@@ -82,9 +82,16 @@ struct BasicBlockImpl : nn::Module {
 };
 TORCH_MODULE(BasicBlock);
 
+// Inputs at least this many pixels on their shorter side get torchvision's ImageNet stem (7x7
+// stride-2 convolution, 3x3 stride-2 max-pool: 224 px reaches layer1 at 56 px); smaller ones the
+// CIFAR stem (3x3 stride 1, no pool), which keeps 28-32 px images from shrinking to 7-8 px before
+// layer1. Source: He et al. 2016 (arXiv 1512.03385), Table 1 and section 4.2; docs/workloads.md.
+constexpr int64_t kImageNetStemMinSide = 64;
+
 struct ResNet18Impl : nn::Module {
-  ResNet18Impl(int64_t c, int64_t classes) {
-    stem = register_module("stem", nn::Conv2d(nn::Conv2dOptions(c, 64, 3).stride(1).padding(1).bias(false)));
+  ResNet18Impl(int64_t c, int64_t h, int64_t w, int64_t classes) : imagenet_stem(std::min(h, w) >= kImageNetStemMinSide) {
+    const int64_t k = imagenet_stem ? 7 : 3;
+    stem = register_module("stem", nn::Conv2d(nn::Conv2dOptions(c, 64, k).stride(imagenet_stem ? 2 : 1).padding(k / 2).bias(false)));
     bn = register_module("bn", nn::BatchNorm2d(64));
     int64_t in = 64;
     const int64_t widths[4] = {64, 128, 256, 512};
@@ -101,10 +108,12 @@ struct ResNet18Impl : nn::Module {
   }
   torch::Tensor forward(torch::Tensor x) {
     x = torch::relu(bn(stem(x)));
+    if (imagenet_stem) x = torch::max_pool2d(x, 3, 2, 1);
     for (auto& l : layers) x = l->forward(x);
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc(x);
   }
+  bool imagenet_stem;
   nn::Conv2d stem{nullptr};
   nn::BatchNorm2d bn{nullptr};
   std::vector<nn::Sequential> layers;
@@ -251,7 +260,7 @@ std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h,
     if (h < 4 || w < 4) throw_error(ErrorKind::kModel, fmt::format("cnn needs inputs of at least 4x4, got {}x{}", h, w));
     return std::make_unique<NativeModel<Cnn>>(name, [=] { return Cnn(c, h, w, classes); });
   }
-  if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, classes); });
+  if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, h, w, classes); });
   if (name == "vgg11") return std::make_unique<NativeModel<Vgg11>>(name, [=] { return Vgg11(c, h, w, classes); });
   if (is_torchscript_path(name)) return std::make_unique<ScriptModel>(name);
   throw_error(ErrorKind::kModel, fmt::format("unknown model '{}'; use one of mlp, cnn, resnet18, vgg11, or the path of "

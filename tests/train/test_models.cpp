@@ -46,6 +46,18 @@ TEST(Models, ForwardFlopsFromShapes) {
   EXPECT_NEAR(*count_forward_flops(*rn, 3, 32, 32) / 1e9, 1.11, 0.03);
 }
 
+// From 64 px the ImageNet stem applies: torchvision's resnet18 is 1.81 G multiply-adds at 224x224
+// (He et al. 2016, Table 1), i.e. 3.6 GFLOPs; the CIFAR stem would cost 49x the 32 px figure.
+TEST(Models, Resnet18UsesTheImageNetStemFromSixtyFourPixels) {
+  auto big = make_model("resnet18", 3, 224, 224, 10);
+  EXPECT_NEAR(*count_forward_flops(*big, 3, 224, 224) / 1e9, 3.63, 0.08);
+  EXPECT_EQ(big->parameter_count(), make_model("resnet18", 3, 32, 32, 10)->parameter_count() + 64 * 3 * (49 - 9));
+  auto out = big->forward(torch::randn({2, 3, 224, 224}));
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 10}));
+  auto edge = make_model("resnet18", 1, 63, 100, 10);  // shorter side under 64: CIFAR stem
+  EXPECT_EQ(edge->parameter_count(), make_model("resnet18", 1, 28, 28, 10)->parameter_count());
+}
+
 TEST(Models, UnknownNameIsModelError) {
   try {
     make_model("resnet19", 1, 28, 28, 10);
