@@ -35,6 +35,24 @@ class CapturedTrainStep {
   /// replay): the mean cross-entropy loss (scalar) and the logits (B x classes).
   virtual const torch::Tensor& loss() const = 0;
   virtual const torch::Tensor& logits() const = 0;
+  /// Captured with a ResidentSet: the B int64 indices (into the resident set) the next replay
+  /// gathers its batch from; fill it (copy_ from a device tensor) instead of static_x/static_y.
+  /// Otherwise nullptr.
+  virtual torch::Tensor* static_index() = 0;
+  /// Every replay adds its batch's summed loss (B x the mean loss) and its count of correctly
+  /// classified samples (argmax of the logits == y) to sums inside the graph, so the caller
+  /// launches nothing per step for its training-loss and -accuracy figures. Adds those sums since
+  /// the last call to loss_sum (float32 scalar) and correct (int64 scalar), both on the graph's
+  /// device, and zeroes them (a few launches; call once per epoch).
+  virtual void drain_sums(torch::Tensor& loss_sum, torch::Tensor& correct) = 0;
+};
+
+/// A training set resident on the device (N x C x H x W float32 and N int64 labels) and the B
+/// int64 indices (on the device) of the warm-up batch taken from it. A step captured with one
+/// gathers its own batch (index_select into its static buffers), so a replay costs one copy of B
+/// indices instead of a gather and two copies (docs/variants.md#cuda-graphs).
+struct ResidentSet {
+  torch::Tensor x, y, warm_index;
 };
 
 /// What capture_train_step produced: a step, or no step and the reason (recorded in the run
@@ -72,8 +90,11 @@ using StepForward = std::function<torch::Tensor(const torch::Tensor& x)>;
 /// memory the graph uses. Memory: the graph's private pool holds the activations, gradients and
 /// outputs of one step for as long as the returned step lives; destroying the step waits for
 /// the device to finish its replays.
+/// `resident`: optional; with it the graph gathers its batch from the resident set (warm_x/warm_y
+/// must then be that set's rows at resident->warm_index).
 CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepForward& forward,
                                   const torch::Tensor& warm_x, const torch::Tensor& warm_y,
-                                  const torch::Device& device, int warmup_steps = 3);
+                                  const torch::Device& device, int warmup_steps = 3,
+                                  const ResidentSet* resident = nullptr);
 
 }  // namespace trainscope

@@ -70,10 +70,22 @@ class GraphTrainStep final : public CapturedTrainStep {
   void replay() override { graph_->replay(); }
   const torch::Tensor& loss() const override { return loss_; }
   const torch::Tensor& logits() const override { return logits_; }
+  torch::Tensor* static_index() override { return index_.defined() ? &index_ : nullptr; }
+  void drain_sums(torch::Tensor& loss_sum, torch::Tensor& correct) override {
+    loss_sum.add_(loss_sum_.to(loss_sum.scalar_type()));
+    correct.add_(correct_.to(correct.scalar_type()));
+    torch::NoGradGuard ng;
+    sums_.zero_();
+  }
 
   // Declared first so it is destroyed last, after the pool tensors below went back to its pool.
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
   torch::Tensor x_, y_, loss_, logits_;
+  torch::Tensor index_;         // defined when the graph gathers from a ResidentSet
+  torch::Tensor data_x_, data_y_;  // that set
+  // The replays' sums: one float64 buffer of two elements (summed loss, correct count) and its
+  // two views, zeroed by one launch in drain_sums.
+  torch::Tensor sums_, loss_sum_, correct_;
 
  private:
   c10::DeviceIndex dev_;
@@ -102,10 +114,19 @@ std::string capture_into(GraphTrainStep& s, StepOptimizer& opt, const StepForwar
     return "CUDA graph capture could not begin: " + why;
   }
   try {
+    if (s.index_.defined()) {  // the batch's gather, inside the graph
+      at::index_select_out(s.x_, s.data_x_, 0, s.index_);
+      at::index_select_out(s.y_, s.data_y_, 0, s.index_);
+    }
     auto logits = forward(s.x_);
     auto loss = torch::nn::functional::cross_entropy(logits, s.y_);
     loss.backward();
     opt.step();
+    {
+      torch::NoGradGuard ng;
+      s.loss_sum_.add_(loss.detach().to(torch::kDouble) * static_cast<double>(s.x_.size(0)));
+      s.correct_.add_(logits.detach().argmax(1).eq(s.y_).sum().to(torch::kDouble));
+    }
     s.graph_->capture_end();
     s.loss_ = loss.detach();
     s.logits_ = logits.detach();
@@ -141,7 +162,7 @@ std::string capture_precondition(const StepOptimizer& opt, const torch::Tensor& 
 
 CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepForward& forward,
                                   const torch::Tensor& warm_x, const torch::Tensor& warm_y,
-                                  const torch::Device& device, int warmup_steps) {
+                                  const torch::Device& device, int warmup_steps, const ResidentSet* resident) {
   (void)model;  // the step reaches the model through `forward` and the optimizer's parameters
   CaptureOutcome out;
   // "cuda" means the current CUDA device: name it, so it compares equal to the batch's device.
@@ -154,6 +175,14 @@ CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepFo
   auto step = std::make_unique<GraphTrainStep>(dev);
   step->x_ = warm_x.clone();  // static buffers, allocated on the caller's stream
   step->y_ = warm_y.clone();
+  step->sums_ = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(where));
+  step->loss_sum_ = step->sums_.select(0, 0);
+  step->correct_ = step->sums_.select(0, 1);
+  if (resident) {
+    step->index_ = resident->warm_index.clone();
+    step->data_x_ = resident->x;
+    step->data_y_ = resident->y;
+  }
   auto caller = at::cuda::getCurrentCUDAStream(dev);
   auto side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, dev);
   stream_wait(caller, side);

@@ -4,7 +4,7 @@
 namespace trainscope {
 
 CaptureOutcome capture_train_step(Model&, StepOptimizer&, const StepForward&, const torch::Tensor&,
-                                  const torch::Tensor&, const torch::Device&, int) {
+                                  const torch::Tensor&, const torch::Device&, int, const ResidentSet*) {
   CaptureOutcome out;
   out.fallback_reason = kNoCudaBuildReason;
   return out;

@@ -135,7 +135,7 @@ class TrainLoop {
   std::pair<torch::Tensor, torch::Tensor> eager_compute(const torch::Tensor& x, const torch::Tensor& y, int64_t s,
                                                         Clock::time_point* hm);
   void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* hm);
-  void try_capture(const torch::Tensor& x, const torch::Tensor& y);
+  void try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s);
   void phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm);
   // --target-accuracy (docs/variants.md#time-to-accuracy)
   void maybe_evaluate_mid_epoch(EpochState& e);
@@ -360,10 +360,16 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
   torch::Tensor bx, by;  // from the batch source, or device tensors when the data set is resident
   int64_t m = std::min(B_, n_ - s * B_);
+  bool filled = false;  // this step's batch is in the graph's static buffers (or it gathers it)
   if (resident_) {
     auto idx = dev_perm_.narrow(0, s * B_, m);
-    bx = dev_x_.index_select(0, idx);
-    by = dev_y_.index_select(0, idx);
+    if (graph_ && m == B_ && graph_->static_index()) {
+      graph_->static_index()->copy_(idx, /*non_blocking=*/true);  // the replay gathers the batch
+      filled = true;
+    } else {
+      bx = dev_x_.index_select(0, idx);
+      by = dev_y_.index_select(0, idx);
+    }
   } else {
     if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
     std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * B_, m);
@@ -373,22 +379,20 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   Clock::time_point hm[PhaseClock::kMarks];
   hm[0] = t_data;
   clock_->mark(s, 0);
-  bool filled = false;  // the capture left this batch in the static buffers
   if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == B_) {
-    try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by);
+    try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by, s);
     filled = graph_ != nullptr;
   }
-  torch::Tensor loss, logits, y;
+  torch::Tensor loss;
   replayed_ = graph_ && m == B_;
   if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
     graph_compute(bx, by, filled, s, hm);
-    loss = graph_->loss(), logits = graph_->logits(), y = graph_->static_y();
+    loss = graph_->loss();  // the replay added its loss and accuracy sums inside the graph
   } else {
     auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
-    y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
+    auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
+    torch::Tensor logits;
     std::tie(loss, logits) = eager_compute(x, y, s, hm);
-  }
-  {
     torch::NoGradGuard ng;
     e.loss_sum += loss.detach() * static_cast<double>(m);
     e.correct += logits.detach().argmax(1).eq(y).sum();
@@ -454,9 +458,11 @@ void TrainLoop::graph_compute(const torch::Tensor& bx, const torch::Tensor& by, 
 
 // Captures the training step with this step's batch (graph_step.h). Its warm-up steps train the
 // model on that batch (noted); a failed capture leaves the run eager with the reason recorded.
-void TrainLoop::try_capture(const torch::Tensor& x, const torch::Tensor& y) {
+void TrainLoop::try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s) {
   constexpr int kCaptureWarmup = 3;  // PyTorch's recipe (graph_step.h)
-  CaptureOutcome out = capture_train_step(*model_, *opt_, forward_, x, y, dev_, kCaptureWarmup);
+  std::optional<ResidentSet> set;  // a resident training set: the graph gathers its own batches
+  if (resident_) set = ResidentSet{dev_x_, dev_y_, dev_perm_.narrow(0, s * B_, B_)};
+  CaptureOutcome out = capture_train_step(*model_, *opt_, forward_, x, y, dev_, kCaptureWarmup, set ? &*set : nullptr);
   if (out.step) {
     graph_ = std::move(out.step);
     r_.notes.push_back(fmt::format("CUDA graph captured at step {}: its {} warm-up steps trained on that step's batch "
@@ -573,6 +579,7 @@ void TrainLoop::finish_epoch(EpochState& e) {
   er.samples = e.samples;
   er.profiled_steps = e.profiled_steps;
   const double denom = static_cast<double>(std::max<int64_t>(e.samples, 1));
+  if (graph_) graph_->drain_sums(e.loss_sum, e.correct);  // the replays' sums (graph_step.h)
   er.train_loss = e.loss_sum.item<double>() / denom;
   er.train_accuracy_pct = 100.0 * static_cast<double>(e.correct.item<int64_t>()) / denom;
   er.epoch_time_s = epoch_time;
