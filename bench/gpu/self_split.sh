@@ -7,11 +7,10 @@ OUTD=$(mktemp -d); trap 'rm -rf "$OUTD"' EXIT
 declare -A modes=(
   [off]="--no-telemetry --no-profile --no-inference"
   [telemetry]="--no-profile --no-inference"
-  [telemetry_no_nvml]="--no-profile --no-inference --nvml-library="
   [profile]="--no-telemetry --no-inference"
   [default]=""
 )
-order=(off telemetry telemetry_no_nvml profile default)
+order=(off telemetry profile default)
 for i in $(seq "$N"); do
   for m in "${order[@]}"; do
     # shellcheck disable=SC2086
@@ -23,7 +22,8 @@ done | python3 -c "
 import sys,statistics,collections
 d=collections.defaultdict(list)
 for l in sys.stdin:
-    k,v=l.split(); d[k].append(float(v))
+    k,v=l.split()
+    if v not in ('nan','None'): d[k].append(float(v))
 off=statistics.median(d['off'])
 for k,v in d.items(): print(f'{k:18s} median {statistics.median(v):9.0f}  ratio to off {statistics.median(v)/off:.3f}  runs {[round(x) for x in v]}')
 "
