@@ -7,10 +7,11 @@ OUTD=$(mktemp -d); trap 'rm -rf "$OUTD"' EXIT
 declare -A modes=(
   [off]="--no-telemetry --no-profile --no-inference"
   [telemetry]="--no-profile --no-inference"
+  [telemetry_slow_off]="--no-profile --no-inference --telemetry-slow-interval 3600"
   [profile]="--no-telemetry --no-inference"
   [default]=""
 )
-order=(off telemetry profile default)
+read -r -a order <<<"${ORDER:-off telemetry profile default}"
 for i in $(seq "$N"); do
   for m in "${order[@]}"; do
     # shellcheck disable=SC2086

@@ -187,6 +187,12 @@ void add_telemetry(std::vector<Setting>& t) {
                .help = "telemetry sampling period", .unit = "s", .range = {.min = 0.001, .max = 1},
                .note = "1 .. 1000 Hz", .field = TS_FIELD(telemetry.interval_s), .applies = when_telemetry,
                .applies_text = "telemetry.enabled"});
+  t.push_back({.key = "telemetry.slow_interval_s", .flag = "--telemetry-slow-interval",
+               .noun = "telemetry slow-field interval",
+               .help = "period of NVML's slow fields: the energy counter (~4 ms per call) and PCIe throughput (~21 ms per call, "
+                       "docs/telemetry.md)",
+               .unit = "s", .range = {.min = 0.001, .max = 3600}, .note = "raised to the sampling period when below it",
+               .field = TS_FIELD(telemetry.slow_interval_s), .applies = when_telemetry, .applies_text = "telemetry.enabled"});
   t.push_back({.key = "telemetry.nvml_library", .flag = "--nvml-library", .help = "NVML library to dlopen (name or path)",
                .note = "\"\" disables NVML", .field = TS_FIELD(telemetry.nvml_library)});
   t.push_back({.key = "telemetry.proc_root", .flag = "--proc-root",

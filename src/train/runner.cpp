@@ -309,6 +309,7 @@ void Matrix::start_telemetry() {
   try {
     TelemetryOptions to;
     to.interval_s = cfg_.telemetry.interval_s;
+    to.slow_interval_s = cfg_.telemetry.slow_interval_s;
     to.nvml_library = cfg_.telemetry.nvml_library;
     to.proc_root = cfg_.telemetry.proc_root;
     to.sys_root = cfg_.telemetry.sys_root;
