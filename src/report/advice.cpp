@@ -316,7 +316,12 @@ void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
       continue;
     const double share = 100.0 * r.phases->data_ms / r.phases->step_ms;
     if (share < t.data_share_pct) continue;
-    const double compute_ms = std::max(r.phases->step_ms - r.phases->data_ms, 1e-3);
+    // A step cannot be faster than the host's own part of it (step - data) nor the device's
+    // (h2d + forward + backward + optimizer: on a GPU timed by CUDA events, which exclude the
+    // wait for data; the host part alone would overstate a GPU that catches up during the wait).
+    const auto& ph = *r.phases;
+    const double device_ms = ph.h2d_ms + ph.forward_ms + ph.backward_ms + ph.optimizer_ms;
+    const double compute_ms = std::max({ph.step_ms - ph.data_ms, device_ms, 1e-3});
     const double device_rate = static_cast<double>(r.batch_size) * 1000.0 / compute_ms;  // samples/s without waiting
     const double rate = *p->decode_per_s_per_worker;
     const auto need = static_cast<int64_t>(std::ceil(device_rate / rate));

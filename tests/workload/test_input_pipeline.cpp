@@ -413,6 +413,19 @@ TEST(StreamAdvice, CitesDecodeRateAndWorkersNeeded) {
   EXPECT_TRUE(fired(analyze(fast), "stream_input").empty());
 }
 
+// On a GPU the device's own time (CUDA-event phases) bounds the rate when it exceeds the host's
+// non-data time: 128 samples in 64 ms of device work = 2000 samples/s: 4 workers, not 7.
+TEST(StreamAdvice, DeviceTimeBoundsTheRateTheWorkersMustFeed) {
+  auto in = streamed_fixture(64);
+  for (auto& r : in.runs)
+    if (r.input_pipeline) r.phases->forward_ms = 20, r.phases->backward_ms = 40, r.phases->optimizer_ms = 4;
+  auto a = analyze(in);
+  auto v = fired(a, "stream_input");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0]->advice.find("--data-workers 4"), std::string::npos) << v[0]->advice;
+  EXPECT_NE(v[0]->evidence.find("2000 samples/s when not waiting"), std::string::npos) << v[0]->evidence;
+}
+
 TEST(StreamAdvice, ConsoleLineForStreamedRunsOnly) {
   auto in = streamed_fixture(8);
   int lines = 0;
