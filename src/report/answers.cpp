@@ -43,6 +43,17 @@ struct Reasons {
   std::string no_gpu, nvml, rapl, hwmon;
 };
 
+// Why a GPU cell has no SM activity: when another cell on the same device has it, GPM works
+// there and this cell's training window held too few GPM samples (two are needed, one
+// sampling period apart); otherwise GPM is not available.
+std::string sm_activity_absent(const Analysis& a, const Cell& c) {
+  const bool gpm_works = std::any_of(a.cells.begin(), a.cells.end(),
+                                     [&](const Cell& o) { return o.device == c.device && o.sm_activity_pct_mean.ok(); });
+  return gpm_works ? ", SM activity not measured (too few NVML GPM samples in this cell's training window: the run "
+                     "was too short)"
+                   : ", SM activity not measured (needs NVML GPM, Hopper or newer)";
+}
+
 Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) {
   // ---- RQ1 utilisation
   Answer q1{"RQ1", "How busy are the CPU and the GPU while training, and how does the batch size change it?", {}};
@@ -60,7 +71,7 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
         s += fmt::format(", SM activity {} (share of SMs with work; the truer measure of how full the GPU is)",
                          pct(c.sm_activity_pct_mean.median));
       else
-        s += ", SM activity not measured (needs NVML GPM, Hopper or newer)";
+        s += sm_activity_absent(a, c);
       if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
       q1.sentences.push_back(s + ".");
     } else {

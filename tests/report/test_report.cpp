@@ -130,6 +130,25 @@ TEST(ReportAnalysis, AnswersSayTheNumbers) {
   EXPECT_NE(rq1.find("SM activity 20.0 %"), std::string::npos) << rq1;
 }
 
+// A GPU cell without SM activity while another cell on the same GPU has it: the run was too short
+// for two GPM samples, not a GPU without GPM.
+TEST(ReportAnalysis, MissingSmActivityOnAGpuWithGpmSaysTheRunWasTooShort) {
+  auto in = load_run_folder(kStudy);
+  std::string dropped_for;
+  for (auto& r : in.runs)
+    if (r.device != "cpu" && r.telemetry && r.telemetry->headline.sm_activity_pct_mean && dropped_for.empty()) {
+      dropped_for = r.model + " at batch " + std::to_string(r.batch_size) + " on " + r.device;
+      for (auto& o : in.runs)  // every repeat of that cell
+        if (o.device == r.device && o.model == r.model && o.batch_size == r.batch_size && o.telemetry)
+          o.telemetry->headline.sm_activity_pct_mean.reset();
+    }
+  ASSERT_FALSE(dropped_for.empty());
+  std::string rq1 = all_sentences(analyze(in), "RQ1");
+  EXPECT_NE(rq1.find("too few NVML GPM samples"), std::string::npos) << rq1;
+  EXPECT_NE(rq1.find("SM activity 20.0 %"), std::string::npos) << rq1;  // the other cells keep theirs
+  EXPECT_EQ(rq1.find("needs NVML GPM"), std::string::npos) << rq1;
+}
+
 TEST(ReportAnalysis, CpuOnlyDataSaysWhyThereIsNoGpuNumber) {
   auto in = load_run_folder(kStudy);
   std::erase_if(in.runs, [](const RunRecord& r) { return r.device != "cpu"; });
