@@ -44,5 +44,12 @@ std::string format_rank_table(const RunRecord& r) {
   return out;
 }
 
+bool is_scaling_baseline(const RunRecord& candidate, const RunRecord& run) {
+  const auto& b = candidate;
+  return b.status == RunStatus::kOk && b.world_size == 1 && b.steady_samples_per_s && *b.steady_samples_per_s > 0 &&
+         b.model == run.model && b.batch_size == run.batch_size && b.variant == run.variant && b.dataset == run.dataset &&
+         (b.device == "cpu") == (run.device == "cpu");
+}
+
 }  // namespace dist
 }  // namespace trainscope

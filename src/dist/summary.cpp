@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "dist/context.h"
+#include "dist/rank_table.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/history.h"
@@ -80,12 +81,9 @@ void scaling_from_history(const std::string& db, const RunRecord& rec, Distribut
     HistoryDb h(db);
     for (const auto& row : h.list(500)) {  // newest first
       if (row.status != "ok" || row.model != rec.model || row.batch_size != rec.batch_size) continue;
-      if ((row.device == "cpu") != (rec.device == "cpu")) continue;
       auto in = h.load_run(row.id);
-      if (in.runs.empty()) continue;
+      if (in.runs.empty() || !is_scaling_baseline(in.runs.front(), rec)) continue;
       const RunRecord& b = in.runs.front();
-      if (b.world_size != 1 || b.dataset != rec.dataset || !b.steady_samples_per_s || *b.steady_samples_per_s <= 0)
-        continue;
       d.scaling_efficiency_pct =
           100.0 * *d.global_samples_per_s / (static_cast<double>(d.world_size) * *b.steady_samples_per_s);
       d.scaling_baseline = row.run_dir + ": " + row.run_id;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dist/env.h"
+#include "dist/rank_table.h"
 #include "trainscope/error.h"
 
 using namespace trainscope;
@@ -92,4 +93,28 @@ TEST(DistEnv, BadValuesNameTheVariable) {
   }
   EXPECT_THROW(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), Error);
   EXPECT_THROW(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}), Error);
+}
+
+// The scaling baseline of a data-parallel run is a one-process run of the same workload and
+// variant: a graphs run is not the baseline of an eager data-parallel run.
+TEST(DistScaling, BaselineMatchesModelBatchVariantDataAndDeviceKind) {
+  RunRecord run;
+  run.model = "cnn", run.batch_size = 128, run.variant = "eager", run.dataset = "fashion-mnist", run.device = "cuda:0";
+  run.world_size = 2;
+  RunRecord b = run;
+  b.world_size = 1, b.device = "cuda:1", b.status = RunStatus::kOk, b.steady_samples_per_s = 1000;
+  EXPECT_TRUE(dist::is_scaling_baseline(b, run));
+  auto differs = [&](auto change) {
+    RunRecord c = b;
+    change(c);
+    return !dist::is_scaling_baseline(c, run);
+  };
+  EXPECT_TRUE(differs([](RunRecord& c) { c.variant = "graphs+bf16"; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.model = "mlp"; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.batch_size = 64; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.dataset = "cifar10"; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.device = "cpu"; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.world_size = 2; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.status = RunStatus::kFailed; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.steady_samples_per_s.reset(); }));
 }
