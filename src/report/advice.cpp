@@ -276,18 +276,40 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
 // batch size cites its measured gain; on a GPU where only eager ran and the GPU waited (mean
 // utilisation below low_gpu_util_pct: launch-bound), the untried variants are suggested and said
 // to be unmeasured.
-void variant_gain(const ReportInput&, const AdviceThresholds& t, Analysis& a) {
+// Fewest headline steps of the ok runs of one cell (device, model, batch, variant); 0 without any.
+int64_t fewest_headline_steps(const ReportInput& in, const std::string& device, const std::string& model,
+                              int64_t batch, const std::string& variant) {
+  int64_t fewest = -1;
+  for (const auto& r : in.runs)
+    if (r.status == RunStatus::kOk && r.device == device && r.model == model && r.batch_size == batch &&
+        r.variant == variant)
+      fewest = fewest < 0 ? r.measurement.headline_steps : std::min(fewest, r.measurement.headline_steps);
+  return std::max<int64_t>(fewest, 0);
+}
+
+// A gain measured over fewer steady steps than this per run is stated but not recommended:
+// a steady rate from a handful of steps is mostly warm-up tail and timer noise.
+constexpr int64_t kMinHeadlineStepsForAdvice = 20;
+
+void variant_gain(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
   for (const auto& v : a.cells) {
     auto [model, variant] = split_model_variant(v.model);
     if (variant == "eager" || v.runs_ok == 0) continue;
     const Cell* e = find_cell(a.cells, v.device, model, v.batch_size);
     if (!e || !e->samples_per_s.ok() || !v.samples_per_s.ok() || !(e->samples_per_s.median > 0)) continue;
     const double gain = v.samples_per_s.median / e->samples_per_s.median;
+    const int64_t steps = std::min(fewest_headline_steps(in, v.device, model, v.batch_size, variant),
+                                   fewest_headline_steps(in, v.device, model, v.batch_size, "eager"));
+    const bool few = steps < kMinHeadlineStepsForAdvice;
+    const std::string action =
+        few ? fmt::format(" over only {} steady step(s) per run: measure with more steps (--max-steps) before choosing",
+                          steps)
+        : gain > 1 ? fmt::format("; train with --variants {}", variant)
+                   : std::string(" (slower than eager: keep eager)");
     add(a, "variant_gain", &v,
-        fmt::format("{}: {}× on {} for {} b{}, measured{}.", variant, fmt_num(gain), v.device, model, v.batch_size,
-                    gain > 1 ? fmt::format("; train with --variants {}", variant) : " (slower than eager: keep eager)"),
-        fmt::format("steady training throughput: {} {} vs eager {} samples/s", variant, fmt_stat(v.samples_per_s, "", 1),
-                    fmt_stat(e->samples_per_s, "", 1)));
+        fmt::format("{}: {}× on {} for {} b{}, measured{}.", variant, fmt_num(gain), v.device, model, v.batch_size, action),
+        fmt::format("steady training throughput: {} {} vs eager {} samples/s; fewest steady steps per run {}", variant,
+                    fmt_stat(v.samples_per_s, "", 1), fmt_stat(e->samples_per_s, "", 1), steps));
   }
   for (const auto& e : a.cells) {
     if (!is_gpu(e.device) || e.runs_ok == 0 || split_model_variant(e.model).second != "eager") continue;

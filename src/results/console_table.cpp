@@ -85,7 +85,9 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   }
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
   if (mfu) out += "MFU: 3 x forward FLOPs x samples/s over the device's dense peak for the variant's precision (docs/variants.md#mfu).\n";
-  if (any_est) out += "(est.): estimated from the measured steady-state rate; the run stopped early.\n";
+  if (any_est)
+    out += "(est.): estimated from the measured steady-state rate: the run stopped before the requested epochs, or an "
+           "epoch held profiled steps (their time is the profiler's, not the workload's).\n";
   if (any_part) out += "*: epoch time estimated from the steady-state rate (the epoch did not finish).\n";
   if (any_no_rate)
     out += "—: not measured; a run with no more steps than --warmup-steps has no steady-state rate (see notes in "

@@ -168,10 +168,25 @@ RunRecord ok_run(const std::string& device, const std::string& model, int64_t ba
   r.variant = variant;
   r.status = RunStatus::kOk;
   r.steady_samples_per_s = sps;
+  r.measurement.headline_steps = 100;
   return r;
 }
 
 }  // namespace
+
+// A gain from a handful of steady steps is stated, not recommended.
+TEST(VariantAdvice, GainFromFewSteadyStepsAsksForMoreSteps) {
+  ReportInput in;
+  in.runs = {ok_run("cpu", "cnn", 128, "eager", 100), ok_run("cpu", "cnn", 128, "bf16", 190)};
+  in.runs[1].measurement.headline_steps = 2;
+  const Analysis a = analyze(in);
+  const Advice* gain = nullptr;
+  for (const auto& x : a.advice)
+    if (x.rule == "variant_gain") gain = &x;
+  ASSERT_NE(gain, nullptr);
+  EXPECT_NE(gain->advice.find("over only 2 steady step(s) per run"), std::string::npos) << gain->advice;
+  EXPECT_EQ(gain->advice.find("train with --variants"), std::string::npos) << gain->advice;
+}
 
 TEST(VariantAdvice, MeasuredGainIsCitedAndUntriedVariantsAreUnmeasured) {
   ReportInput in;
