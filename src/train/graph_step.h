@@ -39,12 +39,12 @@ class CapturedTrainStep {
   /// gathers its batch from; fill it (copy_ from a device tensor) instead of static_x/static_y.
   /// Otherwise nullptr.
   virtual torch::Tensor* static_index() = 0;
-  /// Every replay adds its batch's summed loss (B x the mean loss) and its count of correctly
-  /// classified samples (argmax of the logits == y) to sums inside the graph, so the caller
-  /// launches nothing per step for its training-loss and -accuracy figures. Adds those sums since
-  /// the last call to loss_sum (float32 scalar) and correct (int64 scalar), both on the graph's
-  /// device, and zeroes them (a few launches; call once per epoch).
-  virtual void drain_sums(torch::Tensor& loss_sum, torch::Tensor& correct) = 0;
+  /// Every replay adds its batch's summed loss and correct count to sums inside the graph
+  /// (add_step_sums, train/step_sums.h), so the caller launches nothing per step for its
+  /// training-loss and -accuracy figures. Adds the sums of the replays since the last call to
+  /// `sums` (make_step_sums: float64 [2] on the graph's device) and zeroes the graph's (two
+  /// launches; call once per epoch).
+  virtual void drain_sums(const torch::Tensor& sums) = 0;
 };
 
 /// A training set resident on the device (N x C x H x W float32 and N int64 labels) and the B

@@ -28,6 +28,7 @@
 
 #include "train/graph_capture_cuda.h"
 #include "train/graph_step.h"
+#include "train/step_sums.h"
 
 namespace trainscope {
 
@@ -71,10 +72,9 @@ class GraphTrainStep final : public CapturedTrainStep {
   const torch::Tensor& loss() const override { return loss_; }
   const torch::Tensor& logits() const override { return logits_; }
   torch::Tensor* static_index() override { return index_.defined() ? &index_ : nullptr; }
-  void drain_sums(torch::Tensor& loss_sum, torch::Tensor& correct) override {
-    loss_sum.add_(loss_sum_.to(loss_sum.scalar_type()));
-    correct.add_(correct_.to(correct.scalar_type()));
+  void drain_sums(const torch::Tensor& sums) override {
     torch::NoGradGuard ng;
+    sums.add_(sums_);
     sums_.zero_();
   }
 
@@ -83,9 +83,7 @@ class GraphTrainStep final : public CapturedTrainStep {
   torch::Tensor x_, y_, loss_, logits_;
   torch::Tensor index_;         // defined when the graph gathers from a ResidentSet
   torch::Tensor data_x_, data_y_;  // that set
-  // The replays' sums: one float64 buffer of two elements (summed loss, correct count) and its
-  // two views, zeroed by one launch in drain_sums.
-  torch::Tensor sums_, loss_sum_, correct_;
+  torch::Tensor sums_;  // the replays' summed loss and correct count (train/step_sums.h)
 
  private:
   c10::DeviceIndex dev_;
@@ -122,11 +120,7 @@ std::string capture_into(GraphTrainStep& s, StepOptimizer& opt, const StepForwar
     auto loss = torch::nn::functional::cross_entropy(logits, s.y_);
     loss.backward();
     opt.step();
-    {
-      torch::NoGradGuard ng;
-      s.loss_sum_.add_(loss.detach().to(torch::kDouble) * static_cast<double>(s.x_.size(0)));
-      s.correct_.add_(logits.detach().argmax(1).eq(s.y_).sum().to(torch::kDouble));
-    }
+    add_step_sums(s.sums_, loss, logits, s.y_);
     s.graph_->capture_end();
     s.loss_ = loss.detach();
     s.logits_ = logits.detach();
@@ -175,9 +169,7 @@ CaptureOutcome capture_train_step(Model& model, StepOptimizer& opt, const StepFo
   auto step = std::make_unique<GraphTrainStep>(dev);
   step->x_ = warm_x.clone();  // static buffers, allocated on the caller's stream
   step->y_ = warm_y.clone();
-  step->sums_ = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(where));
-  step->loss_sum_ = step->sums_.select(0, 0);
-  step->correct_ = step->sums_.select(0, 1);
+  step->sums_ = make_step_sums(where);
   if (resident) {
     step->index_ = resident->warm_index.clone();
     step->data_x_ = resident->x;

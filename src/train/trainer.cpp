@@ -13,6 +13,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/graph_step.h"
+#include "train/step_sums.h"
 #include "train/optimizer.h"
 #include "train/variant_exec.h"
 #include "trainscope/error.h"
@@ -96,7 +97,7 @@ enum class StepRole { kWarmup, kHeadline, kProfiled, kAfterProfile };
 // One epoch's per-step scratch.
 struct EpochState {
   int64_t epoch = 0;
-  torch::Tensor perm, loss_sum, correct;
+  torch::Tensor perm, sums;  // sums: summed loss and correct count (train/step_sums.h)
   const int64_t* perm_ptr = nullptr;
   std::vector<double> host_data_ms, host_step_ms;
   std::vector<char> counted;
@@ -344,8 +345,7 @@ void TrainLoop::begin_epoch(EpochState& e) {
   e.perm_ptr = e.perm.data_ptr<int64_t>();
   if (resident_) dev_perm_ = e.perm.to(dev_);
   else batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
-  e.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev_));
-  e.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev_));
+  e.sums = make_step_sums(dev_);
   e.host_data_ms.assign(static_cast<size_t>(steps_per_epoch_), 0.0);
   e.host_step_ms = e.host_data_ms;
   e.counted.assign(static_cast<size_t>(steps_per_epoch_), 0);
@@ -393,9 +393,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
     torch::Tensor logits;
     std::tie(loss, logits) = eager_compute(x, y, s, hm);
-    torch::NoGradGuard ng;
-    e.loss_sum += loss.detach() * static_cast<double>(m);
-    e.correct += logits.detach().argmax(1).eq(y).sum();
+    add_step_sums(e.sums, loss, logits, y);
   }
   ++global_step_;
   ++e.steps;
@@ -579,9 +577,10 @@ void TrainLoop::finish_epoch(EpochState& e) {
   er.samples = e.samples;
   er.profiled_steps = e.profiled_steps;
   const double denom = static_cast<double>(std::max<int64_t>(e.samples, 1));
-  if (graph_) graph_->drain_sums(e.loss_sum, e.correct);  // the replays' sums (graph_step.h)
-  er.train_loss = e.loss_sum.item<double>() / denom;
-  er.train_accuracy_pct = 100.0 * static_cast<double>(e.correct.item<int64_t>()) / denom;
+  if (graph_) graph_->drain_sums(e.sums);  // the replays' sums (graph_step.h)
+  const auto sums = e.sums.cpu();
+  er.train_loss = sums[0].item<double>() / denom;
+  er.train_accuracy_pct = 100.0 * sums[1].item<double>() / denom;
   er.epoch_time_s = epoch_time;
   er.samples_per_s = epoch_time > 0 ? static_cast<double>(e.samples) / epoch_time : 0;
   er.complete = e.steps == steps_per_epoch_;

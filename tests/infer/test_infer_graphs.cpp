@@ -39,15 +39,17 @@ bool gpu_available() {
 
 constexpr const char* kNeedsGpu = "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
 
-// A TorchScript model whose forward reads a value back to the host (float(x.sum())): runs
-// eagerly, cannot be captured in a CUDA graph.
+// A TorchScript model whose forward reads a value back to the host (float(x.sum())) and uses it
+// in its output: runs eagerly, cannot be captured in a CUDA graph. (An earlier version used the
+// value only in `1.0 if s == s else 0.0`; on the H200 that forward was captured, most likely
+// because TorchScript's optimiser folded the comparison and removed the dead host read.)
 std::string save_host_sync_net(const std::string& path) {
   torch::jit::Module net("HostSyncNet");
   net.register_parameter("w", torch::randn({64, 10}).requires_grad_(), false);
   net.define(
       "def forward(self, x):\n"
       "  s = float(x.sum())\n"
-      "  return torch.mm(x.flatten(1), self.w) * (1.0 if s == s else 0.0)\n");
+      "  return torch.mm(x.flatten(1), self.w) * s\n");
   net.save(path);
   return path;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "train/graph_step.h"
+#include "train/step_sums.h"
 #include "train/optimizer.h"
 #include "trainscope/error.h"
 #include "workload/model.h"
@@ -178,6 +179,18 @@ TEST(CapturableOptimizers, DefaultsAndErrorsUnchanged) {
 
 // On the CPU (or in a build without CUDA) nothing is captured and nothing trains: the reason
 // says why and the caller goes on eagerly.
+// The per-step sums the eager loop and the captured graph share, against hand values.
+TEST(StepSums, AddTheBatchLossSumAndTheCorrectCount) {
+  auto sums = make_step_sums(torch::kCPU);
+  auto logits = torch::tensor({{2.0f, 1.0f, 0.0f}, {0.0f, 3.0f, 1.0f}, {1.0f, 0.0f, 5.0f}, {4.0f, 0.0f, 0.0f}});
+  auto y = torch::tensor({0, 2, 2, 1}, torch::kLong);  // argmax 0, 1, 2, 0: rows 0 and 2 correct
+  add_step_sums(sums, torch::tensor(0.5f), logits, y);
+  add_step_sums(sums, torch::tensor(0.25f), logits.narrow(0, 0, 1), y.narrow(0, 0, 1));  // B = 1, correct
+  EXPECT_EQ(sums.scalar_type(), torch::kDouble);
+  EXPECT_DOUBLE_EQ(sums[0].item<double>(), 4 * 0.5 + 1 * 0.25);
+  EXPECT_DOUBLE_EQ(sums[1].item<double>(), 3.0);
+}
+
 TEST(GraphStep, CpuFallsBackWithAReasonAndTrainsNothing) {
   auto m = seeded_model("mlp", torch::kCPU);
   auto opt = make_optimizer(config("adam", 1e-3), m->parameters(), torch::kCPU, true);
@@ -289,14 +302,13 @@ TEST(GraphStep, GpuResidentGatherReplayMatchesEagerAndSumsItsMetrics) {
     out.step->static_index()->copy_(idx[i]);
     out.step->replay();
   }
-  auto ls = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev));
-  auto cs = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev));
-  out.step->drain_sums(ls, cs);
-  EXPECT_NEAR(ls.item<double>(), loss_sum, 1e-3 * loss_sum);
-  EXPECT_NEAR(cs.item<int64_t>(), correct, 1);  // an argmax tie may fall either way in float32
-  const auto first = cs.item<int64_t>();
-  out.step->drain_sums(ls, cs);  // drained: adds nothing the second time
-  EXPECT_EQ(cs.item<int64_t>(), first);
+  auto sums = make_step_sums(dev);
+  out.step->drain_sums(sums);
+  EXPECT_NEAR(sums[0].item<double>(), loss_sum, 1e-3 * loss_sum);
+  EXPECT_NEAR(sums[1].item<double>(), static_cast<double>(correct), 1);  // an argmax tie may fall either way
+  const auto first = sums.cpu();
+  out.step->drain_sums(sums);  // drained: adds nothing the second time
+  EXPECT_TRUE(torch::equal(sums.cpu(), first));
   EXPECT_LT(relative_distance(snapshot(*a), snapshot(*g), before), 1e-2);
 }
 
