@@ -5,3 +5,7 @@ if(TRAINSCOPE_WITH_TORCH)
   ts_add_test(test_dist_e2e SOURCES dist/test_dist_e2e.cpp TORCH)
   add_dependencies(test_dist_e2e trainscope_cli)
 endif()
+if(TRAINSCOPE_WITH_TORCH)
+  # NCCL ranks' communication timing from device marks (src/dist/comm_timer.h), with a scripted clock.
+  ts_add_test(test_comm_timer SOURCES dist/test_comm_timer.cpp TORCH)
+endif()

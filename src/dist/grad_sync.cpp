@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dist/context.h"
+#include "train/device.h"
 #include "trainscope/error.h"
 
 namespace trainscope {
@@ -64,7 +65,6 @@ std::unique_ptr<RunSync> RunSync::attach(Model& model, const torch::Device& dev,
   if (!c) return nullptr;
   if (!c->broken().empty())
     throw_error(ErrorKind::kDistributed, fmt::format("skipped: an earlier run broke the process group ({})", c->broken()));
-  (void)dev;
   auto params = model.parameters();
   try {
     c->heartbeat(-1, "broadcast of rank 0's weights", true);
@@ -74,11 +74,16 @@ std::unique_ptr<RunSync> RunSync::attach(Model& model, const torch::Device& dev,
     throw_error(ErrorKind::kDistributed, c->explain_failure(fmt::format("broadcast of rank 0's weights failed: {}",
                                                                         e.what_without_backtrace())));
   }
-  return std::make_unique<RunSync>(*c, std::move(params), warmup_steps, rec);
+  return std::make_unique<RunSync>(*c, std::move(params), dev, warmup_steps, rec);
 }
 
-RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, int64_t warmup_steps, RunRecord& rec)
+RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, const torch::Device& dev, int64_t warmup_steps,
+                 RunRecord& rec)
     : c_(c), params_(std::move(params)), warmup_(warmup_steps), rec_(rec) {
+  if (c.backend() == "nccl") {  // the host never sees an NCCL collective end: time it on the device
+    constexpr int64_t kRing = 64;  // steps between a step's marks and their reading
+    device_timer_ = std::make_unique<CommTimer>(make_phase_clock(dev, kRing), kRing, warmup_steps);
+  }
   const double cap = c.config().bucket_mb * 1e6;
   bucket_of_.assign(params_.size(), 0);
   double bytes = 0;
@@ -118,6 +123,14 @@ RunSync::~RunSync() {
   }
   auto& me = rec_.distributed->ranks.front();
   if (timed_steps_ > 0) me.comm_wait_ms = wait_ms_ / static_cast<double>(timed_steps_);
+  if (device_timer_) {
+    try {
+      if (auto m = device_timer_->finish()) me.comm_ms = m->comm_ms, me.comm_overlap_ms = m->overlap_ms;
+    } catch (const std::exception&) {
+      // a broken device (the run failed): the figures stay null
+    }
+    return;
+  }
   if (comm_steps_ > 0) {
     me.comm_ms = comm_ms_ / static_cast<double>(comm_steps_);
     me.comm_overlap_ms = overlap_ms_ / static_cast<double>(comm_steps_);
@@ -152,6 +165,7 @@ void RunSync::inject_fault(int64_t step) {
 
 void RunSync::before_backward(int64_t step) {
   step_ = step;
+  if (device_timer_) device_timer_->begin_step(step);
   c_.heartbeat(step, "forward/backward");
   inject_fault(step);
   std::lock_guard<std::mutex> lk(mu_);
@@ -185,6 +199,7 @@ void RunSync::launch(Bucket& b) {
   }
   std::vector<at::Tensor> t{b.flat};
   b.launched_at = Clock::now();
+  if (device_timer_ && &b == buckets_.front().get()) device_timer_->bucket0_launched();
   b.work = c_.group()->allreduce(t);
   b.launched = true;
   if (c_.backend() == "gloo") {  // NCCL futures complete at enqueue: the host never sees the end
@@ -222,12 +237,14 @@ void RunSync::wait_all() {
 
 void RunSync::after_backward() {
   const auto t_end = Clock::now();
+  if (device_timer_) device_timer_->backward_ended();
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& b : buckets_) b->ready = b->params.size();  // parameters without a gradient: zeros
     launch_in_order();
   }
   wait_all();
+  if (device_timer_) device_timer_->comm_done();
   if (step_ < warmup_) return;
   wait_ms_ += ms_between(t_end, Clock::now());
   ++timed_steps_;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "dist/comm_timer.h"
 #include "trainscope/run_record.h"
 #include "workload/model.h"
 
@@ -32,7 +33,8 @@ class RunSync {
   /// run fails. Throws Error(kDistributed) when an earlier run broke the process group.
   static std::unique_ptr<RunSync> attach(Model& model, const torch::Device& dev, int64_t warmup_steps,
                                          RunRecord& rec);
-  RunSync(Context& c, std::vector<torch::Tensor> params, int64_t warmup_steps, RunRecord& rec);
+  RunSync(Context& c, std::vector<torch::Tensor> params, const torch::Device& dev, int64_t warmup_steps,
+          RunRecord& rec);
   ~RunSync();
   RunSync(const RunSync&) = delete;
   RunSync& operator=(const RunSync&) = delete;
@@ -76,6 +78,7 @@ class RunSync {
   std::chrono::steady_clock::time_point t0_;
   double comm_ms_ = 0, overlap_ms_ = 0, wait_ms_ = 0;
   int64_t timed_steps_ = 0, comm_steps_ = 0;
+  std::unique_ptr<CommTimer> device_timer_;  // NCCL ranks: comm/overlap from device events
 };
 
 }  // namespace dist
