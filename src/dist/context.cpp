@@ -28,6 +28,13 @@ int64_t unix_ms() {
 std::string to_string(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> to_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
+// The first line of an exception's message (c10::Error appends a C++ stack trace).
+std::string first_line(const std::exception& ex) {
+  std::string w = ex.what();
+  if (auto* ce = dynamic_cast<const c10::Error*>(&ex)) w = ce->what_without_backtrace();
+  return w.substr(0, w.find('\n'));
+}
+
 c10::intrusive_ptr<c10d::Store> connect_store(const DistEnv& e, std::chrono::milliseconds timeout) {
   const bool server = !e.agent_store && e.rank == 0;
   try {
@@ -35,14 +42,18 @@ c10::intrusive_ptr<c10d::Store> connect_store(const DistEnv& e, std::chrono::mil
         e.master_addr, compat::tcp_store_options(e.port, server, static_cast<int>(e.world_size), timeout));
     c10::intrusive_ptr<c10d::Store> s = tcp;
     if (!e.store_prefix.empty()) s = c10::make_intrusive<c10d::PrefixStore>(e.store_prefix, s);
-    return c10::make_intrusive<c10d::PrefixStore>("trainscope", s);
+    auto store = c10::make_intrusive<c10d::PrefixStore>("trainscope", s);
+    // A round trip now: a port that accepts connections but is not a c10d store (another
+    // service) fails here, with the message below, instead of at the first heartbeat.
+    (void)store->check({fmt::format("probe/{}", e.rank)});
+    return store;
   } catch (const std::exception& ex) {
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("rank {} cannot {} the rendezvous store at MASTER_ADDR={} MASTER_PORT={} within {} s "
                             "({} environment): {}; check that the address is reachable from this host and the "
                             "port is {} (--dist-timeout sets the wait)",
                             e.rank, server ? "host" : "reach", e.master_addr, e.port, timeout.count() / 1000,
-                            e.launcher, ex.what(), server ? "free" : "the one rank 0 or the launcher listens on"));
+                            e.launcher, first_line(ex), server ? "free" : "the one rank 0 or the launcher listens on"));
   }
 }
 

@@ -2,6 +2,9 @@
 // ranks. Each test trains a tiny synthetic mlp for a few steps with one intra-op thread.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
@@ -11,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -236,6 +240,42 @@ TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
                               log));
   EXPECT_EQ(rc, 2) << slurp(log);
   EXPECT_NE(slurp(log).find("MASTER_ADDR=127.0.0.1"), std::string::npos) << slurp(log);
+}
+
+// A port that accepts connections but answers as no c10d store (another service) is the same
+// bad input, with the store's one-line reason and no C++ stack trace.
+TEST(DistE2E, AMasterPortThatIsNotAStoreIsBadInputNamingIt) {
+  const int srv = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(srv, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(srv, 4), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::thread service([srv] {  // answers every connection with bytes that are no store reply
+    for (int i = 0; i < 4; ++i) {
+      const int c = ::accept(srv, nullptr, nullptr);
+      if (c < 0) return;
+      const char junk[] = "HTTP/1.0 400 Bad Request\r\n\r\n";
+      (void)!::write(c, junk, sizeof(junk));
+      ::usleep(200000);
+      ::close(c);
+    }
+  });
+  const std::string log = root() + "/not_a_store.log";
+  const int rc = finish(start(matrix_args("not_a_store", 16, {"--dist-timeout", "2"}),
+                              {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                               {"MASTER_PORT", std::to_string(ntohs(a.sin_port))}},
+                              log));
+  ::shutdown(srv, SHUT_RDWR);
+  ::close(srv);
+  service.join();
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("rendezvous store at MASTER_ADDR=127.0.0.1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("frame #"), std::string::npos) << out;
 }
 
 // One process: a step that makes no progress for --dist-timeout is reported as stalled (here the
