@@ -137,6 +137,7 @@ class TrainLoop {
                                                         Clock::time_point* hm);
   void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* hm);
   void try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s);
+  bool fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor& bx, torch::Tensor& by);
   void phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm);
   // --target-accuracy (docs/variants.md#time-to-accuracy)
   void maybe_evaluate_mid_epoch(EpochState& e);
@@ -360,21 +361,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
   torch::Tensor bx, by;  // from the batch source, or device tensors when the data set is resident
   int64_t m = std::min(B_, n_ - s * B_);
-  bool filled = false;  // this step's batch is in the graph's static buffers (or it gathers it)
-  if (resident_) {
-    auto idx = dev_perm_.narrow(0, s * B_, m);
-    if (graph_ && m == B_ && graph_->static_index()) {
-      graph_->static_index()->copy_(idx, /*non_blocking=*/true);  // the replay gathers the batch
-      filled = true;
-    } else {
-      bx = dev_x_.index_select(0, idx);
-      by = dev_y_.index_select(0, idx);
-    }
-  } else {
-    if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
-    std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * B_, m);
-    m = bx.size(0);  // fewer than planned when bad images were skipped
-  }
+  bool filled = fetch_batch(e, s, m, bx, by);  // the batch is in the graph's static buffers (or it gathers it)
   const auto t_data = Clock::now();
   Clock::time_point hm[PhaseClock::kMarks];
   hm[0] = t_data;
@@ -414,6 +401,26 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   if (hooks_.progress) hooks_.progress->update(s + 1);
   if (s + 1 < steps_per_epoch_) maybe_evaluate_mid_epoch(e);  // the epoch's last step: evaluate_epoch
   return should_stop(e, s);
+}
+
+// Step s's batch (m samples planned; fewer when bad images were skipped): gathered on the device
+// from a resident set, or from the batch source. Returns true when no batch tensors were made
+// because the captured graph gathers the batch itself (only its indices were copied).
+bool TrainLoop::fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor& bx, torch::Tensor& by) {
+  if (resident_) {
+    auto idx = dev_perm_.narrow(0, s * B_, m);
+    if (graph_ && m == B_ && graph_->static_index()) {
+      graph_->static_index()->copy_(idx, /*non_blocking=*/true);
+      return true;
+    }
+    bx = dev_x_.index_select(0, idx);
+    by = dev_y_.index_select(0, idx);
+    return false;
+  }
+  if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
+  std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * B_, m);
+  m = bx.size(0);
+  return false;
 }
 
 // Forward (the variant's StepForward), loss, backward and optimizer step, marking the phases.
