@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 stream; see each below)
+#   self-gpu self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -116,6 +116,11 @@ for stage in "$@"; do
         timeout 60 torchrun --standalone --nproc-per-node 1 --no-python $TS run --data $DATA -d cuda:0 -m cnn -b 128 \
           --max-steps 200 --no-inference --out /tmp/runs --name ddp1-torchrun --no-progress 2>&1 | grep -v '^\s*because' | head -50
       } 2>&1 | tee "$OUT/ddp1.log";;
+    pipeline-bench)
+      # issue 17: decode + augment, trainscope against the host's own torch DataLoader (needs
+      # torchvision and Pillow in the host's python; the script says so when they are missing)
+      BIN=$B/input_bench PY=python3 IMAGES=${STREAM_IMAGES:-8000} WORKERS="1 4 16" SIZES="64 224" \
+        DATA_DIR=/tmp/pipeline-bench timeout 300 bash bench/input_pipeline.sh 2>&1 | tee "$OUT/pipeline-bench.log";;
     stream)
       # issue 17: resnet18 at 224x224 from a streaming JPEG folder; the data share and the advice
       { timeout 120 python3 bench/make_image_folder.py --data $DATA --out /tmp/fm224 --size 224 --train ${STREAM_IMAGES:-12000} --test 2000
