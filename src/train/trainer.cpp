@@ -149,6 +149,8 @@ class TrainLoop {
   void open_headline();
   void close_headline(Clock::time_point t);
   void finish_epoch(EpochState& e);
+  void add_epoch_phases(const EpochState& e);
+  void salvage_after_failure(const EpochState* e) noexcept;
   void evaluate_epoch(EpochRecord& er);
   void figures();
   void mfu_figures();
@@ -197,6 +199,7 @@ class TrainLoop {
     double accuracy_pct = 0, loss = 0, seconds = 0;
   } mid_eval_;
   Clock::time_point train_start_;
+  Clock::time_point last_step_end_;  // when the last completed step ended (a failure's cut-off)
   bool stop_ = false;
 
   // The headline window: [warmup_steps, first_touched_) of the run's steps.
@@ -483,6 +486,7 @@ void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_poin
                            const Clock::time_point* hm) {
   const int64_t step = global_step_ - 1;
   const auto t_end = Clock::now();
+  last_step_end_ = t_end;
   const double step_ms = std::chrono::duration<double, std::milli>(t_end - t0).count();
   auto& mw = r_.measurement;
   switch (role(step)) {
@@ -556,17 +560,8 @@ bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
   return stop_;
 }
 
-void TrainLoop::finish_epoch(EpochState& e) {
-  device_synchronize(dev_);
-  const auto epoch_end = Clock::now();
-  if (hooks_.progress) hooks_.progress->end();
-  if (headline_open_) {  // the window goes on in the next epoch; evaluation stays outside it
-    close_headline(epoch_end);
-    headline_open_ = !stop_;
-  }
-  const double epoch_time = seconds(e.start, epoch_end) - epoch_paused_s_;  // mid-epoch evaluations excluded
-  train_time_ += epoch_time;
-  // Phase means over the headline steps of this epoch.
+// Adds the phases of this epoch's headline steps to the run's sums (means taken in figures()).
+void TrainLoop::add_epoch_phases(const EpochState& e) {
   clock_->synchronize();
   for (int64_t s = 0; s < e.steps; ++s) {
     if (!e.counted[static_cast<size_t>(s)]) continue;
@@ -578,6 +573,40 @@ void TrainLoop::finish_epoch(EpochState& e) {
     ph_.step_ms += e.host_step_ms[static_cast<size_t>(s)];
     ++ph_.steps;
   }
+}
+
+// After a step failed (an exception leaves run()): keeps what was measured up to the last
+// completed step — the headline window and its steady samples/s, the phases, the training time —
+// so a failed run's record holds them like an interrupted one's (docs/results.md). Best effort:
+// a device that failed may refuse to synchronise, and then what could not be read stays absent.
+void TrainLoop::salvage_after_failure(const EpochState* e) noexcept {
+  try {
+    if (headline_open_) close_headline(last_step_end_);
+    headline_open_ = false;
+    if (e) {
+      train_time_ += std::max(0.0, seconds(e->start, last_step_end_) - epoch_paused_s_);
+      add_epoch_phases(*e);
+    }
+    r_.train_time_s = train_time_;
+  } catch (...) {
+  }
+  try {
+    figures();
+  } catch (...) {
+  }
+}
+
+void TrainLoop::finish_epoch(EpochState& e) {
+  device_synchronize(dev_);
+  const auto epoch_end = Clock::now();
+  if (hooks_.progress) hooks_.progress->end();
+  if (headline_open_) {  // the window goes on in the next epoch; evaluation stays outside it
+    close_headline(epoch_end);
+    headline_open_ = !stop_;
+  }
+  const double epoch_time = seconds(e.start, epoch_end) - epoch_paused_s_;  // mid-epoch evaluations excluded
+  train_time_ += epoch_time;
+  add_epoch_phases(e);
   EpochRecord er;
   er.epoch = e.epoch;
   er.steps = e.steps;
@@ -783,15 +812,24 @@ void TrainLoop::run() {
   // after training (the on_trained hook) runs under them too.
   VariantGuard guard(variant_, dev_);
   set_up();
-  train_start_ = Clock::now();
+  train_start_ = last_step_end_ = Clock::now();
   if (cfg_.warmup_steps == 0 && first_touched_ > 0) open_headline();
-  for (int64_t epoch = 1; epoch <= cfg_.epochs && !stop_; ++epoch) {
-    EpochState e;
-    e.epoch = epoch;
-    begin_epoch(e);
-    for (int64_t s = 0; s < steps_per_epoch_; ++s)
-      if (step(e, s)) break;
-    finish_epoch(e);
+  EpochState e;            // outside the loop: a failure's handler still reads it
+  bool in_steps = false;   // a failure inside the steps, before finish_epoch booked the epoch
+  try {
+    for (int64_t epoch = 1; epoch <= cfg_.epochs && !stop_; ++epoch) {
+      e = EpochState{};
+      e.epoch = epoch;
+      begin_epoch(e);
+      in_steps = true;
+      for (int64_t s = 0; s < steps_per_epoch_; ++s)
+        if (step(e, s)) break;
+      in_steps = false;
+      finish_epoch(e);
+    }
+  } catch (...) {
+    salvage_after_failure(in_steps ? &e : nullptr);
+    throw;
   }
   figures();
   wrap_up();

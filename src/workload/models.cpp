@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 
 #include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <functional>
 #include <unordered_set>
 
@@ -333,6 +334,9 @@ std::optional<double> count_forward_flops(Model& model, int64_t c, int64_t h, in
   auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_start).needsInputs(true));
   try {
     torch::NoGradGuard ng;
+    // The model's FLOPs, whatever the precision: under autocast (the bf16 variant) the cast
+    // wrapper and the kernel it redispatches to would both report each matrix product.
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     model.set_training(false);
     model.forward(torch::zeros({1, c, h, w}));
     model.set_training(true);

@@ -4,6 +4,7 @@
 
 #include "train/compat.h"
 #include "train/optimizer.h"
+#include "train/variant_exec.h"
 #include "train/script_models.h"
 #include "trainscope/error.h"
 #include "workload/model.h"
@@ -56,6 +57,19 @@ TEST(Models, Resnet18UsesTheImageNetStemFromSixtyFourPixels) {
   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 10}));
   auto edge = make_model("resnet18", 1, 63, 100, 10);  // shorter side under 64: CIFAR stem
   EXPECT_EQ(edge->parameter_count(), make_model("resnet18", 1, 28, 28, 10)->parameter_count());
+}
+
+// Model FLOPs do not depend on the precision: counted under the bf16 variant's autocast they
+// equal the fp32 count (autocast's cast wrapper once counted every matrix product twice).
+TEST(Models, ForwardFlopsAreTheSameUnderBf16Autocast) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto m = make_model(name, 1, 28, 28, 10);
+    const auto fp32 = count_forward_flops(*m, 1, 28, 28);
+    Variant v;
+    v.bf16 = true;
+    VariantGuard guard(v, torch::kCPU);
+    EXPECT_EQ(count_forward_flops(*m, 1, 28, 28), fp32) << name;
+  }
 }
 
 TEST(Models, UnknownNameIsModelError) {

@@ -117,6 +117,27 @@ TEST(Trainer, NanLossFailsWithStep) {
   }
 }
 
+// A run that fails after its headline window opened keeps what it measured up to the last
+// completed step: steady samples/s, phases and training time (never 0 for "not kept").
+TEST(Trainer, FailedRunKeepsWhatItMeasured) {
+  auto w = synthetic_workload(2048, 256);
+  TrainHooks hooks;
+  auto s = spec("mlp", 32, 1);
+  s.train.warmup_steps = 2;
+  s.train.nan_check_interval = 1;
+  s.train.inject_nan_at_step = 40;  // the loss check of step 40 fails the run
+  RunRecord r;
+  EXPECT_THROW(train_run(s, w, hooks, &r), Error);
+  EXPECT_EQ(r.steps_completed, 40);
+  ASSERT_TRUE(r.steady_samples_per_s.has_value());
+  EXPECT_GT(*r.steady_samples_per_s, 0);
+  EXPECT_GT(r.train_time_s, 0);
+  ASSERT_TRUE(r.phases.has_value());
+  EXPECT_EQ(r.phases->steps, r.measurement.headline_steps);
+  EXPECT_GE(r.measurement.headline_steps, 30);  // steps 2..39 (the profiler is off in spec())
+  EXPECT_GT(r.phases->step_ms, 0);
+}
+
 TEST(Matrix, FailedRunIsRecordedAndOthersGoOn) {
   auto m = small_matrix("nan");
   m.models = {"mlp", "cnn"};
