@@ -48,7 +48,9 @@ bool is_scaling_baseline(const RunRecord& candidate, const RunRecord& run) {
   const auto& b = candidate;
   return b.status == RunStatus::kOk && b.world_size == 1 && b.steady_samples_per_s && *b.steady_samples_per_s > 0 &&
          b.model == run.model && b.batch_size == run.batch_size && b.variant == run.variant && b.dataset == run.dataset &&
-         (b.device == "cpu") == (run.device == "cpu");
+         (b.device == "cpu") == (run.device == "cpu") &&
+         (run.device != "cpu" || b.intra_op_threads == run.intra_op_threads || b.intra_op_threads == 0 ||
+          run.intra_op_threads == 0);
 }
 
 }  // namespace dist

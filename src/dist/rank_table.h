@@ -16,7 +16,10 @@ std::string format_rank_table(const RunRecord& r);
 
 /// Whether `candidate` (a finished run from the history) can be the scaling baseline of the
 /// data-parallel run `run`: one process (world size 1), status ok with a steady samples/s, and
-/// the same model, per-rank batch size, variant, data set and device kind (cpu or GPU).
+/// the same model, per-rank batch size, variant, data set, device kind (cpu or GPU) and, on the
+/// CPU, intra-op threads (the launcher splits the cores between CPU ranks, so the baseline is
+/// one process with a rank's threads; 0 = not recorded, not compared). The host is compared by
+/// the caller (the history row's provenance).
 bool is_scaling_baseline(const RunRecord& candidate, const RunRecord& run);
 
 }  // namespace dist

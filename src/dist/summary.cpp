@@ -73,6 +73,12 @@ void across_ranks(DistributedSection& d) {
   if (n_share > 0) d.comm_share_pct = share / n_share;
 }
 
+std::string this_host() {
+  char host[256] = "";
+  ::gethostname(host, sizeof(host));
+  return host;
+}
+
 // The newest one-process run of the same model, per-rank batch, device kind and data set in the
 // history database; scaling efficiency against it (record_sections.h).
 void scaling_from_history(const std::string& db, const RunRecord& rec, DistributedSection& d) {
@@ -83,6 +89,7 @@ void scaling_from_history(const std::string& db, const RunRecord& rec, Distribut
       if (row.status != "ok" || row.model != rec.model || row.batch_size != rec.batch_size) continue;
       auto in = h.load_run(row.id);
       if (in.runs.empty() || !is_scaling_baseline(in.runs.front(), rec)) continue;
+      if (!in.provenance.host.empty() && in.provenance.host != this_host()) continue;  // another machine
       const RunRecord& b = in.runs.front();
       d.scaling_efficiency_pct =
           100.0 * *d.global_samples_per_s / (static_cast<double>(d.world_size) * *b.steady_samples_per_s);

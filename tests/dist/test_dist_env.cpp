@@ -99,10 +99,10 @@ TEST(DistEnv, BadValuesNameTheVariable) {
 // variant: a graphs run is not the baseline of an eager data-parallel run.
 TEST(DistScaling, BaselineMatchesModelBatchVariantDataAndDeviceKind) {
   RunRecord run;
-  run.model = "cnn", run.batch_size = 128, run.variant = "eager", run.dataset = "fashion-mnist", run.device = "cuda:0";
+  run.model = "cnn", run.batch_size = 128, run.variant = "eager", run.dataset = "fashion-mnist", run.device = "cpu";
   run.world_size = 2;
   RunRecord b = run;
-  b.world_size = 1, b.device = "cuda:1", b.status = RunStatus::kOk, b.steady_samples_per_s = 1000;
+  b.world_size = 1, b.status = RunStatus::kOk, b.steady_samples_per_s = 1000;
   EXPECT_TRUE(dist::is_scaling_baseline(b, run));
   auto differs = [&](auto change) {
     RunRecord c = b;
@@ -113,8 +113,12 @@ TEST(DistScaling, BaselineMatchesModelBatchVariantDataAndDeviceKind) {
   EXPECT_TRUE(differs([](RunRecord& c) { c.model = "mlp"; }));
   EXPECT_TRUE(differs([](RunRecord& c) { c.batch_size = 64; }));
   EXPECT_TRUE(differs([](RunRecord& c) { c.dataset = "cifar10"; }));
-  EXPECT_TRUE(differs([](RunRecord& c) { c.device = "cpu"; }));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.device = "cuda:0"; }));
   EXPECT_TRUE(differs([](RunRecord& c) { c.world_size = 2; }));
   EXPECT_TRUE(differs([](RunRecord& c) { c.status = RunStatus::kFailed; }));
   EXPECT_TRUE(differs([](RunRecord& c) { c.steady_samples_per_s.reset(); }));
+  run.intra_op_threads = 1;  // each of 2 ranks on 1 of 2 cores: a 2-thread run is no baseline
+  b.intra_op_threads = 1;
+  EXPECT_TRUE(dist::is_scaling_baseline(b, run));
+  EXPECT_TRUE(differs([](RunRecord& c) { c.intra_op_threads = 2; }));
 }
