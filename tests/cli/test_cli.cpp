@@ -264,6 +264,20 @@ TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
   EXPECT_EQ(j["runs"][1]["status"], "failed");
 }
 
+// A matrix whose every cell is not applicable measured nothing: bad input (2), with the reason,
+// not success.
+TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {
+  std::string dir = test_path("cli_na");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args[6] = "16";
+  args.insert(args.end(), {"--variants", "channels_last"});  // mlp has no 4-D parameters
+  std::string out;
+  EXPECT_EQ(run(args, &out), 2) << out;
+  EXPECT_NE(out.find("nothing was measured"), std::string::npos) << out;
+  EXPECT_NE(out.find("channels_last needs a model with 4-D parameters"), std::string::npos) << out;
+}
+
 TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
   std::string dir = test_path("cli_sigint");
   fs::remove_all(dir);

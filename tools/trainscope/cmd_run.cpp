@@ -1,4 +1,5 @@
 // `trainscope run`: the experiment matrix (devices x models x batch sizes x repeats).
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -148,6 +149,14 @@ int matrix_exit_status(const MatrixResult& res) {
   if (res.any_failed) {
     fmt::print(stderr, "trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir);
     return kExitRunFailed;
+  }
+  const bool measured = std::any_of(res.runs.begin(), res.runs.end(),
+                                    [](const RunRecord& r) { return r.status != RunStatus::kNotApplicable; });
+  if (!res.runs.empty() && !measured) {
+    fmt::print(stderr, "trainscope: error (invalid_argument): nothing was measured: every cell of the matrix is not "
+               "applicable ({}: {}); choose --variants, --models or --devices that apply (docs/variants.md#applicability)\n",
+               res.runs.front().run_id, res.runs.front().variant_note);
+    return kExitUsage;
   }
   return kExitOk;
 }
