@@ -245,10 +245,15 @@ void Matrix::prepare_run_folder() {
   res_.run_dir = (fs::path(cfg_.out_dir) / (cfg_.run_name.empty() ? utc_timestamp(UtcFormat::kFolder) : cfg_.run_name)).string();
   ensure_writable_dir(res_.run_dir);
   lock_run_folder();
-  if (!cfg_.resume && file_exists(res_.run_dir + "/results.json"))
+  if (!cfg_.resume && file_exists(res_.run_dir + "/results.json")) {
+    if (fs::exists(res_.run_dir + "/ranks"))  // a data-parallel run's folder (docs/distributed.md)
+      throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds the results of a data-parallel run, which "
+                                              "cannot be resumed; choose another --name (nothing was changed)",
+                                              res_.run_dir));
     throw_error(ErrorKind::kIo, fmt::format("run folder '{}' already holds results; continue it with --resume {} or "
                                             "choose another --name (nothing was changed)",
                                             res_.run_dir, res_.run_dir));
+  }
   // A process killed inside write_file_atomic (e.g. a second Ctrl-C) leaves NAME.tmp.<pid>;
   // with the folder lock held nobody else is writing, so such leftovers are removed.
   for (const auto* sub : {"", "/checkpoints", "/profiles", "/traces"}) remove_stale_temporaries(res_.run_dir + sub);

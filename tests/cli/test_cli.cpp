@@ -278,6 +278,18 @@ TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {
   EXPECT_NE(out.find("channels_last needs a model with 4-D parameters"), std::string::npos) << out;
 }
 
+// A data-parallel run's folder cannot be resumed, so the refusal does not suggest --resume.
+TEST(Cli, UsedDataParallelFolderIsRefusedWithoutSuggestingResume) {
+  std::string dir = test_path("cli_dp_used");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/m/ranks/rank1");
+  std::ofstream(dir + "/m/results.json") << "{\"runs\": []}\n";
+  std::string out;
+  EXPECT_NE(run(small_matrix(dir, "m"), &out), 0) << out;
+  EXPECT_NE(out.find("data-parallel run, which cannot be resumed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("--resume"), std::string::npos) << out;
+}
+
 TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
   std::string dir = test_path("cli_sigint");
   fs::remove_all(dir);
