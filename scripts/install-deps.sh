@@ -9,6 +9,7 @@ pkgs=(cmake g++ make pkg-config
       dataset-fashion-mnist     # the default real data set (IDX files)
       libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libtomlplusplus-dev zlib1g-dev libstb-dev
       libjpeg62-turbo-dev       # fast JPEG decoding for streamed image folders (docs/input-pipeline.md)
+      python3-pil               # bench/make_image_folder.py writes the JPEG/PNG folders with Pillow
       )
 if [[ ${1:-} == --test ]]; then
   pkgs+=(libgtest-dev libgmock-dev chromium curl)

@@ -168,4 +168,10 @@ MatrixConfig matrix_config_from_json(const std::string& text, const std::string&
 /// flag and TOML key, the value and the valid range.
 void validate(const MatrixConfig& m);
 
+/// One line per setting given a non-default value that has no effect in `m` because the setting
+/// applies only under another setting (Setting::applies), e.g. "--eval-every-steps (TOML
+/// train.eval_every_steps) = 5 has no effect: it applies only when train.target_accuracy_pct > 0".
+/// `trainscope run` prints them as notes before anything runs.
+std::vector<std::string> ignored_settings(const MatrixConfig& m);
+
 }  // namespace trainscope

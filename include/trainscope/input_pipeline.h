@@ -26,6 +26,12 @@ struct DecodedImage {
   std::vector<uint8_t> pixels;
 };
 
+/// The fix an in-memory decode's error message ends with ("; " + this): only a streamed training
+/// set can skip bad images. The stream replaces it with its own (docs/input-pipeline.md).
+inline constexpr const char* kBadImageFix =
+    "replace or remove the file, or stream the training set and skip bad images (--cache-data off "
+    "--on-bad-image skip; the test set is always decoded in memory)";
+
 /// Decodes a JPEG (libjpeg-turbo; files starting FF D8 FF) or PNG/BMP (stb_image) image to
 /// `channels` (1 or 3) channels. JPEG only: when min_side > 0 the image is decoded at the
 /// smallest DCT scale (1/8, 1/4, 1/2 or 1) whose shorter side is still >= min_side, as PIL's

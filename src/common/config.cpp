@@ -328,6 +328,15 @@ void validate_inference_together(const InferenceConfig& in) {
 
 }  // namespace
 
+std::vector<std::string> ignored_settings(const MatrixConfig& m) {
+  std::vector<std::string> out;
+  for (const auto& s : settings())
+    if (s.applies && !s.applies(m) && !s.hidden && s.value_text(m) != s.default_text())
+      out.push_back(fmt::format("{} = {} has no effect: it applies only when {} (TOML key {})",
+                                s.long_flag().empty() ? s.key : s.long_flag(), s.value_text(m), s.applies_text, s.key));
+  return out;
+}
+
 void validate(const MatrixConfig& m) {
   if (m.models.empty())
     throw_error(ErrorKind::kInvalidArgument, "no model given; use --models mlp,cnn (or resnet18, vgg11, path/to/model.pt)");

@@ -20,6 +20,7 @@ bool when_not_resumed(const MatrixConfig& m) { return !m.resume; }
 bool when_folder(const MatrixConfig& m) { return m.data.format == "folder"; }
 bool when_synthetic(const MatrixConfig& m) { return m.data.format == "synthetic"; }
 bool when_telemetry(const MatrixConfig& m) { return m.telemetry.enabled; }
+bool when_target(const MatrixConfig& m) { return m.train.target_accuracy_pct > 0; }
 bool when_profile(const MatrixConfig& m) { return m.profile.enabled; }
 bool when_inference(const MatrixConfig& m) { return m.inference.enabled; }
 
@@ -172,7 +173,8 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.eval_every_steps", .flag = "--eval-every-steps", .noun = "evaluation interval",
                .help = "with a target accuracy: evaluate the test set every N steps", .unit = "steps",
                .range = {.min = 0, .max = kMaxSteps}, .note = "0 = after each epoch",
-               .field = TS_FIELD(train.eval_every_steps)});
+               .field = TS_FIELD(train.eval_every_steps), .applies = when_target,
+               .applies_text = "train.target_accuracy_pct > 0"});
   t.push_back({.key = "train.force_graph_capture", .flag = "--force-graph-capture",
                .help = "testing: attempt the CUDA-graph capture of a graphs variant on any device",
                .field = TS_FIELD(train.force_graph_capture), .in_file = false, .hidden = true});

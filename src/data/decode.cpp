@@ -29,16 +29,6 @@ namespace trainscope {
 
 namespace {
 
-// The fix a bad image's error names (docs/input-pipeline.md#bad-and-changing-input): only a streamed
-// training set can skip images; a decoded-in-memory set and the test set cannot.
-constexpr const char* kBadImageFix =
-    "replace or remove the file, or stream the training set and skip bad images (--cache-data off "
-    "--on-bad-image skip; the test set is always decoded in memory)";
-
-}  // namespace
-
-namespace {
-
 constexpr int64_t kMaxPixels = int64_t{8192} * 8192;
 
 #if TRAINSCOPE_WITH_LIBJPEG

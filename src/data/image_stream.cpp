@@ -337,10 +337,12 @@ StreamBatch ImageStream::next() {
   m.cv.notify_all();
   if (!r.error.empty()) {
     m.free_slots.push_back(r.slot);
+    std::string why = r.error;  // the decoder's message ends with the in-memory fix: this one replaces it
+    if (auto at = why.rfind(std::string("; ") + kBadImageFix); at != std::string::npos) why.resize(at);
     throw_error(ErrorKind::kDataFormat,
                 fmt::format("{} (streaming epoch {}); fix or remove the file, or pass --on-bad-image skip to leave bad "
                             "images out and count them",
-                            r.error, m.epoch));
+                            why, m.epoch));
   }
   m.held.push_back(r.slot);
   return {r.slot, r.count};

@@ -256,8 +256,7 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
   for (const auto& r : in.runs) {
     const auto& m = r.measurement;
     const bool slow_headline = m.profile_step_time_ratio && *m.profile_step_time_ratio < t.noisy_headline_ratio;
-    const bool negative_cost = m.profile_cost_pct && *m.profile_cost_pct < 0;
-    if (!slow_headline && !negative_cost) continue;
+    if (!slow_headline) continue;
     add_for_run(a, "noisy_headline", r,
                 "The headline window was disturbed: its steps ran slower than the profiled steps, which do extra "
                 "work, so something else (another process, frequency scaling) slowed it. Treat this run's samples/s "

@@ -66,13 +66,14 @@ Table summary_table(const Analysis& a, const std::string& model) {
   std::optional<double> target;
   for (const auto& c : a.cells)
     if (c.model == model) {
-      epochs.insert(c.epochs_requested);
+      if (c.epochs_requested > 0) epochs.insert(c.epochs_requested);  // 0: a not-applicable cell
       if (c.target_pct) target = c.target_pct;
     }
   const bool mixed = epochs.size() > 1;
   t.header = {"device", "batch", "samples/s", "speed-up vs CPU",
               mixed || epochs.empty() ? std::string("time, energy for the requested epochs")
-                                      : fmt::format("time, energy for {} epochs", *epochs.begin())};
+                                      : fmt::format("time, energy for {} epoch{}", *epochs.begin(),
+                                                    *epochs.begin() == 1 ? "" : "s")};
   if (target) t.header.push_back(fmt::format("time, energy to {} % test accuracy", fmt_num(*target)));
   for (const char* h : {"energy/sample", "peak memory", "util / SM activity", "verdict"}) t.header.push_back(h);
   for (const auto& c : a.cells) {
@@ -150,7 +151,15 @@ std::string scaling_line(const BatchScaling& s, bool multi_host) {
     v += fmt::format("{}b{} {}", i ? ", " : "", s.batch_sizes[i],
                      s.samples_per_s[i] ? fmt_num(*s.samples_per_s[i]) : "— (" + s.absent[i] + ")");
   if (s.saturation_batch) v += fmt::format("; saturation point b{}", *s.saturation_batch);
-  v += s.stop_reason.empty() ? " (throughput still rose at the largest batch measured)" : "; " + s.stop_reason;
+  size_t last = s.batch_sizes.size();  // the largest batch with a rate
+  for (size_t i = 0; i < s.batch_sizes.size(); ++i)
+    if (s.samples_per_s[i]) last = i;
+  const bool larger_without_rate = last + 1 < s.batch_sizes.size();
+  if (!s.stop_reason.empty()) v += "; " + s.stop_reason;
+  else if (last < s.batch_sizes.size())
+    v += larger_without_rate
+             ? fmt::format(" (throughput still rose up to b{}, the largest batch with a rate)", s.batch_sizes[last])
+             : " (throughput still rose at the largest batch measured)";
   return v;
 }
 
@@ -226,7 +235,7 @@ std::string console_advice(const Analysis& a) {
     s += fmt::format("  - [{}]", x.rule);
     for (const auto& t : x.advice) s += " " + t;
     s += "\n";
-    for (const auto& f : x.fired_on) s += "      because " + f + "\n";
+    for (const auto& f : x.fired_on) s += fmt::format("      because {}\n", f);
   }
   return s;
 }

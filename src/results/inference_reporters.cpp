@@ -69,7 +69,8 @@ std::string format_row(const std::string& label, const std::string& device, cons
 }  // namespace
 
 std::string format_inference_table(const std::vector<InferenceRun>& runs, int64_t intra_op_threads) {
-  std::string s = "\n" + fmt::format(fmt::runtime(kRowFormat), "model / checkpoint", "device", "ss_p50ms", "ss_p90ms",
+  std::string s = "\n";  // appended, not "\n" + ...: GCC 12 misreports -Wrestrict on the latter
+  s += fmt::format(fmt::runtime(kRowFormat), "model / checkpoint", "device", "ss_p50ms", "ss_p90ms",
                                      "ss_p99ms", "queries", "offline_sps", "@batch", "srv_qps", "srv_p99ms", "met",
                                      "max_qps", "J/sample");
   for (const auto& r : runs) {

@@ -264,6 +264,19 @@ TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
   EXPECT_EQ(j["runs"][1]["status"], "failed");
 }
 
+// The fused Adam kernel exists only on CUDA: asking for it on a CPU matrix is bad input before
+// anything runs, not a failure of every run.
+TEST(Cli, FusedOptimizerOnTheCpuIsBadInputBeforeTraining) {
+  std::string dir = test_path("cli_fused");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "m");
+  args.insert(args.end(), {"--optimizer-impl", "fused"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 2) << out;
+  EXPECT_NE(out.find("--optimizer-impl fused needs a CUDA device"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/results.json"));
+}
+
 // A matrix whose every cell is not applicable measured nothing: bad input (2), with the reason,
 // not success.
 TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {

@@ -347,3 +347,20 @@ TEST(Config, InferenceRatesThatCannotBeMeasuredAreRejected) {
   auto msg = what_of([&] { validate(m); });
   EXPECT_NE(msg.find("profile.trace_max_bytes 10"), std::string::npos) << msg;
 }
+
+// A setting given a value that its condition makes meaningless is named, with the condition.
+TEST(Config, IgnoredSettingsAreNamedWithTheirCondition) {
+  MatrixConfig m;
+  EXPECT_TRUE(ignored_settings(m).empty());  // defaults: nothing to say
+  m.train.eval_every_steps = 5;              // without a target accuracy
+  m.telemetry.enabled = false;
+  m.telemetry.interval_s = 0.5;
+  auto lines = ignored_settings(m);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("--eval-every-steps = 5 has no effect"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("train.target_accuracy_pct > 0"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("--telemetry-interval = 0.5"), std::string::npos) << lines[1];
+  m.train.target_accuracy_pct = 80;  // now it applies
+  EXPECT_EQ(ignored_settings(m).size(), 1u);
+}
+

@@ -81,7 +81,7 @@ class ConsoleReporter final : public Reporter {
     fmt::print("trainscope {} · LibTorch {}{} · {} ({} logical CPUs, {} intra-op threads){}\n", p.trainscope_version,
                p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
                p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
-    fmt::print("run folder: {}\n{} runs planned\n", dir, planned);
+    fmt::print("run folder: {}\n{} run{} planned\n", dir, planned, planned == 1 ? "" : "s");
   }
   void run_skipped(const RunRecord& r) override {
     ++done_;
@@ -208,7 +208,12 @@ void use_batch_sweep(MatrixConfig& m) {
 // error names the file and its key.
 void check_devices(const MatrixConfig& m, const RunFlags& f, CLI::App* sub) {
   try {
-    resolve_devices(m.devices, nullptr);
+    const auto devices = resolve_devices(m.devices, nullptr);
+    const bool cpu = std::find(devices.begin(), devices.end(), "cpu") != devices.end();
+    if (cpu && m.train.optimizer == "adam" && m.train.optimizer_impl == "fused")
+      throw_error(ErrorKind::kInvalidArgument,
+                  "--optimizer-impl fused needs a CUDA device for every run, and the matrix trains on cpu; use auto "
+                  "(the fused kernel on GPUs, LibTorch's Adam on the CPU), loop, or --devices cuda");
   } catch (const Error& e) {
     const auto* flag = sub->get_option_no_throw("--devices");
     if (e.kind() != ErrorKind::kDevice || f.config.empty() || m.resume || (flag && flag->count() > 0)) throw;
@@ -269,6 +274,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
                                                          m.resume ? f.resume + "/matrix.json" : f.config));
   }
   check_devices(m, f, sub);
+  for (const auto& line : ignored_settings(m)) fmt::print(stderr, "trainscope: note: {}\n", line);
   if (!m.resume) {
     // Paths are stored absolute in matrix.json, so --resume from another working directory
     // reads the same data, models and libraries (never a same-named folder elsewhere).

@@ -10,6 +10,8 @@
 
 int main(int argc, char** argv) {
   using namespace trainscope;
+  // Line-buffered stdout, so tables and notes (stderr) keep their order in a redirected log.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"trainscope: measure what training and inference cost on the CPU and on NVIDIA GPUs, and why"};
   app.set_version_flag("--version", std::string("trainscope ") + TRAINSCOPE_VERSION + " (" + TRAINSCOPE_GIT_COMMIT + ")");
   app.require_subcommand(1);
