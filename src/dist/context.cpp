@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -28,32 +30,50 @@ int64_t unix_ms() {
 std::string to_string(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> to_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
-// The first line of an exception's message (c10::Error appends a C++ stack trace).
-std::string first_line(const std::exception& ex) {
-  std::string w = ex.what();
-  if (auto* ce = dynamic_cast<const c10::Error*>(&ex)) w = ce->what_without_backtrace();
-  return w.substr(0, w.find('\n'));
+c10::intrusive_ptr<c10d::Store> open_store(const DistEnv& e, bool server, std::chrono::milliseconds timeout) {
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(
+      e.master_addr, compat::tcp_store_options(e.port, server, static_cast<int>(e.world_size), timeout));
+  c10::intrusive_ptr<c10d::Store> s = tcp;
+  if (!e.store_prefix.empty()) s = c10::make_intrusive<c10d::PrefixStore>(e.store_prefix, s);
+  auto store = c10::make_intrusive<c10d::PrefixStore>("trainscope", s);
+  // A round trip now: a port that accepts connections but is not a c10d store (another
+  // service) fails here, with the message of connect_store, instead of at the first heartbeat.
+  (void)store->check({fmt::format("probe/{}", e.rank)});
+  return store;
+}
+
+// open_store, given up after `timeout` + 1 s (c10d's own errors come first when it has one): the
+// TCPStore client reads with no timeout, so a peer that accepts the connection and never answers
+// would block it forever. It runs on a thread left behind on time-out, with the store it may
+// still build: joining it or destroying that store could block too.
+c10::intrusive_ptr<c10d::Store> open_store_within(const DistEnv& e, bool server, std::chrono::milliseconds timeout) {
+  using Store = c10::intrusive_ptr<c10d::Store>;
+  auto done = std::make_shared<std::promise<Store>>();
+  auto result = done->get_future();
+  std::thread([done, e, server, timeout] {
+    try {
+      done->set_value(open_store(e, server, timeout));
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (result.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
+    throw std::runtime_error("the port accepted the connection but sent no c10d store reply (another service, or "
+                             "a process that stopped answering)");
+  return result.get();
 }
 
 c10::intrusive_ptr<c10d::Store> connect_store(const DistEnv& e, std::chrono::milliseconds timeout) {
   const bool server = !e.agent_store && e.rank == 0;
   try {
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(
-        e.master_addr, compat::tcp_store_options(e.port, server, static_cast<int>(e.world_size), timeout));
-    c10::intrusive_ptr<c10d::Store> s = tcp;
-    if (!e.store_prefix.empty()) s = c10::make_intrusive<c10d::PrefixStore>(e.store_prefix, s);
-    auto store = c10::make_intrusive<c10d::PrefixStore>("trainscope", s);
-    // A round trip now: a port that accepts connections but is not a c10d store (another
-    // service) fails here, with the message below, instead of at the first heartbeat.
-    (void)store->check({fmt::format("probe/{}", e.rank)});
-    return store;
+    return open_store_within(e, server, timeout);
   } catch (const std::exception& ex) {
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("rank {} cannot {} the rendezvous store at MASTER_ADDR={} MASTER_PORT={} within {} s "
                             "({} environment): {}; check that the address is reachable from this host and the "
                             "port is {} (--dist-timeout sets the wait)",
                             e.rank, server ? "host" : "reach", e.master_addr, e.port, timeout.count() / 1000,
-                            e.launcher, first_line(ex), server ? "free" : "the one rank 0 or the launcher listens on"));
+                            e.launcher, error_first_line(ex), server ? "free" : "the one rank 0 or the launcher listens on"));
   }
 }
 
@@ -72,6 +92,12 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 }
 
 }  // namespace
+
+std::string error_first_line(const std::exception& ex) {
+  std::string w = ex.what();
+  if (auto* ce = dynamic_cast<const c10::Error*>(&ex)) w = ce->what_without_backtrace();
+  return w.substr(0, w.find('\n'));
+}
 
 std::unique_ptr<Context>& context_slot() { return g_context; }
 Context* current() { return g_context.get(); }

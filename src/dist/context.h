@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -81,6 +82,10 @@ class Context {
 
 /// This process's context, or nullptr in a single-process run.
 Context* current();
+
+/// The first line of an exception's message (a c10::Error without the C++ stack trace it
+/// appends): the reason quoted in rendezvous errors.
+std::string error_first_line(const std::exception& ex);
 
 }  // namespace dist
 }  // namespace trainscope

@@ -108,6 +108,13 @@ std::optional<DistEnv> detect_env(const EnvReader& get) {
   std::optional<DistEnv> e;
   if (get("RANK") && get("WORLD_SIZE")) e = from_torchrun_vars(get);
   else if (get("SLURM_PROCID") && (get("SLURM_NTASKS") || get("SLURM_NPROCS"))) e = from_slurm_vars(get);
+  else if (get("RANK") || get("WORLD_SIZE"))  // torchrun sets both: one alone is a mistake, not one process
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("{} is set but {} is not; a data-parallel rank needs RANK and WORLD_SIZE (and "
+                            "MASTER_ADDR, MASTER_PORT): set both, unset {} to train as one process, or use "
+                            "--nproc-per-node / torchrun",
+                            get("RANK") ? "RANK" : "WORLD_SIZE", get("RANK") ? "WORLD_SIZE" : "RANK",
+                            get("RANK") ? "RANK" : "WORLD_SIZE"));
   if (e) check_env(*e);
   if (e && e->launcher == "slurm" && e->world_size == 1) e.reset();  // a one-task job trains as one process
   return e;

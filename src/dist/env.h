@@ -34,7 +34,8 @@ using EnvReader = std::function<const char*(const char*)>;
 /// The rank's environment, or nullopt when none of the launchers above set one (a plain
 /// single-process run; also a one-task Slurm job). RANK=0 WORLD_SIZE=1 is a one-rank
 /// distributed run (the same code path as larger worlds). Throws Error(kInvalidArgument) naming the variable when a value is not
-/// a number, a rank is outside [0, world size), or MASTER_PORT is not a port.
+/// a number, a rank is outside [0, world size), MASTER_PORT is not a port, or only one of
+/// RANK and WORLD_SIZE is set (outside a Slurm job step).
 std::optional<DistEnv> detect_env(const EnvReader& get);
 std::optional<DistEnv> detect_env();  // from the process environment
 

@@ -7,6 +7,7 @@
 
 extern char** environ;
 
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,7 @@ extern char** environ;
 #include <vector>
 
 #include "dist/compat_c10d.h"
+#include "dist/context.h"
 #include "dist/rank.h"
 #include "train/device.h"
 #include "trainscope/error.h"
@@ -25,6 +27,15 @@ namespace dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// SIGINT/SIGTERM the launcher received and has not yet passed on to its ranks (supervise does).
+std::atomic<int> g_received{0};
+std::atomic<int> g_last_signal{0};
+
+extern "C" void on_launcher_signal(int sig) {
+  g_last_signal = sig;
+  ++g_received;
+}
 
 // This process's own arguments (/proc/self/cmdline: NUL-separated).
 std::vector<std::string> own_arguments() {
@@ -67,7 +78,9 @@ pid_t start_rank(int rank, int world, int port, const std::vector<std::string>& 
   if (pid < 0) throw_error(ErrorKind::kIo, fmt::format("cannot start rank {}: fork failed: {}", rank, std::strerror(errno)));
   if (pid > 0) return pid;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the ranks die with the launcher
+  ::setpgid(0, 0);  // Ctrl-C and `kill -- -<group>` reach the launcher alone; it passes them on once
   ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
   ::execve("/proc/self/exe", argv.data(), envp.data());
   ::_exit(127);
 }
@@ -91,11 +104,25 @@ struct Ranks {
   }
 };
 
+// Passes each SIGINT/SIGTERM received since the last call on to the ranks still running.
+void forward_signals(const Ranks& r, int& forwarded) {
+  for (; forwarded < g_received.load(); ++forwarded) {
+    const int sig = g_last_signal.load();
+    fmt::print(stderr, "trainscope: {} received; passing it on to the ranks (they finish the current step and keep "
+                       "what was measured; a second signal stops them at once)\n",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    for (size_t k = 0; k < r.pids.size(); ++k)
+      if (!r.done[k]) ::kill(r.pids[k], sig);
+  }
+}
+
 // Waits for every rank; writes abnormal ends to the store; kills stragglers (launch.h says when).
 void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds timeout) {
   Clock::time_point deadline = Clock::time_point::max();  // set by the first failure or rank 0's end
   size_t left = r.pids.size();
+  int forwarded = 0;
   while (left > 0) {
+    forward_signals(r, forwarded);
     int st = 0;
     pid_t p = ::waitpid(-1, &st, WNOHANG);
     if (p > 0) {
@@ -126,6 +153,32 @@ void supervise(Ranks& r, c10d::Store& store, std::chrono::milliseconds timeout) 
   }
 }
 
+// The rendezvous store on 127.0.0.1:MASTER_PORT (a free port when unset); a port that is
+// busy or no port is bad input naming MASTER_PORT.
+c10::intrusive_ptr<c10d::TCPStore> host_store(int world, std::chrono::milliseconds timeout) {
+  const char* port_env = std::getenv("MASTER_PORT");
+  const std::string given = port_env ? port_env : "";
+  char* end = nullptr;
+  const long want = given.empty() ? 0 : std::strtol(given.c_str(), &end, 10);
+  if (!given.empty() && (*end != '\0' || want < 1 || want > 65535))
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("MASTER_PORT='{}' is not a TCP port (1..65535); set a free port, or unset MASTER_PORT to "
+                            "let trainscope pick one",
+                            given));
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(
+        "127.0.0.1", compat::tcp_store_options(static_cast<int>(want), true, world, timeout));
+  } catch (const std::exception& ex) {
+    std::string why = error_first_line(ex);
+    while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("the launcher cannot host the rendezvous store at 127.0.0.1 MASTER_PORT={}: {}; the port "
+                            "is probably busy (another program listens on it): set MASTER_PORT to a free port, or "
+                            "unset MASTER_PORT to let trainscope pick one",
+                            want, why));
+  }
+}
+
 }  // namespace
 
 int launch_local(const MatrixConfig& m) {
@@ -140,18 +193,20 @@ int launch_local(const MatrixConfig& m) {
   if (!m.run_name.empty())  // refused once, here, rather than by every rank
     if (auto refusal = run_folder_refusal(m, m.run_name); !refusal.empty())
       throw_error(ErrorKind::kInvalidArgument, refusal);
-  const char* port_env = std::getenv("MASTER_PORT");
-  const int want = port_env ? std::atoi(port_env) : 0;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));
-  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", compat::tcp_store_options(want, true, world, timeout));
+  auto store = host_store(world, timeout);
   const int port = store->getPort();
-  ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the ranks (same process group); they write their results
+  g_received = 0;
+  ::signal(SIGINT, on_launcher_signal);  // passed on to the ranks (supervise); they write their results
+  ::signal(SIGTERM, on_launcher_signal);
   Ranks r;
   const auto args = own_arguments();
   for (int k = 0; k < world; ++k) r.pids.push_back(start_rank(k, world, port, args));
   r.status.assign(world, 0);
   r.done.assign(world, false);
   supervise(r, *store, timeout);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
   const int st0 = r.status[0];
   return WIFEXITED(st0) ? WEXITSTATUS(st0) : 6;
 }

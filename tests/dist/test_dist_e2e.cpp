@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,36 @@ void expect_same_curve(const json& ddp, const json& one) {
   EXPECT_EQ(ddp.at("test_accuracy_pct"), one.at("test_accuracy_pct"));
   EXPECT_EQ(ddp.at("steps_completed"), one.at("steps_completed"));
 }
+
+// finish(), given up after `seconds` (the process is killed then): -2 for a process that hung.
+int finish_within(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ::usleep(100000);
+  }
+  ::kill(pid, SIGKILL);
+  finish(pid);
+  return -2;
+}
+
+// A socket listening on 127.0.0.1 that accepts connections (the kernel's backlog) and never
+// answers; its port is `port`. Closed when the object goes.
+struct SilentListener {
+  int fd = -1, port = 0;
+  SilentListener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(::listen(fd, 16), 0);
+    socklen_t len = sizeof(a);
+    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port = ntohs(a.sin_port);
+  }
+  ~SilentListener() { ::close(fd); }
+};
 
 int free_port() {
   c10d::TCPStoreOptions o;
@@ -296,3 +327,80 @@ TEST(DistE2E, ASingleProcessStepWithoutProgressIsReportedAsStalled) {
   EXPECT_TRUE(noted) << r.at("notes");
   EXPECT_TRUE(r.at("distributed").is_null());
 }
+
+// Found by a tester: a MASTER_PORT that accepts the connection and never answers (a silent
+// listener, an HTTP server) left the rank blocked for ever in the store client's read.
+TEST(DistE2E, AMasterThatNeverAnswersIsBadInputAfterTheTimeout) {
+  SilentListener silent;
+  const std::string log = root() + "/silent.log";
+  const int rc = finish_within(start(matrix_args("silent", 16, {"--dist-timeout", "2"}),
+                                     {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                      {"MASTER_PORT", std::to_string(silent.port)}},
+                                     log),
+                               120);
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << "(-2: hung, killed after 120 s)\n" << out;
+  EXPECT_NE(out.find("MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(silent.port)), std::string::npos) << out;
+  EXPECT_NE(out.find("sent no c10d store reply"), std::string::npos) << out;
+}
+
+// Found by a tester: a busy MASTER_PORT under --nproc-per-node was an internal error (exit 6).
+TEST(DistE2E, TheLauncherNamesABusyMasterPortAsBadInput) {
+  SilentListener busy;
+  const std::string log = root() + "/busy.log";
+  const int rc = finish_within(start(matrix_args("busy", 16, {"--nproc-per-node", "2", "--dist-timeout", "5"}),
+                                     {{"MASTER_PORT", std::to_string(busy.port)}}, log),
+                               120);
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("MASTER_PORT=" + std::to_string(busy.port)), std::string::npos) << out;
+  EXPECT_NE(out.find("unset MASTER_PORT to let trainscope pick one"), std::string::npos) << out;
+  EXPECT_EQ(out.find("internal error"), std::string::npos) << out;
+  EXPECT_EQ(out.find("rank 0 exited"), std::string::npos) << out;  // no rank started
+}
+
+// Found by a tester: WORLD_SIZE without RANK trained silently as one process.
+TEST(DistE2E, WorldSizeWithoutRankIsBadInputNamingRank) {
+  const std::string log = root() + "/partial.log";
+  const int rc = finish_within(start(matrix_args("partial", 16), {{"WORLD_SIZE", "2"}}, log), 120);
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("WORLD_SIZE is set but RANK is not"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(root() + "/partial/results.json"));
+}
+
+// Found by a tester: SIGTERM to the launcher killed it and (through the death signal) its ranks
+// with no results; SIGINT to the launcher alone was ignored. Both now reach the ranks, which
+// stop after the current step and keep what they measured; the launcher exits with rank 0's 130.
+void interrupt_launcher(int sig, const std::string& name) {
+  const std::string log = root() + "/" + name + ".log";
+  auto args = matrix_args(name, 16, {"--nproc-per-node", "2", "--time-budget", "300", "--dist-timeout", "60"});
+  for (size_t i = 0; i + 1 < args.size(); ++i)  // long enough to be interrupted: the time budget ends it
+    if (args[i] == "--epochs" || args[i] == "--max-steps") args[i + 1] = "100000";
+  const pid_t launcher = start(args, {}, log);
+  bool training = false;  // the ranks are past the rendezvous (rank 1's folder), their handlers in place
+  int st = 0;
+  for (int i = 0; i < 1200 && !training; ++i) {
+    ::usleep(100000);
+    ASSERT_EQ(waitpid(launcher, &st, WNOHANG), 0) << "the launcher ended early\n" << slurp(log);
+    training = fs::exists(root() + "/" + name + "/ranks/rank1");
+  }
+  ASSERT_TRUE(training) << slurp(log);
+  ::sleep(2);
+  ::kill(launcher, sig);
+  const int rc = finish_within(launcher, 240);
+  const std::string out = slurp(log);
+  ASSERT_EQ(rc, 130) << out;
+  EXPECT_NE(out.find("passing it on to the ranks"), std::string::npos) << out;
+  const json r = run_record(name);
+  EXPECT_EQ(r.at("status"), "interrupted") << r.dump();
+  EXPECT_NE(r.at("failure_reason").get<std::string>().find("interrupted (SIGINT/SIGTERM) after step"),
+            std::string::npos);
+  EXPECT_EQ(r.at("distributed").at("ranks").size(), 2u);
+  const auto rank1 = json::parse(slurp(root() + "/" + name + "/ranks/rank1/results.json"));
+  ASSERT_EQ(rank1.at("runs").size(), 1u) << rank1.dump();
+  EXPECT_EQ(rank1.at("runs").at(0).at("status"), "interrupted");
+}
+
+TEST(DistE2E, SigtermToTheLauncherReachesTheRanksAndKeepsTheRun) { interrupt_launcher(SIGTERM, "sigterm"); }
+TEST(DistE2E, SigintToTheLauncherAloneReachesTheRanks) { interrupt_launcher(SIGINT, "sigint"); }

@@ -122,3 +122,23 @@ TEST(DistScaling, BaselineMatchesModelBatchVariantDataAndDeviceKind) {
   EXPECT_TRUE(dist::is_scaling_baseline(b, run));
   EXPECT_TRUE(differs([](RunRecord& c) { c.intra_op_threads = 2; }));
 }
+
+// Found by a tester: WORLD_SIZE=2 without RANK (or RANK=0 alone) silently trained as one process.
+TEST(DistEnv, OnlyOneOfRankAndWorldSizeIsBadInputNamingTheMissingOne) {
+  try {
+    detect({{"WORLD_SIZE", "2"}});
+    FAIL() << "WORLD_SIZE alone was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("WORLD_SIZE is set but RANK is not"), std::string::npos) << e.what();
+  }
+  try {
+    detect({{"RANK", "0"}, {"MASTER_PORT", "29500"}});
+    FAIL() << "RANK alone was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK is set but WORLD_SIZE is not"), std::string::npos) << e.what();
+  }
+  auto slurm = detect({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"RANK", "1"}});
+  ASSERT_TRUE(slurm) << "inside a Slurm step the Slurm variables decide, as before";
+  EXPECT_EQ(slurm->launcher, "slurm");
+}
