@@ -643,8 +643,7 @@ json steps_chart(const ReportInput& in, const Analysis& a) {
   for (const auto& c : a.cells) {
     const RunRecord* r = nullptr;
     for (const auto& x : in.runs)
-      if (x.status == RunStatus::kOk && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size &&
-          x.phases)
+      if (x.status == RunStatus::kOk && x.device == c.device && workload_of(x) == c.workload && x.phases)
         r = &x;
     if (!r) continue;
     const auto& p = *r->phases;
