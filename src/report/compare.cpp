@@ -263,7 +263,7 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                      single);
   if (c.rows.empty()) return s + "no cell (device, model, batch size) is in both A and B: nothing was compared\n";
   if (measured == 0)
-    return s + fmt::format("no cell has {} on both sides (the verdict column says why): nothing was compared\n",
+    return s + fmt::format("no cell could be compared on {} (the verdict column says why): nothing was compared\n",
                            c.metric);
   s += c.regressed ? fmt::format("\nregression: {} got worse by more than {} % beyond the noise\n", c.metric,
                                  fmt_num(c.threshold_pct))

@@ -140,8 +140,12 @@ void add_history_commands(CLI::App& app, int& exit_status) {
     if (res.regressed) exit_status = kExitRegression;
     else if (measured == 0) {
       // A CI gate must not pass when nothing was compared.
-      fmt::print(stderr, "trainscope: error: no cell (device, model, batch size) has '{}' measured on both sides "
-                         "(the verdict column says why); nothing was compared\n", cf->metric);
+      if (res.rows.empty())
+        fmt::print(stderr, "trainscope: error: no cell (device, model, batch size) is in both A and B; nothing was "
+                           "compared\n");
+      else
+        fmt::print(stderr, "trainscope: error: no cell could be compared on '{}' (the verdict column says why); "
+                           "nothing was compared\n", cf->metric);
       exit_status = kExitUsage;
     }
   });
