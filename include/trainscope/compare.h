@@ -28,7 +28,8 @@ const std::vector<MetricInfo>& compare_metrics();
 std::optional<double> metric_value(const RunRecord& r, const std::string& metric);
 
 struct CompareRow {
-  std::string device, model;
+  std::string device;
+  std::string model;                 // model_label (trainscope/report.h): "cnn [bf16]", "mlp ×2 ranks"
   int64_t batch_size = 0;
   Stat a, b;
   std::optional<double> delta_pct;   // (b - a) / a * 100
@@ -36,6 +37,10 @@ struct CompareRow {
   bool regression = false;           // worse beyond threshold and not noise
   bool improvement = false;
   bool single_repeat = false;        // a side has one measured repeat: no spread, noise unknown
+  /// Why there is no delta: "not compared: the targets differ (A: 40 %; B: 75 %); ..." (a
+  /// time-to-accuracy metric compares only at one --target-accuracy), or "not measured (B: target
+  /// 75 % not reached (best 62.3 %))"; "" when compared.
+  std::string why_not;
 };
 struct CompareResult {
   std::string metric;
@@ -52,8 +57,8 @@ struct CompareResult {
   std::string host_a, host_b;
   std::vector<std::string> provenance_differences;
 };
-/// Pairs cells by device and workload identity (trainscope/report.h Workload: model, data set,
-/// batch size, seed) and compares the median of `metric` over repeats; a cell on one side only is
+/// Pairs cells by device and workload identity (trainscope/report.h WorkloadId: model with its
+/// variant and world size, data set, batch size, seed) and compares the median of `metric` over repeats; a cell on one side only is
 /// listed as not comparable (only_in_a / only_in_b), never compared.
 /// A row regressed when B is worse than A by more than threshold_pct and the difference is not noise.
 CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b,

@@ -35,6 +35,9 @@ inline constexpr int kHistorySchemaVersion = 2;
 struct HistoryRow {
   int64_t id = 0, matrix_id = 0;
   std::string run_dir, run_id, device, model;
+  /// Part of the workload (trainscope/report.h model_label), read from record_json.
+  std::string variant = "eager";
+  int64_t world_size = 1;
   int64_t batch_size = 0, repeat = 0;
   std::string status;        // "ok", "failed", "interrupted", "running", "incomplete"
   std::string started_utc, finished_utc, git_commit;
@@ -105,5 +108,9 @@ class HistoryReporter final : public Reporter {
 /// Resolves a command-line reference to runs: a run folder (results.json, else the database row
 /// for that folder), "m<N>" (a matrix id from `history`) or "<N>" (one run row).
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path);
+/// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run: its results.json has
+/// an empty "runs" array. The message names the folder and, for a data-parallel folder whose
+/// rank 0 wrote no run, the other ranks' own records (ref/ranks/rankN/results.json).
+void require_runs(const ReportInput& in, const std::string& ref);
 
 }  // namespace trainscope

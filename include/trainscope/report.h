@@ -5,7 +5,8 @@
 // (diffable) and report.html (one self-contained file with Chart.js inline).
 //
 // Shapes and units
-// * A Cell is one (device, model, batch size) over its repeats. Every metric is a Stat: median
+// * A Cell is one (device, workload: model with its variant and world size, batch size, ...) over
+//   its repeats. Every metric is a Stat: median
 //   and spread (max - min) over the repeats that measured it; n = 0 means "not measured" and the
 //   renderings print the reason instead of a number (never 0).
 // * A difference between two cells is "noise" when it is no larger than the combined spread of
@@ -43,12 +44,20 @@ Stat make_stat(const std::vector<double>& values);
 /// ranges overlap (the difference is within the run-to-run spread).
 bool within_noise(const Stat& a, const Stat& b);
 
+/// How reports, compare, history and the progress lines name a workload's model: the model, then
+/// " ×N ranks" for a data-parallel run (world_size > 1, docs/distributed.md: its batch is per
+/// rank), then the variant as model_with_variant writes it (trainscope/variants.h): "mlp",
+/// "cnn [bf16]", "mlp ×2 ranks", "cnn ×2 ranks [bf16]". split_model_variant inverts the last step.
+std::string model_label(const std::string& model, const std::string& variant, int64_t world_size);
+
 /// The workload identity: what makes runs the same experiment on any machine. Runs with equal
 /// identities are comparable across hosts; anything else that differs (LibTorch version,
 /// threads, CPU) is reported as a difference, never used to pair runs. The one place it is
-/// defined: a new dimension (e.g. a variant) is one more field here and one line in workload_of.
+/// defined: a new dimension is one more field here (or, as the variant and the world size, part
+/// of the model label) and one line in workload_of.
 struct WorkloadId {
-  std::string model, dataset;   // dataset: RunRecord::dataset ("" when not recorded)
+  std::string model;            // model_label(model, variant, world_size): "mlp ×2 ranks [bf16]"
+  std::string dataset;          // RunRecord::dataset ("" when not recorded)
   int64_t batch_size = 0;       // samples
   uint64_t seed = 0;
   bool operator==(const WorkloadId&) const = default;
@@ -60,7 +69,8 @@ std::string workload_label(const WorkloadId& w);
 
 /// One (host, device, workload): all repeats that finished with status ok.
 struct Cell {
-  std::string device, device_name, model;
+  std::string device, device_name;
+  std::string model;             // workload.model: the model label with variant and world size
   int64_t batch_size = 0;
   WorkloadId workload;
   std::string host;              // Provenance::host of the runs' folder

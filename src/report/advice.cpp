@@ -275,13 +275,12 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
 // batch size cites its measured gain; on a GPU where only eager ran and the GPU waited (mean
 // utilisation below low_gpu_util_pct: launch-bound), the untried variants are suggested and said
 // to be unmeasured.
-// Fewest headline steps of the ok runs of one cell (device, model, batch, variant); 0 without any.
-int64_t fewest_headline_steps(const ReportInput& in, const std::string& device, const std::string& model,
-                              int64_t batch, const std::string& variant) {
+// Fewest headline steps of the ok runs of one cell (device and workload: model, variant, world
+// size, batch, ...); 0 without any.
+int64_t fewest_headline_steps(const ReportInput& in, const std::string& device, const WorkloadId& w) {
   int64_t fewest = -1;
   for (const auto& r : in.runs)
-    if (r.status == RunStatus::kOk && r.device == device && r.model == model && r.batch_size == batch &&
-        r.variant == variant)
+    if (r.status == RunStatus::kOk && r.device == device && workload_of(r) == w)
       fewest = fewest < 0 ? r.measurement.headline_steps : std::min(fewest, r.measurement.headline_steps);
   return std::max<int64_t>(fewest, 0);
 }
@@ -297,8 +296,9 @@ void variant_gain(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
     const Cell* e = find_cell(a.cells, v.device, model, v.batch_size);
     if (!e || !e->samples_per_s.ok() || !v.samples_per_s.ok() || !(e->samples_per_s.median > 0)) continue;
     const double gain = v.samples_per_s.median / e->samples_per_s.median;
-    const int64_t steps = std::min(fewest_headline_steps(in, v.device, model, v.batch_size, variant),
-                                   fewest_headline_steps(in, v.device, model, v.batch_size, "eager"));
+    WorkloadId eager = v.workload;
+    eager.model = model;
+    const int64_t steps = std::min(fewest_headline_steps(in, v.device, v.workload), fewest_headline_steps(in, v.device, eager));
     const bool few = steps < kMinHeadlineStepsForAdvice;
     const std::string action =
         few ? fmt::format(" over only {} steady step(s) per run: measure with more steps (--max-steps) before choosing",

@@ -66,9 +66,15 @@ ReportInput load_run_folder(const std::string& dir) {
   return in;
 }
 
+std::string model_label(const std::string& model, const std::string& variant, int64_t world_size) {
+  const std::string ranks = world_size > 1 ? fmt::format("{} ×{} ranks", model, world_size) : model;
+  return model_with_variant(ranks, variant);  // "[variant]" last: split_model_variant gives {"mlp ×2 ranks", "bf16"}
+}
+
 WorkloadId workload_of(const RunRecord& r) {
   WorkloadId w;
-  w.model = model_with_variant(r.model, r.variant);  // a variant is its own workload (trainscope/variants.h)
+  // The variant and the world size make their own workloads (trainscope/variants.h, docs/distributed.md).
+  w.model = model_label(r.model, r.variant, r.world_size);
   w.dataset = r.dataset;
   w.batch_size = r.batch_size;
   w.seed = r.seed;
@@ -321,7 +327,7 @@ Cell new_cell(const RunRecord& r, const Provenance& p) {
   c.host = p.host;
   c.device = r.device;
   c.device_name = r.device_name;
-  c.model = model_with_variant(r.model, r.variant);  // variants are different workloads (trainscope/variants.h)
+  c.model = c.workload.model;  // with its variant and world size: different workloads (workload_of)
   c.batch_size = r.batch_size;
   c.epochs_requested = r.epochs_requested;
   if (auto i = cuda_index(r.device);

@@ -37,36 +37,86 @@ std::optional<double> metric_value(const RunRecord& r, const std::string& m) {
   throw_error(ErrorKind::kInvalidArgument, fmt::format("unknown metric '{}'; one of: {}", m, names));
 }
 
-CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b, const std::string& metric,
-                           double threshold_pct) {
-  CompareResult res;
-  res.metric = metric;
-  res.threshold_pct = threshold_pct;
-  if (!(threshold_pct >= 0))
-    throw_error(ErrorKind::kInvalidArgument, fmt::format("--threshold-pct {} must be >= 0", threshold_pct));
-  bool known = false;
-  for (const auto& m : compare_metrics())
-    if (m.name == metric) {
-      known = true;
-      res.higher_is_better = m.higher_is_better;
-    }
-  if (!known) metric_value(RunRecord{}, metric);  // throws with the list of names
-  // (model, device, batch size, workload key): sorted by model, device, batch; paired by identity.
-  using Key = std::tuple<std::string, std::string, int64_t, std::string>;
-  auto key_of = [](const RunRecord& r) { return Key{r.model, r.device, r.batch_size, workload_key(workload_of(r))}; };
-  std::map<Key, std::vector<double>> va, vb;
-  std::vector<Key> order;
-  auto collect = [&](const std::vector<RunRecord>& runs, std::map<Key, std::vector<double>>& out) {
-    for (const auto& r : runs) {
-      if (r.status != RunStatus::kOk) continue;
-      Key k = key_of(r);
-      if (!out.count(k) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
-      auto& v = out[k];
-      if (auto x = metric_value(r, metric)) v.push_back(*x);
-    }
-  };
-  collect(a, va);
-  collect(b, vb);
+namespace {
+
+// (model label, device, batch size, workload key): sorted by model, device, batch; paired by the
+// workload identity (trainscope/report.h workload_of: its variant and world size included).
+using Key = std::tuple<std::string, std::string, int64_t, std::string>;
+Key key_of(const RunRecord& r) {
+  const WorkloadId w = workload_of(r);
+  return Key{w.model, r.device, r.batch_size, workload_key(w)};
+}
+using Side = std::map<Key, std::vector<const RunRecord*>>;  // the ok runs of each cell
+
+// A metric that only means something at its --target-accuracy (docs/variants.md#time-to-accuracy).
+bool per_target(const std::string& metric) { return metric == "time_to_accuracy_s"; }
+
+// The targets of a cell's runs: "40 %", "40 %, 75 %"; "" when no run had --target-accuracy.
+std::string targets_of(const std::vector<const RunRecord*>& runs) {
+  std::set<double> t;
+  for (const auto* r : runs)
+    if (r->time_to_accuracy) t.insert(r->time_to_accuracy->target_pct);
+  std::vector<std::string> out;
+  for (double x : t) out.push_back(fmt_num(x) + " %");
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+// Why a side of a cell has no value of `metric` (its runs are all ok: only the value is absent).
+std::string absent_reason(const std::vector<const RunRecord*>& runs, const std::string& metric) {
+  if (!per_target(metric)) return fmt::format("not recorded by its {} run(s)", runs.size());
+  std::optional<double> best;
+  for (const auto* r : runs)
+    if (r->time_to_accuracy && r->time_to_accuracy->best_accuracy_pct)
+      best = std::max(best.value_or(-1), *r->time_to_accuracy->best_accuracy_pct);
+  const std::string targets = targets_of(runs);
+  if (targets.empty()) return "trained without --target-accuracy";
+  return fmt::format("target {} not reached (best {})", targets, best ? fmt_num(*best) + " %" : "not recorded");
+}
+
+Stat side_stat(const std::vector<const RunRecord*>& runs, const std::string& metric) {
+  std::vector<double> v;
+  for (const auto* r : runs)
+    if (auto x = metric_value(*r, metric)) v.push_back(*x);
+  return make_stat(v);
+}
+
+// One cell present on both sides: the medians, the delta and its verdict, or why there is none.
+CompareRow compare_cell(const Key& k, const std::vector<const RunRecord*>& a, const std::vector<const RunRecord*>& b,
+                        CompareResult& res) {
+  CompareRow row;
+  row.device = std::get<1>(k);
+  row.model = std::get<0>(k);
+  row.batch_size = std::get<2>(k);
+  row.a = side_stat(a, res.metric);
+  row.b = side_stat(b, res.metric);
+  const std::string ta = targets_of(a), tb = targets_of(b);
+  if (per_target(res.metric) && !ta.empty() && !tb.empty() && ta != tb) {
+    row.why_not = fmt::format("not compared: the targets differ (A: {}; B: {}); time to accuracy compares only at "
+                              "one --target-accuracy",
+                              ta, tb);
+    return row;
+  }
+  if (!row.a.ok() || !row.b.ok()) {
+    std::vector<std::string> why;
+    if (!row.a.ok()) why.push_back("A: " + absent_reason(a, res.metric));
+    if (!row.b.ok()) why.push_back("B: " + absent_reason(b, res.metric));
+    row.why_not = fmt::format("not measured ({})", fmt::join(why, "; "));
+    return row;
+  }
+  if (row.a.median == 0) return row;
+  row.delta_pct = (row.b.median - row.a.median) / std::fabs(row.a.median) * 100;
+  row.noise = within_noise(row.a, row.b);
+  row.single_repeat = row.a.n < 2 && row.b.n < 2;
+  double better = res.higher_is_better ? *row.delta_pct : -*row.delta_pct;
+  row.regression = !row.noise && better < -res.threshold_pct;
+  row.improvement = !row.noise && better > res.threshold_pct;
+  if (row.regression) res.regressed = true;
+  return row;
+}
+
+// Differences between the sides that make the figures questionable: data sets, how runs ended.
+void add_warnings(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b, const Side& va, const Side& vb,
+                  CompareResult& res) {
   auto distinct = [](const std::vector<RunRecord>& runs, auto field) {
     std::set<std::string> s;
     for (const auto& r : runs)
@@ -90,37 +140,43 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   if (!sa.empty() && !sb.empty() && sa != sb)
     res.warnings.push_back(fmt::format("the sides' runs ended differently (A: {}; B: {}): steady samples/s compare, "
                                        "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));
-  std::sort(order.begin(), order.end());
+}
+
+}  // namespace
+
+CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b, const std::string& metric,
+                           double threshold_pct) {
+  CompareResult res;
+  res.metric = metric;
+  res.threshold_pct = threshold_pct;
+  if (!(threshold_pct >= 0))
+    throw_error(ErrorKind::kInvalidArgument, fmt::format("--threshold-pct {} must be >= 0", threshold_pct));
+  bool known = false;
+  for (const auto& m : compare_metrics())
+    if (m.name == metric) {
+      known = true;
+      res.higher_is_better = m.higher_is_better;
+    }
+  if (!known) metric_value(RunRecord{}, metric);  // throws with the list of names
+  Side va, vb;
+  std::set<Key> order;
+  std::map<Key, std::string> names;
+  for (auto [runs, side] : {std::pair{&a, &va}, std::pair{&b, &vb}})
+    for (const auto& r : *runs) {
+      if (r.status != RunStatus::kOk) continue;
+      Key k = key_of(r);
+      order.insert(k);
+      names.emplace(k, fmt::format("{} {}", r.device, workload_label(workload_of(r))));
+      (*side)[k].push_back(&r);
+    }
+  add_warnings(a, b, va, vb, res);
   for (const auto& k : order) {
-    const auto& [model, device, batch, wkey] = k;
-    std::string name;
-    for (const auto* side : {&a, &b})
-      for (const auto& r : *side)
-        if (name.empty() && key_of(r) == k) name = fmt::format("{} {}", device, workload_label(workload_of(r)));
-    if (!vb.count(k)) {
-      res.only_in_a.push_back(name);
-      continue;
-    }
-    if (!va.count(k)) {
-      res.only_in_b.push_back(name);
-      continue;
-    }
-    CompareRow row;
-    row.device = device;
-    row.model = model;
-    row.batch_size = batch;
-    row.a = make_stat(va[k]);
-    row.b = make_stat(vb[k]);
-    if (row.a.ok() && row.b.ok() && row.a.median != 0) {
-      row.delta_pct = (row.b.median - row.a.median) / std::fabs(row.a.median) * 100;
-      row.noise = within_noise(row.a, row.b);
-      row.single_repeat = row.a.n < 2 && row.b.n < 2;
-      double better = res.higher_is_better ? *row.delta_pct : -*row.delta_pct;
-      row.regression = !row.noise && better < -threshold_pct;
-      row.improvement = !row.noise && better > threshold_pct;
-      if (row.regression) res.regressed = true;
-    }
-    res.rows.push_back(row);
+    if (!vb.count(k))
+      res.only_in_a.push_back(names[k]);
+    else if (!va.count(k))
+      res.only_in_b.push_back(names[k]);
+    else
+      res.rows.push_back(compare_cell(k, va[k], vb[k], res));
   }
   return res;
 }
@@ -160,9 +216,14 @@ std::string fmt_side(const Stat& s, int digits) {
   return v;
 }
 
+// Characters (UTF-8 code points) of a label, as fmt pads them: "×" is one.
+size_t display_width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+}
+
 std::string verdict(const CompareRow& r) {
   const char* caveat = r.single_repeat ? " (1 repeat: may be noise)" : "";
-  if (!r.delta_pct) return "not measured";
+  if (!r.delta_pct) return r.why_not.empty() ? "not measured" : r.why_not;
   if (r.regression) return std::string("REGRESSION") + caveat;
   if (r.noise) return "noise";
   if (r.improvement) return std::string("improvement") + caveat;
@@ -178,13 +239,17 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                               host(c.host_b));
   for (const auto& d : c.provenance_differences) s += "differs: " + d + "\n";
   s += "\n";
-  s += fmt::format("{:<10} {:<12} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", "device", "model", "batch", "A median (±, n)",
+  // The model column fits the longest label ("cnn ×2 ranks [graphs+bf16]").
+  size_t mw = 12;
+  for (const auto& r : c.rows) mw = std::max(mw, display_width(r.model));
+  s += fmt::format("{:<10} {:<{}} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", "device", "model", mw, "batch", "A median (±, n)",
                    "B median (±, n)", "delta", "verdict");
-  size_t single = 0;
+  size_t single = 0, measured = 0;
   for (const auto& r : c.rows) {
     int digits = row_digits(r);
     single += r.single_repeat && (r.regression || r.improvement);
-    s += fmt::format("{:<10} {:<12} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", r.device, r.model, r.batch_size,
+    measured += r.delta_pct.has_value();
+    s += fmt::format("{:<10} {:<{}} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", r.device, r.model, mw, r.batch_size,
                      fmt_side(r.a, digits), fmt_side(r.b, digits),
                      r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
                      verdict(r));
@@ -197,6 +262,9 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                      "told apart from a real change; measure with --repeats 3 or more to separate them\n",
                      single);
   if (c.rows.empty()) return s + "no cell (device, model, batch size) is in both A and B: nothing was compared\n";
+  if (measured == 0)
+    return s + fmt::format("no cell could be compared on {} (the verdict column says why): nothing was compared\n",
+                           c.metric);
   s += c.regressed ? fmt::format("\nregression: {} got worse by more than {} % beyond the noise\n", c.metric,
                                  fmt_num(c.threshold_pct))
                    : "\nno regression\n";

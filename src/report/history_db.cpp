@@ -307,7 +307,11 @@ void HistoryDb::run_finished(int64_t matrix_id, const RunRecord& r) {
 std::vector<HistoryRow> HistoryDb::list(size_t limit) const {
   std::string sql =
       "SELECT r.id, r.matrix_id, m.run_dir, r.run_id, r.device, r.model, r.batch_size, r.repeat, r.status, r.host, "
-      "r.pid, r.started_utc, r.finished_utc, m.git_commit, r.steady_samples_per_s, r.test_accuracy_pct "
+      "r.pid, r.started_utc, r.finished_utc, m.git_commit, r.steady_samples_per_s, r.test_accuracy_pct, "
+      // The variant and world size are part of the workload (trainscope/report.h workload_of); the
+      // table has no columns for them, the stored record has (absent in old records: eager, 1).
+      "CASE WHEN json_valid(r.record_json) THEN json_extract(r.record_json, '$.variant') END, "
+      "CASE WHEN json_valid(r.record_json) THEN json_extract(r.record_json, '$.world_size') END "
       "FROM runs r JOIN matrices m ON m.id = r.matrix_id ORDER BY r.id DESC";
   if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
   Stmt s(impl_->db, sql.c_str(), path_);
@@ -328,6 +332,8 @@ std::vector<HistoryRow> HistoryDb::list(size_t limit) const {
     h.git_commit = s.text(13);
     h.steady_samples_per_s = s.dbl(14);
     h.test_accuracy_pct = s.dbl(15);
+    if (const std::string v = s.text(16); !v.empty()) h.variant = v;
+    if (s.i64(17) > 0) h.world_size = s.i64(17);
     out.push_back(h);
   }
   return out;

@@ -408,7 +408,7 @@ const char* kHtmlHead = R"(<!DOCTYPE html>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1280px;padding:16px 24px;color:#1b1f24;background:#fff}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px;white-space:pre-line}
-#summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:180px}
+#summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:160px}
 table.summary{display:table;width:100%;margin:2px 0}table.summary td,table.summary th{padding:2px 6px}
 table.summary td:first-child,table.summary td:last-child{text-align:left}table.summary td:last-child{white-space:normal;min-width:220px}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
@@ -643,8 +643,7 @@ json steps_chart(const ReportInput& in, const Analysis& a) {
   for (const auto& c : a.cells) {
     const RunRecord* r = nullptr;
     for (const auto& x : in.runs)
-      if (x.status == RunStatus::kOk && x.device == c.device && x.model == c.model && x.batch_size == c.batch_size &&
-          x.phases)
+      if (x.status == RunStatus::kOk && x.device == c.device && workload_of(x) == c.workload && x.phases)
         r = &x;
     if (!r) continue;
     const auto& p = *r->phases;

@@ -1,8 +1,10 @@
 // resolve_runs: a command-line reference (run folder, m<N>, <N>) to run records (trainscope/history.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -42,6 +44,28 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
                             ref, db_path));
   }
   return matrix ? db.load_matrix(id) : db.load_run(id);
+}
+
+void require_runs(const ReportInput& in, const std::string& ref) {
+  if (!in.runs.empty()) return;
+  // A data-parallel folder whose rank 0 died holds rank N's own records under ranks/rankN/
+  // (docs/distributed.md#output); they are not the job's results but say what was measured.
+  std::vector<std::string> ranks;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(ref) / "ranks", ec))
+    if (file_exists((e.path() / "results.json").string())) ranks.push_back((e.path() / "results.json").string());
+  std::sort(ranks.begin(), ranks.end());
+  std::string where = in.run_dir.empty() ? ref : in.run_dir;
+  throw_error(ErrorKind::kDataFormat,
+              ranks.empty()
+                  ? fmt::format("'{}' holds no runs (its results.json has an empty \"runs\" array: the matrix ended "
+                                "before its first run finished); nothing to report; pass a run folder with measured "
+                                "runs, or rerun it",
+                                where)
+                  : fmt::format("'{}' holds no runs: rank 0 of this data-parallel run wrote none (it ended before its "
+                                "first run finished); the other ranks' own records are in {}; rerun the job (its log "
+                                "says why rank 0 stopped)",
+                                where, fmt::join(ranks, ", ")));
 }
 
 }  // namespace trainscope

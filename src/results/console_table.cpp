@@ -22,7 +22,7 @@ namespace {
 // shown_speedup, which the report uses too).
 std::string speedup_column(const RunRecord& r, const Analysis& a) {
   const bool measured = r.status == RunStatus::kOk && r.steady_samples_per_s;
-  const ShownSpeedup sp = shown_speedup(a, r.device, model_with_variant(r.model, r.variant), r.batch_size);
+  const ShownSpeedup sp = shown_speedup(a, r.device, workload_of(r).model, r.batch_size);
   if (!measured || !sp.value) return "—";
   return fmt::format("{:.2f}×", *sp.value);
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "../test_helpers.h"
@@ -724,6 +725,99 @@ TEST(CliHosts, HistoryImportAddsAFolderOnceAndRefusesANonRunFolder) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 19 + 3) << out;  // header, 19 runs, blank, hint
   EXPECT_EQ(run({"history", "import", dir, "--db", db}, &out), 2) << out;
   EXPECT_NE(out.find("is not a run folder: it has no results.json"), std::string::npos) << out;
+}
+
+// ---------------------------------------------------------------- cell identity (tester's wave-5 findings)
+
+namespace {
+
+// A run folder `dir/name` holding the healthy fixture's CPU run, edited by `edit` (one record in,
+// any number out), with its own provenance date (history import keys a folder on host and date).
+std::string identity_folder(const std::string& dir, const std::string& name,
+                            const std::function<json(const json&)>& edit) {
+  auto doc = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/healthy/results.json"));
+  json cpu;
+  for (const auto& r : doc["runs"])
+    if (r["device"] == "cpu") cpu = r;
+  doc["runs"] = edit(cpu);
+  doc["provenance"]["date_utc"] = "2026-12-01T10:00:0" + std::to_string(name.size()) + "Z";
+  fs::create_directories(dir + "/" + name);
+  std::ofstream(dir + "/" + name + "/results.json") << doc.dump();
+  return dir + "/" + name;
+}
+
+}  // namespace
+
+TEST(CliIdentity, CompareAndHistoryNameTheVariantAndTheWorldSize) {
+  std::string dir = test_path("cli_identity");
+  fs::remove_all(dir);
+  auto one = identity_folder(dir, "one", [](const json& r) { return json::array({r}); });
+  auto dp2 = identity_folder(dir, "dp2x", [](const json& r) {
+    json d = r;
+    d["world_size"] = 2;
+    d["steady_samples_per_s"] = 0.5 * d["steady_samples_per_s"].get<double>();
+    return json::array({d});
+  });
+  auto vars = identity_folder(dir, "variants", [](const json& r) {
+    json out = json::array({r});
+    for (const char* v : {"bf16", "channels_last"}) {
+      json x = r;
+      x["variant"] = v;
+      x["run_id"] = r["run_id"].get<std::string>() + "-" + v;
+      out.push_back(x);
+    }
+    return out;
+  });
+  std::string db = dir + "/h.sqlite", out;
+  // one process vs 2 ranks: never paired, so no regression (was: -50 % REGRESSION, exit 4)
+  EXPECT_EQ(run({"compare", one, dp2, "--db", db}, &out), 2) << out;
+  EXPECT_EQ(out.find("REGRESSION"), std::string::npos) << out;
+  EXPECT_NE(out.find("only in B (no ok run of this workload in A; not comparable): cpu `cnn ×2 ranks` b128"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("is in both A and B"), std::string::npos) << out;
+  // variants: one row each, named
+  EXPECT_EQ(run({"compare", vars, vars, "--db", db}, &out), 0) << out;
+  EXPECT_NE(out.find("cpu        cnn [bf16]"), std::string::npos) << out;
+  EXPECT_NE(out.find("cpu        cnn [channels_last]"), std::string::npos) << out;
+  // history: the model as the report names it
+  ASSERT_EQ(run({"history", "import", vars, "--db", db}, &out), 0) << out;
+  ASSERT_EQ(run({"history", "import", dp2, "--db", db}, &out), 0) << out;
+  ASSERT_EQ(run({"history", "--db", db, "-n", "0"}, &out), 0) << out;
+  EXPECT_NE(out.find(" cnn [bf16] "), std::string::npos) << out;
+  EXPECT_NE(out.find(" cnn [channels_last] "), std::string::npos) << out;
+  EXPECT_NE(out.find(" cnn ×2 ranks "), std::string::npos) << out;
+}
+
+// `report` on a data-parallel folder whose rank 0 died (0 runs) exited 0 with an empty summary.
+TEST(CliIdentity, ReportAndCompareRefuseAFolderWithoutRuns) {
+  std::string dir = test_path("cli_no_runs");
+  fs::remove_all(dir);
+  auto empty = identity_folder(dir, "empty", [](const json&) { return json::array(); });
+  fs::create_directories(empty + "/ranks/rank1");
+  std::ofstream(empty + "/ranks/rank1/results.json") << R"({"runs": []})";
+  std::string out;
+  EXPECT_EQ(run({"report", empty, "--db", dir + "/none.sqlite"}, &out), 2) << out;
+  EXPECT_NE(out.find("holds no runs"), std::string::npos) << out;
+  EXPECT_NE(out.find(empty + "/ranks/rank1/results.json"), std::string::npos) << out;
+  EXPECT_EQ(out.find("RQ2"), std::string::npos) << out;  // no report of nothing
+  EXPECT_FALSE(fs::exists(empty + "/report.md"));
+  EXPECT_EQ(run({"compare", empty, empty, "--db", dir + "/none.sqlite"}, &out), 2) << out;
+  EXPECT_NE(out.find("holds no runs"), std::string::npos) << out;
+}
+
+// --resume names a kept variant's cell as the report does ("cpu mlp [bf16] b8").
+TEST(CliIdentity, ResumeNamesTheVariantOfAKeptRun) {
+  std::string dir = test_path("cli_resume_variant");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "v");
+  args[6] = "8";                      // --batch-sizes
+  args[10] = "1";                     // --epochs
+  args.insert(args.end(), {"--variants", "eager,bf16", "--max-steps", "4"});
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  ASSERT_EQ(run({"run", "--resume", dir + "/v", "--no-progress"}, &out), 0) << out;
+  EXPECT_NE(out.find("cpu mlp [bf16] b8: already measured, kept (resume)"), std::string::npos) << out;
+  EXPECT_NE(out.find("cpu mlp b8: already measured, kept (resume)"), std::string::npos) << out;
 }
 
 // --batch-sizes auto on a synthetic CPU workload: the sweep doubles from the number given and

@@ -65,7 +65,10 @@ void add_report_command(CLI::App& app) {
   r->add_option("-o,--out", rf->out, "folder for report.md/report.html (default: the first run folder)");
   r->callback([rf] {
     std::vector<ReportInput> parts;
-    for (const auto& ref : rf->refs) parts.push_back(resolve_runs(ref, rf->db));
+    for (const auto& ref : rf->refs) {
+      parts.push_back(resolve_runs(ref, rf->db));
+      require_runs(parts.back(), ref);  // an empty folder is no report (exit 2), not an empty one
+    }
     auto in = merge_inputs(parts);
     std::string out = !rf->out.empty() ? rf->out : !in.run_dir.empty() ? in.run_dir : std::string(".");
     auto files = write_report(in, out);
@@ -95,11 +98,13 @@ void add_history_commands(CLI::App& app, int& exit_status) {
       fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);
       return;
     }
-    fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<10} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", "id", "matrix", "started (UTC)",
+    // The model as the report names the cell: with its variant and world size (model_label).
+    fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<20} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", "id", "matrix", "started (UTC)",
                "device", "model", "batch", "rep", "status", "samples/s", "test acc", "run folder");
     for (const auto& r : rows)
-      fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<10} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", r.id,
-                 "m" + std::to_string(r.matrix_id), r.started_utc, r.device, r.model, r.batch_size, r.repeat, r.status,
+      fmt::print("{:>5} {:>6}  {:<20} {:<10} {:<20} {:>6} {:>3}  {:<11} {:>14} {:>9}  {}\n", r.id,
+                 "m" + std::to_string(r.matrix_id), r.started_utc, r.device, model_label(r.model, r.variant, r.world_size),
+                 r.batch_size, r.repeat, r.status,
                  r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
                  r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—", r.run_dir);
     fmt::print("\ncompare or report: a run folder, m<N> (a whole matrix) or <N> (one run)\n");
@@ -125,7 +130,9 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   c->add_option("--threshold-pct", cf->threshold_pct, "allowed worsening in percent (default 5)");
   c->callback([cf, &exit_status] {
     auto a = resolve_runs(cf->a, cf->db);
+    require_runs(a, cf->a);
     auto b = resolve_runs(cf->b, cf->db);
+    require_runs(b, cf->b);
     auto res = compare_inputs(a, b, cf->metric, cf->threshold_pct);
     fmt::print("{}", render_compare(res, cf->a, cf->b));
     size_t measured = 0;
@@ -133,8 +140,12 @@ void add_history_commands(CLI::App& app, int& exit_status) {
     if (res.regressed) exit_status = kExitRegression;
     else if (measured == 0) {
       // A CI gate must not pass when nothing was compared.
-      fmt::print(stderr, "trainscope: error: no cell (device, model, batch size) has '{}' measured on both sides; "
-                         "nothing was compared\n", cf->metric);
+      if (res.rows.empty())
+        fmt::print(stderr, "trainscope: error: no cell (device, model, batch size) is in both A and B; nothing was "
+                           "compared\n");
+      else
+        fmt::print(stderr, "trainscope: error: no cell could be compared on '{}' (the verdict column says why); "
+                           "nothing was compared\n", cf->metric);
       exit_status = kExitUsage;
     }
   });

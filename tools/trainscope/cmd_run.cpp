@@ -83,20 +83,22 @@ class ConsoleReporter final : public Reporter {
                p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
     fmt::print("run folder: {}\n{} run{} planned\n", dir, planned, planned == 1 ? "" : "s");
   }
+  // "cpu mlp [bf16] b32", "cpu mlp ×2 ranks b64": the cell as the report names it (model_label).
+  static std::string cell(const RunRecord& r) { return fmt::format("{} {} b{}", r.device, workload_of(r).model, r.batch_size); }
   void run_skipped(const RunRecord& r) override {
     ++done_;
-    fmt::print("[{}] {} {} b{}: already measured, kept (resume)\n", counter(), r.device, r.model, r.batch_size);
+    fmt::print("[{}] {}: already measured, kept (resume)\n", counter(), cell(r));
   }
   void run_finished(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk)
-      fmt::print("[{}] {} {} b{}: {} samples/s, test accuracy {}, {} of training\n", counter(), r.device,
-                 model_with_variant(r.model, r.variant), r.batch_size, r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
+      fmt::print("[{}] {}: {} samples/s, test accuracy {}, {} of training\n", counter(), cell(r),
+                 r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
                  r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
                  format_duration(r.train_time_s));
     else
-      fmt::print("[{}] {} {} b{}: {}: {}\n", counter(), r.device, model_with_variant(r.model, r.variant),
-                 r.batch_size, to_string(r.status), r.failure_reason.empty() ? r.variant_note : r.failure_reason);
+      fmt::print("[{}] {}: {}: {}\n", counter(), cell(r), to_string(r.status),
+                 r.failure_reason.empty() ? r.variant_note : r.failure_reason);
     print_inference(r);
     std::fflush(stdout);
   }
