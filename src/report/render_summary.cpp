@@ -247,7 +247,7 @@ std::string html_advice(const Analysis& a) {
   for (const auto& x : items) {
     h += "<li class=\"advice\" data-rule=\"" + html_escape(x.rule) + "\"><span class=\"rule\">" + html_escape(x.rule) +
          "</span>:";
-    for (const auto& t : x.advice) h += " " + md_inline(t);
+    for (const auto& t : x.advice) h += fmt::format(" {}", md_inline(t));  // not " " + ...: GCC 12 -Wrestrict
     h += "<ul>\n";
     for (const auto& f : x.fired_on) h += "<li class=\"ev\">measured: " + md_inline(f) + "</li>\n";
     h += "</ul></li>\n";

@@ -313,7 +313,8 @@ TEST(VariantAdvice, SummaryNamesEachCellsEpochsWhenTheyDiffer) {
   EXPECT_NE(md.find("for 2 epoch(s)"), std::string::npos) << md;
   in.runs[1].epochs_requested = 1;
   md = render_markdown(in, analyze(in));
-  EXPECT_NE(md.find("time, energy for 1 epochs"), std::string::npos) << md;
+  EXPECT_NE(md.find("time, energy for 1 epoch"), std::string::npos) << md;
+  EXPECT_EQ(md.find("for 1 epochs"), std::string::npos) << md;  // singular
   EXPECT_EQ(md.find("epoch(s)"), std::string::npos) << md;
 }
 
