@@ -84,6 +84,9 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     any_no_rate |= r.status == RunStatus::kOk && !r.steady_samples_per_s;
   }
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
+  if (std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.world_size > 1; }))
+    out += "data-parallel runs (world size > 1): samples/s, epoch and times are rank 0's; the job's samples/s over all "
+           "ranks is in the per-rank table below (\"all ranks\").\n";
   if (mfu) out += "MFU: 3 x forward FLOPs x samples/s over the device's dense peak for the variant's precision (docs/variants.md#mfu).\n";
   if (any_est)
     out += "(est.): estimated from the measured steady-state rate: the run stopped before the requested epochs, or an "

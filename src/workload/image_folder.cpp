@@ -1,6 +1,7 @@
 // Image-folder data sets: <root>/<class>/<image>; decoded by decode_pixels (src/data/decode.cpp:
 // JPEG through libjpeg-turbo, PNG/BMP through stb_image) and resized here.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -59,9 +60,12 @@ std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<s
   if (classes.size() > 100000)
     throw_error(ErrorKind::kDataFormat, fmt::format("image folder '{}' has {} classes (too many)", root, classes.size()));
   std::vector<ImageFile> out;
+  std::vector<std::string> empty;  // class folders without an image: refused, as torchvision's ImageFolder does
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     std::vector<ImageFile> files;
-    for (auto& e : fs::directory_iterator(fs::path(root) / classes[ci], ec)) {
+    // Images in nested folders of a class belong to it (torchvision's ImageFolder walks them too).
+    for (auto& e : fs::recursive_directory_iterator(fs::path(root) / classes[ci],
+                                                    fs::directory_options::skip_permission_denied, ec)) {
       if (!e.is_regular_file()) continue;
       auto ext = e.path().extension().string();
       std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
@@ -72,11 +76,17 @@ std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<s
                        mtime_ns(st)});
     }
     std::sort(files.begin(), files.end(), [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
+    if (files.empty()) empty.push_back(classes[ci]);
     out.insert(out.end(), files.begin(), files.end());
   }
   if (out.empty())
     throw_error(ErrorKind::kDataFormat,
                 fmt::format("image folder '{}' holds no .png/.jpg/.jpeg/.bmp images in its class folders", root));
+  if (!empty.empty())
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("image folder '{}': class folder(s) {} hold no .png/.jpg/.jpeg/.bmp image, so the model "
+                            "would get a class it never sees; add images or remove the folder(s)",
+                            root, fmt::join(empty, ", ")));
   if (class_names) *class_names = classes;
   return out;
 }

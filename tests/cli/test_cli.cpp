@@ -278,6 +278,20 @@ TEST(Cli, FusedOptimizerOnTheCpuIsBadInputBeforeTraining) {
   EXPECT_FALSE(fs::exists(dir + "/m/results.json"));
 }
 
+// A --tensorboard folder that is a file is bad input before training, naming the flag.
+TEST(Cli, UnwritableTensorBoardFolderIsBadInputBeforeTraining) {
+  std::string dir = test_path("cli_tb");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/afile") << "x";
+  auto args = small_matrix(dir, "m");
+  args.insert(args.end(), {"--tensorboard", dir + "/afile"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 2) << out;
+  EXPECT_NE(out.find("--tensorboard (TOML tensorboard.dir)"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/results.json"));
+}
+
 // A matrix whose every cell is not applicable measured nothing: bad input (2), with the reason,
 // not success.
 TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {

@@ -146,6 +146,7 @@ TEST(DistE2E, TwoRanksTrainLikeOneRankWithTheCombinedBatch) {
   ASSERT_EQ(finish(start(matrix_args("two", 16, {"--nproc-per-node", "2"}), {}, log)), 0) << slurp(log);
   const json r = run_record("two");
   expect_same_curve(r, single_rank());
+  EXPECT_NE(slurp(log).find("samples/s, epoch and times are rank 0's"), std::string::npos) << slurp(log);
   EXPECT_EQ(r.at("world_size"), 2);
   const json& d = r.at("distributed");
   EXPECT_EQ(d.at("backend"), "gloo");

@@ -254,6 +254,26 @@ TEST(ImageStream, QueueNeverHoldsMoreThanItsBound) {
   EXPECT_THROW(ImageStream(files, opt, few.slots), Error);
 }
 
+// As torchvision's ImageFolder: images in nested folders of a class belong to it, and a class
+// folder without any image is refused (it would be a class the model never sees).
+TEST(ImageFolderIndex, NestedImagesCountAndEmptyClassFoldersAreRefused) {
+  auto root = id_folder("nested_classes", 8);  // c0: 4 images, c1: 4 images
+  fs::create_directories(root + "c1/sub/deeper");
+  fs::copy_file(root + "c1/001.png", root + "c1/sub/deeper/nested.png");
+  std::vector<std::string> names;
+  auto files = index_image_folder(root, &names);
+  EXPECT_EQ(files.size(), 9u);
+  EXPECT_EQ(std::count_if(files.begin(), files.end(), [](const ImageFile& f) { return f.label == 1; }), 5);
+  fs::create_directories(root + "zz_empty");
+  try {
+    index_image_folder(root, nullptr);
+    ADD_FAILURE() << "an empty class folder was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDataFormat);
+    EXPECT_NE(std::string(e.what()).find("zz_empty"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ImageStream, CorruptImageFailsByDefaultNamingPathAndFlag) {
   auto root = id_folder("stream_bad", 12);
   std::ofstream(root + "c1/005.png", std::ios::trunc) << "\x89PNG not really";

@@ -223,6 +223,21 @@ void check_devices(const MatrixConfig& m, const RunFlags& f, CLI::App* sub) {
   }
 }
 
+// A --tensorboard folder that cannot be written is bad input before training, not a note after it.
+void check_tensorboard_dir(const MatrixConfig& m) {
+  if (!m.tensorboard.enabled || m.tensorboard.dir.empty()) return;
+  try {
+    ensure_writable_dir(m.tensorboard.dir);
+  } catch (const Error& e) {
+    std::string why = e.what();  // ensure_writable_dir's message, without its --out advice
+    if (auto at = why.find("; choose another with --out"); at != std::string::npos) why.resize(at);
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--tensorboard (TOML tensorboard.dir): {}; choose another folder, leave it empty for "
+                            "<run folder>/tensorboard, or pass --no-tensorboard",
+                            why));
+  }
+}
+
 // The matrix the flags ask for: --resume's matrix.json, or the preset, then the --config file,
 // then the flags; validated, with paths made absolute.
 MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
@@ -292,6 +307,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
     absolute(m.telemetry.sys_root);
     absolute(m.tensorboard.dir);
   }
+  check_tensorboard_dir(m);
   return m;
 }
 
