@@ -425,6 +425,7 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   rec.variant_note = variant_not_applicable(parse_variant(variant, "--variants"), dev, model_has_4d_[model]);
   if (!rec.variant_note.empty()) {  // recorded, not run: not an error (docs/variants.md#applicability)
     rec.status = RunStatus::kNotApplicable;
+    fill_run_settings(rec, cfg_.train, *workload_);
     notice(fmt::format("{}: {}", spec.run_id, rec.variant_note));
     merge_run(std::move(rec));
     return;

@@ -210,24 +210,13 @@ class TrainLoop {
 };
 
 void TrainLoop::describe_run() {
-  const auto& tr = w_.data.train;
   r_.run_id = spec_.run_id;
   r_.device = spec_.device;
   r_.model = spec_.model;
   r_.batch_size = spec_.batch_size;
   r_.repeat = spec_.repeat;
   r_.status = RunStatus::kRunning;
-  r_.dataset = w_.dataset_name;
-  r_.train_samples = tr.count;
-  r_.test_samples = w_.data.test.count;
-  r_.input_shape = {tr.channels, tr.height, tr.width};
-  r_.num_classes = tr.num_classes;
-  r_.optimizer = cfg_.optimizer;
-  r_.learning_rate = cfg_.learning_rate;
-  r_.seed = cfg_.seed;
-  r_.intra_op_threads = at::get_num_threads();
-  r_.epochs_requested = cfg_.epochs;
-  r_.warmup_steps = cfg_.warmup_steps;
+  fill_run_settings(r_, cfg_, w_);
   r_.start_ns = ns_since(spec_.origin, Clock::now());
   variant_ = parse_variant(spec_.variant, "the run's variant");
   r_.variant = variant_.name();
@@ -876,6 +865,21 @@ void rate_instrumentation_cost(RunRecord& r) {
     r.notes.push_back(fmt::format("the profiling window added {:.1f} % to the training time (> 3 %; its steps were "
                                   "{:.2f}x the headline step time); the headline figures exclude it",
                                   *m.profile_cost_pct, m.profile_step_time_ratio.value_or(0)));
+}
+
+void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w) {
+  const auto& tr = w.data.train;
+  r.dataset = w.dataset_name;
+  r.train_samples = tr.count;
+  r.test_samples = w.data.test.count;
+  r.input_shape = {tr.channels, tr.height, tr.width};
+  r.num_classes = tr.num_classes;
+  r.optimizer = cfg.optimizer;
+  r.learning_rate = cfg.learning_rate;
+  r.seed = cfg.seed;
+  r.intra_op_threads = at::get_num_threads();
+  r.epochs_requested = cfg.epochs;
+  r.warmup_steps = cfg.warmup_steps;
 }
 
 RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial) {

@@ -80,6 +80,11 @@ struct TrainHooks {
 /// `partial` so nothing measured is lost when it throws.
 RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial = nullptr);
 
+/// The record's settings of a run of `w` with `cfg` (data set, sizes, optimizer, learning rate,
+/// seed, intra-op threads, epochs and warm-up requested): the same for a trained run and for one
+/// recorded as not applicable, so neither holds made-up zeros.
+void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w);
+
 /// The description written beside each checkpoint (checkpoints/<run_id>.json): model name,
 /// input shape, classes, normalisation mean/std and the data it was trained on, so that
 /// `trainscope infer` can rebuild the model and its inputs.

@@ -304,6 +304,15 @@ TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {
   EXPECT_EQ(run(args, &out), 2) << out;
   EXPECT_NE(out.find("nothing was measured"), std::string::npos) << out;
   EXPECT_NE(out.find("channels_last needs a model with 4-D parameters"), std::string::npos) << out;
+  // the not-applicable record carries the matrix's settings, not zeros
+  auto j = json::parse(std::ifstream(dir + "/m/results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const auto& r = j["runs"][0];
+  EXPECT_EQ(r["status"], "not_applicable");
+  EXPECT_EQ(r["dataset"], "synthetic");
+  EXPECT_EQ(r["epochs_requested"], 20);
+  EXPECT_GT(r["learning_rate"].get<double>(), 0);
+  EXPECT_EQ(r["warmup_steps"], 2);
 }
 
 // A data-parallel run's folder cannot be resumed, so the refusal does not suggest --resume.
