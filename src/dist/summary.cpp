@@ -16,14 +16,18 @@ namespace dist {
 
 namespace {
 
+std::string this_host() {
+  char host[256] = "";
+  ::gethostname(host, sizeof(host));
+  return host;
+}
+
 RankSummary summary_of(const RunRecord& rec, const Context& c) {
   RankSummary s;
   if (rec.distributed && !rec.distributed->ranks.empty()) s = rec.distributed->ranks.front();  // comm figures
   s.rank = c.rank();
   s.local_rank = c.env().local_rank;
-  char host[256] = "";
-  ::gethostname(host, sizeof(host));
-  s.host = host;
+  s.host = this_host();
   s.device = rec.device;
   s.status = to_string(rec.status);
   s.failure_reason = rec.failure_reason;
@@ -71,12 +75,6 @@ void across_ranks(DistributedSection& d) {
   }
   if (n_sps == static_cast<int>(rs.size())) d.global_samples_per_s = sps;
   if (n_share > 0) d.comm_share_pct = share / n_share;
-}
-
-std::string this_host() {
-  char host[256] = "";
-  ::gethostname(host, sizeof(host));
-  return host;
 }
 
 // The newest one-process run of the same model, per-rank batch, device kind and data set in the
