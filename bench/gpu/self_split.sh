@@ -10,6 +10,7 @@ declare -A modes=(
   [telemetry_slow_off]="--no-profile --no-inference --telemetry-slow-interval 3600"
   [profile]="--no-telemetry --no-inference"
   [default]=""
+  [default_slow10]="--telemetry-slow-interval 10"
 )
 read -r -a order <<<"${ORDER:-off telemetry profile default}"
 for i in $(seq "$N"); do
