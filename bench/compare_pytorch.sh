@@ -30,7 +30,9 @@ for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
   name="$m-$b-${v//+/_}"
   "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --variants "$v" --max-steps "$STEPS" \
      --threads "$THREADS" --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" \
-     --name "$name" >/dev/null
+     --name "$name" >/dev/null 2>"$OUTD/$name.err" || {
+    # a cell trainscope refuses (e.g. channels_last on a model without convolutions) is n/a, not the end
+    printf "%-9s %5s %-20s %14s %14s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
   py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \

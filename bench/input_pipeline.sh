@@ -8,7 +8,8 @@
 #   IMAGES=20000 WORKERS="1 2 8" SIZES="224" bash bench/input_pipeline.sh
 # Env: BIN (build/input_bench), PY (python with torchvision; default /usr/bin/python3, Debian's
 # python3-torchvision), DATA_DIR (folders, default /tmp/trainscope-bench), IMAGES (per run,
-# default 4000), TRAIN (images per folder, default IMAGES), BATCH (64).
+# default 4000), TRAIN (images per folder, default IMAGES), BATCH (64), SRC (the Fashion-MNIST
+# folder make_image_folder.py reads; default its own default).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$root/build/input_bench}
@@ -25,7 +26,7 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(hostname) $(nproc) cores: $(grep -m1 'mode
 for size in $SIZES; do
   dir=$DATA_DIR/fm$size
   if [[ ! -d $dir/train ]]; then
-    "$PY" "$root/bench/make_image_folder.py" --out "$dir" --size "$size" --train "$TRAIN" --test 100 >&2
+    "$PY" "$root/bench/make_image_folder.py" --out "$dir" --size "$size" --train "$TRAIN" --test 100 ${SRC:+--data "$SRC"} >&2
   fi
   for w in $WORKERS; do
     "$BIN" "$dir/train" "$size" "$w" "$BATCH" "$IMAGES"

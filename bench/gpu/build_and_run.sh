@@ -119,7 +119,7 @@ for stage in "$@"; do
     pipeline-bench)
       # issue 17: decode + augment, trainscope against the host's own torch DataLoader (needs
       # torchvision and Pillow in the host's python; the script says so when they are missing)
-      BIN=$B/input_bench PY=python3 IMAGES=${STREAM_IMAGES:-8000} WORKERS="1 4 16" SIZES="64 224" \
+      BIN=$B/input_bench PY=python3 SRC=$DATA IMAGES=${STREAM_IMAGES:-8000} WORKERS="1 4 16" SIZES="64 224" \
         DATA_DIR=/tmp/pipeline-bench timeout 300 bash bench/input_pipeline.sh 2>&1 | tee "$OUT/pipeline-bench.log";;
     stream)
       # issue 17: resnet18 at 224x224 from a streaming JPEG folder; the data share and the advice
