@@ -3,7 +3,9 @@
 # Python PyTorch in one invocation and prints the samples/s ratio (trainscope / PyTorch).
 #   bench/compare_pytorch.sh [--trainscope PATH] [--python PY] [--device cpu|cuda:0]
 #                            [--threads N] [--steps N] [--models mlp,cnn] [--batch-sizes 64,128]
-#                            [--variants eager,bf16,graphs,graphs+bf16]
+#                            [--variants eager,bf16,graphs,graphs+bf16] [--cudnn-benchmark]
+# --cudnn-benchmark turns cuDNN autotuning on for both sides (trainscope --cudnn-benchmark,
+# torch.backends.cudnn.benchmark = True); off by default on both, as in PyTorch.
 # Each variant (docs/variants.md) runs on both sides: trainscope --variants V and
 # pytorch_baseline.py --variant V (on CUDA the tuned Python recipe: data on the GPU, fused Adam;
 # graphs = whole-step capture with capturable Adam). GPU-only variants on the CPU print n/a.
@@ -13,14 +15,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
-MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager
+MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager; BENCH=()
 while (($#)); do case $1 in
   --trainscope) TS=$2; shift 2;; --python) PY=$2; shift 2;; --device) DEV=$2; shift 2;;
   --threads) THREADS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --models) MODELS=$2; shift 2;;
   --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; --variants) VARIANTS=$2; shift 2;;
+  --cudnn-benchmark) BENCH=(--cudnn-benchmark); shift;;
   *) echo "unknown $1"; exit 2;; esac; done
 OUTD=$(mktemp -d)
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; $(date -u +%F)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; $(date -u +%F)"
 printf "%-9s %5s %-20s %14s %14s %7s\n" model batch variant trainscope/s pytorch/s ratio
 IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"; IFS=, read -ra vs <<<"$VARIANTS"
 for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
@@ -30,13 +33,13 @@ for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
   name="$m-$b-${v//+/_}"
   "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --variants "$v" --max-steps "$STEPS" \
      --threads "$THREADS" --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" \
-     --name "$name" >/dev/null 2>"$OUTD/$name.err" || {
+     --name "$name" "${BENCH[@]}" >/dev/null 2>"$OUTD/$name.err" || {
     # a cell trainscope refuses (e.g. channels_last on a model without convolutions) is n/a, not the end
     printf "%-9s %5s %-20s %14s %14s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
   py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
-        --device "$DEV" --data "$DATA" --variant "$v" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
+        --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
   printf "%-9s %5s %-20s %14.0f %14.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
 done; done; done
 rm -rf "$OUTD"

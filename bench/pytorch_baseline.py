@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--variant", default="eager")
     ap.add_argument("--host-gather", action="store_true")
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
     a = ap.parse_args()
     parts = set() if a.variant == "eager" else set(a.variant.split("+"))
     unknown = parts - {"graphs", "bf16", "tf32", "channels_last"}
@@ -114,6 +115,7 @@ def main():
     cuda = dev.type == "cuda"
     if ("graphs" in parts or "tf32" in parts) and not cuda:
         raise SystemExit(f"variant {a.variant} needs a CUDA device")
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
     if "tf32" in parts:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

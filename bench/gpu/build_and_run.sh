@@ -95,8 +95,8 @@ for stage in "$@"; do
     vs-python)
       # issue 14: the same variants through trainscope and Python side by side, one invocation
       timeout 240 bash bench/compare_pytorch.sh --trainscope $TS --python python3 --device cuda:0 --threads 16 \
-        --steps 300 --models mlp,cnn,resnet18 --batch-sizes 128 --variants eager,graphs+bf16,graphs+bf16+channels_last \
-        --data $DATA 2>&1 | tee "$OUT/vs-python.log";;
+        --steps 300 --models ${VS_MODELS:-mlp,cnn,resnet18} --batch-sizes ${VS_BATCHES:-128} \
+        --variants ${VS_VARIANTS:-eager,graphs+bf16,graphs+bf16+channels_last} --data $DATA ${VS_EXTRA:-} 2>&1 | tee -a "$OUT/vs-python.log";;
     default-graphs)
       # issue 14: the default job with graphs, and the "simple network" verdict per variant
       timeout 150 $TS run --data $DATA --variants eager,graphs --max-steps 300 --limit-test 2000 --out /tmp/runs \

@@ -60,6 +60,7 @@ struct TrainConfig {
   double target_accuracy_pct = 0;      // >0: end a run when test accuracy first reaches this (%)
   int64_t eval_every_steps = 0;        // >0 with a target: evaluate every N steps (0 = each epoch)
   bool force_graph_capture = false;    // testing hook: attempt the graph capture on any device
+  bool cudnn_benchmark = false;        // CUDA: cuDNN autotuning (at::globalContext().setBenchmarkCuDNN)
   // ---- end variants
 };
 

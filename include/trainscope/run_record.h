@@ -189,6 +189,7 @@ struct RunRecord {
   std::optional<double> forward_flops_per_sample;  // see model.h for how they are counted
   std::string optimizer;
   std::string optimizer_impl;     // which implementation ran (train/optimizer.h)
+  std::optional<bool> cudnn_benchmark;  // CUDA runs: cuDNN autotuning on (TrainConfig); absent on the CPU
   double learning_rate = 0;
   uint64_t seed = 0;
   int64_t intra_op_threads = 0;
@@ -269,6 +270,7 @@ struct RunRecord {
     v("forward_flops_per_sample", s.forward_flops_per_sample, Better::kNone);
     v("optimizer", s.optimizer, Better::kNone, kLiteral);
     v("optimizer_impl", s.optimizer_impl, Better::kNone, kLiteral);
+    v("cudnn_benchmark", s.cudnn_benchmark, Better::kNone);
     v("learning_rate", s.learning_rate, Better::kNone);
     v("seed", s.seed, Better::kNone);
     v("intra_op_threads", s.intra_op_threads, Better::kNone);

@@ -178,6 +178,10 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.force_graph_capture", .flag = "--force-graph-capture",
                .help = "testing: attempt the CUDA-graph capture of a graphs variant on any device",
                .field = TS_FIELD(train.force_graph_capture), .in_file = false, .hidden = true});
+  t.push_back({.key = "train.cudnn_benchmark", .flag = "--cudnn-benchmark",
+               .help = "CUDA: let cuDNN time its convolution algorithms on the first batch of each shape and keep the "
+                       "fastest (PyTorch's torch.backends.cudnn.benchmark; docs/variants.md#cudnn-autotuning)",
+               .note = "off = cuDNN's heuristics, PyTorch's default", .field = TS_FIELD(train.cudnn_benchmark)});
   // ---- end variants
 }
 

@@ -275,6 +275,7 @@ void TrainLoop::set_up_variant() {
   // A graphs run needs an optimizer whose step counters live on the device (graph_step.h).
   opt_ = make_optimizer(cfg_, model_->parameters(), dev_, /*capturable=*/want_graph_);
   r_.optimizer_impl = opt_->implementation();
+  if (cuda_) r_.cudnn_benchmark = cfg_.cudnn_benchmark;
 }
 
 // On a GPU, a training set that takes at most a quarter of the device's memory is copied there
@@ -799,7 +800,7 @@ void TrainLoop::run() {
   describe_run();
   // The variant's autocast and TF32 switches, restored when the run ends (or throws); inference
   // after training (the on_trained hook) runs under them too.
-  VariantGuard guard(variant_, dev_);
+  VariantGuard guard(variant_, dev_, cfg_.cudnn_benchmark);
   set_up();
   train_start_ = last_step_end_ = Clock::now();
   if (cfg_.warmup_steps == 0 && first_touched_ > 0) open_headline();

@@ -4,7 +4,9 @@
 
 namespace trainscope {
 
-VariantGuard::VariantGuard(const Variant& v, const torch::Device& device) : cuda_(device.is_cuda()) {
+VariantGuard::VariantGuard(const Variant& v, const torch::Device& device, bool cudnn_benchmark) : cuda_(device.is_cuda()) {
+  prev_cudnn_benchmark_ = at::globalContext().benchmarkCuDNN();
+  if (cuda_) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
   if (v.bf16) {
     prev_autocast_ = compat::autocast_enabled(cuda_);
     prev_dtype_ = compat::autocast_dtype(cuda_);
@@ -31,6 +33,7 @@ VariantGuard::VariantGuard(const Variant& v, const torch::Device& device) : cuda
 }
 
 VariantGuard::~VariantGuard() {
+  if (cuda_) at::globalContext().setBenchmarkCuDNN(prev_cudnn_benchmark_);
   if (autocast_set_) {
     compat::set_autocast_enabled(cuda_, prev_autocast_);
     compat::set_autocast_dtype(cuda_, prev_dtype_);

@@ -17,12 +17,12 @@ namespace trainscope {
 ///   bf16: autocast on the run's device type (CPU or CUDA) with dtype bfloat16; the autocast
 ///         cast cache is cleared on exit.
 ///   tf32: cuBLAS and cuDNN TF32 flags (at::globalContext().setAllowTF32CuBLAS/CuDNN) on.
+///   cudnn_benchmark (a run setting, not a variant; config.h TrainConfig): cuDNN autotuning on a
+///         CUDA device (at::globalContext().setBenchmarkCuDNN), set either way for the run.
 /// eager and channels_last change no global state.
-/// Switches a variant's global state on for one run and restores it after: bf16 autocast (with
-/// the weight-cast cache off, see variant_exec.cpp) and the TF32 flags.
 class VariantGuard {
  public:
-  VariantGuard(const Variant& v, const torch::Device& device);
+  VariantGuard(const Variant& v, const torch::Device& device, bool cudnn_benchmark = false);
   ~VariantGuard();
   VariantGuard(const VariantGuard&) = delete;
   VariantGuard& operator=(const VariantGuard&) = delete;
@@ -32,6 +32,7 @@ class VariantGuard {
   bool autocast_set_ = false, prev_autocast_ = false, prev_cache_ = true;
   at::ScalarType prev_dtype_ = at::kFloat;
   bool tf32_set_ = false, prev_tf32_cublas_ = false, prev_tf32_cudnn_ = false;
+  bool prev_cudnn_benchmark_ = false;
 };
 
 /// The memory format a variant's inputs and 4-D parameters use: ChannelsLast for channels_last

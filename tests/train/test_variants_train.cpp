@@ -110,6 +110,21 @@ TEST(VariantGuard, Tf32FlagsAreRestored) {
   EXPECT_EQ(ctx.allowTF32CuDNN(), cudnn);
 }
 
+TEST(VariantGuard, CudnnBenchmarkIsSetOnlyOnCudaAndRestored) {
+  auto& ctx = at::globalContext();
+  const bool before = ctx.benchmarkCuDNN();
+  {
+    VariantGuard g(parse_variant("eager", "x"), torch::Device("cpu"), !before);
+    EXPECT_EQ(ctx.benchmarkCuDNN(), before) << "a CPU run must not touch cuDNN's global state";
+  }
+  if (!torch::cuda::is_available()) return;
+  {
+    VariantGuard g(parse_variant("eager", "x"), torch::Device("cuda:0"), !before);
+    EXPECT_EQ(ctx.benchmarkCuDNN(), !before);
+  }
+  EXPECT_EQ(ctx.benchmarkCuDNN(), before);
+}
+
 TEST(VariantExec, ChannelsLastConvertsConvKernelsAndForwardGivesFloatLogits) {
   auto m = make_model("cnn", 1, 16, 16, 10);
   EXPECT_TRUE(has_4d_parameters(*m));
