@@ -11,12 +11,13 @@ declare -A modes=(
   [profile]="--no-telemetry --no-inference"
   [default]=""
   [default_slow10]="--telemetry-slow-interval 10"
+  [default_slow_off]="--telemetry-slow-interval 3600"
 )
 read -r -a order <<<"${ORDER:-off telemetry profile default}"
 for i in $(seq "$N"); do
   for m in "${order[@]}"; do
     # shellcheck disable=SC2086
-    "$TS" run --devices "$dev" --models "$model" --batch-sizes "$batch" --epochs 10 --max-steps "$steps" --data "$DATA" \
+    "$TS" run --devices "$dev" --models "$model" --batch-sizes "$batch" --epochs "${EPOCHS:-10}" --max-steps "$steps" --data "$DATA" \
       --threads 0 --no-progress --out "$OUTD" --name "$m-$i" ${modes[$m]} >/dev/null 2>&1
     python3 -c "import json,sys;r=json.load(open('$OUTD/$m-$i/results.json'))['runs'][0];print('$m',r['steady_samples_per_s'])" 2>/dev/null || echo "$m nan"
   done
