@@ -8,4 +8,5 @@ endif()
 if(TRAINSCOPE_WITH_TORCH)
   # NCCL ranks' communication timing from device marks (src/dist/comm_timer.h), with a scripted clock.
   ts_add_test(test_comm_timer SOURCES dist/test_comm_timer.cpp TORCH)
+  ts_add_test(test_stop_vote SOURCES dist/test_stop_vote.cpp TORCH)
 endif()

@@ -41,8 +41,11 @@ Variant parse_variant(const std::string& text, std::string_view where);
 
 /// Why `v` does not apply to a run on `device` ("cpu", "cuda:0") of a model that has (or has
 /// not) 4-D parameters (convolutions), e.g. "not applicable on cpu: graphs needs a CUDA device";
-/// "" when it applies.
-std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params);
+/// "" when it applies. In a data-parallel run (`data_parallel`: the process is a rank of a
+/// c10d job, docs/distributed.md) graphs does not apply: the captured step would replay without
+/// the gradient all-reduce that runs from autograd hooks on the host (src/dist/grad_sync.h).
+std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params,
+                                   bool data_parallel = false);
 
 /// The run id suffix of a variant: "" for eager, "-bf16", "-graphs+bf16" otherwise.
 std::string variant_run_id_suffix(const std::string& variant);

@@ -58,13 +58,17 @@ Variant parse_variant(const std::string& text, std::string_view where) {
   return v;
 }
 
-std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params) {
+std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params,
+                                   bool data_parallel) {
   if (device.rfind("cuda", 0) != 0) {
     if (v.graphs) return fmt::format("not applicable on {}: graphs needs a CUDA device", device);
     if (v.tf32) return fmt::format("not applicable on {}: tf32 needs a CUDA device (Ampere or newer)", device);
   }
   if (v.channels_last && !model_has_4d_params)
     return "not applicable: channels_last needs a model with 4-D parameters (convolutions); this one has none";
+  if (v.graphs && data_parallel)
+    return "not applicable in a data-parallel run: graphs replays a captured step, and the gradient all-reduce runs from "
+           "host-side autograd hooks outside it (docs/variants.md#applicability)";
   return "";
 }
 

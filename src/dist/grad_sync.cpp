@@ -103,6 +103,12 @@ RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, const torch::Dev
     bytes += pb;
     bucket_of_[k] = buckets_.size() - 1;
   }
+  if (!buckets_.empty()) {  // the last bucket also carries the ranks' stop vote
+    auto& last = buckets_.back()->flat;
+    vote_at_ = last.numel();
+    last = torch::empty({vote_at_ + StopVote::kElements}, last.options());
+    vote_ = std::make_unique<StopVote>(dev, kVoteDelaySteps);
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
     if (!acc) continue;  // no gradient: counted as zeros in after_backward
@@ -163,8 +169,9 @@ void RunSync::inject_fault(int64_t step) {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang": until someone kills us
 }
 
-void RunSync::before_backward(int64_t step) {
+void RunSync::before_backward(int64_t step, const StopWish& wish) {
   step_ = step;
+  wish_ = wish;
   if (device_timer_) device_timer_->begin_step(step);
   c_.heartbeat(step, "forward/backward");
   inject_fault(step);
@@ -197,6 +204,7 @@ void RunSync::launch(Bucket& b) {
     if (p.grad().defined()) seg.copy_(p.grad().reshape({-1}));
     else seg.zero_();
   }
+  if (vote_ && &b == buckets_.back().get()) StopVote::cast(wish_, b.flat.narrow(0, vote_at_, StopVote::kElements));
   std::vector<at::Tensor> t{b.flat};
   b.launched_at = Clock::now();
   if (device_timer_ && &b == buckets_.front().get()) device_timer_->bucket0_launched();
@@ -244,6 +252,7 @@ void RunSync::after_backward() {
     launch_in_order();
   }
   wait_all();
+  agreed_ = vote_ ? vote_->read(step_, buckets_.back()->flat.narrow(0, vote_at_, StopVote::kElements)) : wish_;
   if (device_timer_) device_timer_->comm_done();
   if (step_ < warmup_) return;
   wait_ms_ += ms_between(t_end, Clock::now());

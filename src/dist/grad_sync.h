@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dist/comm_timer.h"
+#include "dist/stop_vote.h"
 #include "trainscope/run_record.h"
 #include "workload/model.h"
 
@@ -49,11 +50,19 @@ class RunSync {
   torch::Tensor shard(const torch::Tensor& perm) const;
 
   /// Before loss.backward() of global step `step`: heartbeat and the bucket state reset.
-  void before_backward(int64_t step);
+  /// `wish`: this rank's reasons to stop early (a signal, its time budget), sent with the
+  /// step's last bucket (stop_vote.h).
+  void before_backward(int64_t step, const StopWish& wish = {});
   /// After loss.backward(): launches unlaunched buckets (parameters without a gradient count
   /// as zeros), waits for every all-reduce and leaves the world-averaged gradients in .grad().
   /// A failed or timed-out collective throws Error(kDistributed) naming the failed rank.
   void after_backward();
+  /// After after_backward(): what the ranks agreed (every rank gets the same answer at the same
+  /// step): stop after this step when any() (stop_vote.h; on a GPU the vote of
+  /// kVoteDelaySteps steps earlier).
+  StopWish agreed_stop() const { return agreed_; }
+  /// Steps between a vote and its reading on a GPU: the host may queue this far ahead.
+  static constexpr int64_t kVoteDelaySteps = 2;
 
   /// Called from a gradient-accumulator post-hook: parameter i's gradient is complete.
   void ready(size_t i);
@@ -78,6 +87,9 @@ class RunSync {
   std::chrono::steady_clock::time_point t0_;
   double comm_ms_ = 0, overlap_ms_ = 0, wait_ms_ = 0;
   int64_t timed_steps_ = 0, comm_steps_ = 0;
+  std::unique_ptr<StopVote> vote_;  // null when there is no bucket (a model without parameters)
+  int64_t vote_at_ = 0;             // offset of the vote's elements in the last bucket
+  StopWish wish_, agreed_;
   std::unique_ptr<CommTimer> device_timer_;  // NCCL ranks: comm/overlap from device events
 };
 

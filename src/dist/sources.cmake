@@ -1,7 +1,7 @@
 # dist: data-parallel training on c10d (docs/distributed.md). env.cpp needs no LibTorch.
 target_sources(trainscope_core PRIVATE dist/env.cpp dist/rank_table.cpp)
 if(TRAINSCOPE_WITH_TORCH)
-  target_sources(trainscope PRIVATE dist/context.cpp dist/rank_setup.cpp dist/summary.cpp dist/grad_sync.cpp dist/comm_timer.cpp
+  target_sources(trainscope PRIVATE dist/context.cpp dist/rank_setup.cpp dist/summary.cpp dist/grad_sync.cpp dist/comm_timer.cpp dist/stop_vote.cpp
                                     dist/launch.cpp dist/stall.cpp)
   # c10d's headers compile their Gloo/NCCL parts only with these macros (torch's CMake config
   # does not define them): Gloo where its headers are installed (Debian: libgloo-dev), NCCL in

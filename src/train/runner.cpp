@@ -422,7 +422,8 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   rec.repeat = rep;
   rec.device_name = device_display_name(dev, res_.provenance.cpu_model);
   spec.variant = rec.variant = variant;
-  rec.variant_note = variant_not_applicable(parse_variant(variant, "--variants"), dev, model_has_4d_[model]);
+  rec.variant_note =
+      variant_not_applicable(parse_variant(variant, "--variants"), dev, model_has_4d_[model], dist::current_rank() >= 0);
   if (!rec.variant_note.empty()) {  // recorded, not run: not an error (docs/variants.md#applicability)
     rec.status = RunStatus::kNotApplicable;
     fill_run_settings(rec, cfg_.train, *workload_);

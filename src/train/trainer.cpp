@@ -146,6 +146,7 @@ class TrainLoop {
   void after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
                   const Clock::time_point* hm);
   bool should_stop(const EpochState& e, int64_t s);
+  dist::StopWish local_stop_wish() const;
   void open_headline();
   void close_headline(Clock::time_point t);
   void finish_epoch(EpochState& e);
@@ -427,7 +428,7 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
   clock_->mark(s, 2);
   hm[2] = Clock::now();
   opt_->zero_grad();
-  if (dist_) dist_->before_backward(global_step_);
+  if (dist_) dist_->before_backward(global_step_, local_stop_wish());
   loss.backward();
   if (dist_) dist_->after_backward();
   clock_->mark(s, 3);
@@ -532,12 +533,16 @@ bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
     if (r_.stopped_early) r_.stop_reason = "max_steps";
     stop_ = true;
   }
-  if (cfg_.time_budget_s > 0 && seconds(train_start_, Clock::now()) - eval_time_total_ >= cfg_.time_budget_s) {
+  // A data-parallel rank stops only when the ranks agree (grad_sync.h's stop vote): a signal
+  // or a time budget reaches each rank at its own moment, and a rank that left alone would
+  // leave its peers waiting in an all-reduce.
+  const dist::StopWish why = dist_ ? dist_->agreed_stop() : local_stop_wish();
+  if (why.budget) {
     r_.stopped_early = !(e.epoch == cfg_.epochs && s + 1 == steps_per_epoch_);
     if (r_.stopped_early) r_.stop_reason = "time_budget";
     stop_ = true;
   }
-  if (hooks_.stop_requested && hooks_.stop_requested->load()) {
+  if (why.signal) {
     r_.status = RunStatus::kInterrupted;
     r_.test_accuracy_pct.reset();  // README: null for an interrupted run (its last epoch is not evaluated)
     r_.stopped_early = true;
@@ -548,6 +553,13 @@ bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
     stop_ = true;
   }
   return stop_;
+}
+
+// This rank's own reasons to stop after the current step: a signal, or the time budget spent.
+dist::StopWish TrainLoop::local_stop_wish() const {
+  return {.signal = hooks_.stop_requested && hooks_.stop_requested->load(),
+          .budget = cfg_.time_budget_s > 0 &&
+                    seconds(train_start_, Clock::now()) - eval_time_total_ >= cfg_.time_budget_s};
 }
 
 // Adds the phases of this epoch's headline steps to the run's sums (means taken in figures()).

@@ -61,6 +61,11 @@ TEST(Variants, NotApplicableRules) {
   EXPECT_EQ(na("tf32", "cpu", true).rfind("not applicable on cpu", 0), 0u);
   EXPECT_NE(na("channels_last", "cuda:0", false).find("4-D parameters"), std::string::npos);
   EXPECT_NE(na("bf16+channels_last", "cpu", false), "");
+  // a rank of a data-parallel job: graphs would replay without the all-reduce
+  const auto dp = [](const std::string& v) { return variant_not_applicable(parse_variant(v, "x"), "cuda:0", true, true); };
+  EXPECT_NE(dp("graphs+bf16").find("data-parallel"), std::string::npos);
+  EXPECT_EQ(dp("bf16+channels_last"), "");
+  EXPECT_EQ(dp("eager"), "");
 }
 
 TEST(Variants, RunIdSuffixAndWorkloadName) {
