@@ -6,7 +6,9 @@
 # (steady_samples_per_s) and of the whole-run samples/s (samples trained / training time, the
 # profiling window included), and median(default)/median(off) of each: a headline ratio near
 # 1.00 means the measurement protocol keeps trainscope's instruments out of the headline
-# (docs/profiling.md#measurement-protocol).
+# (docs/profiling.md#measurement-protocol). The headline ratio comes with a 90 % bootstrap
+# interval (runs resampled within each side) and says whether the runs resolve a 3 % cost: on
+# a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not.
 #
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
@@ -63,8 +65,22 @@ on_h, on_w, off_h, off_w = ([float(x) for x in a.split()] for a in sys.argv[2:6]
 def med(v):
     v = [x for x in v if not math.isnan(x)]
     return statistics.median(v) if v else float("nan")
+def interval(on, off, reps=2000, seed=1):
+    # 90 % bootstrap interval of median(on)/median(off), resampling runs within each side
+    import random
+    rng = random.Random(seed)
+    on = [x for x in on if not math.isnan(x)]
+    off = [x for x in off if not math.isnan(x)]
+    if len(on) < 3 or len(off) < 3:
+        return "interval: too few runs"
+    r = sorted(statistics.median(rng.choices(on, k=len(on))) / statistics.median(rng.choices(off, k=len(off)))
+               for _ in range(reps))
+    lo, hi = r[int(0.05 * reps)], r[int(0.95 * reps) - 1]
+    verdict = ("cost below 3 % resolved" if lo >= 0.97 else
+               "cost above 3 %" if hi < 0.97 else "the spread cannot resolve 3 %: run more pairs")
+    return f"90 % interval [{lo:.3f}, {hi:.3f}]: {verdict}"
 mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
-print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}; "
+print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval(on_h, off_h)}; "
       f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of {len(on_h)} pairs)")
 PY
 done
