@@ -6,6 +6,8 @@
 #                            [--variants eager,bf16,graphs,graphs+bf16] [--cudnn-benchmark]
 # --cudnn-benchmark turns cuDNN autotuning on for both sides (trainscope --cudnn-benchmark,
 # torch.backends.cudnn.benchmark = True); off by default on both, as in PyTorch.
+# --python-train-metrics makes the Python side also sum the training loss and accuracy on the
+# device every step, as trainscope always does (src/train/step_sums.h): like-for-like work.
 # Each variant (docs/variants.md) runs on both sides: trainscope --variants V and
 # pytorch_baseline.py --variant V (on CUDA the tuned Python recipe: data on the GPU, fused Adam;
 # graphs = whole-step capture with capturable Adam). GPU-only variants on the CPU print n/a.
@@ -15,12 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
-MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager; BENCH=()
+MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager; BENCH=(); PYX=()
 while (($#)); do case $1 in
   --trainscope) TS=$2; shift 2;; --python) PY=$2; shift 2;; --device) DEV=$2; shift 2;;
   --threads) THREADS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --models) MODELS=$2; shift 2;;
   --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; --variants) VARIANTS=$2; shift 2;;
   --cudnn-benchmark) BENCH=(--cudnn-benchmark); shift;;
+  --python-train-metrics) PYX=(--train-metrics); shift;;
   *) echo "unknown $1"; exit 2;; esac; done
 OUTD=$(mktemp -d)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; $(date -u +%F)"
@@ -39,7 +42,7 @@ for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
   py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
-        --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
+        --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" "${PYX[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
   printf "%-9s %5s %-20s %14.0f %14.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
 done; done; done
 rm -rf "$OUTD"

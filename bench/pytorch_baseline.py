@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--variant", default="eager")
     ap.add_argument("--host-gather", action="store_true")
     ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
+    ap.add_argument("--train-metrics", action="store_true",
+                    help="sum the training loss and correct count on the device every step, as trainscope does "
+                         "(src/train/step_sums.h), to compare like for like")
     a = ap.parse_args()
     parts = set() if a.variant == "eager" else set(a.variant.split("+"))
     unknown = parts - {"graphs", "bf16", "tf32", "channels_last"}
@@ -138,12 +141,19 @@ def main():
             bx, by = bx.pin_memory().to(dev, non_blocking=True), by.pin_memory().to(dev, non_blocking=True)
         return bx, by
 
+    sums = torch.zeros(2, dtype=torch.float64, device=dev)
+
     def train_step(bx, by):
         opt.zero_grad(set_to_none="graphs" not in parts)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled="bf16" in parts):
-            loss = F.cross_entropy(model(bx.contiguous(memory_format=fmt)).float(), by)
+            logits = model(bx.contiguous(memory_format=fmt)).float()
+            loss = F.cross_entropy(logits, by)
         loss.backward()
         opt.step()
+        if a.train_metrics:  # the same four kernels as trainscope's add_step_sums
+            with torch.no_grad():
+                sums[0].add_(loss.detach(), alpha=by.size(0))
+                sums[1].add_(logits.detach().argmax(1).eq(by).sum())
         return loss
 
     one = lambda step: train_step(*batch(step))
