@@ -121,7 +121,7 @@ struct DistConfig {
   double bucket_mb = 25;        // gradient all-reduce bucket cap, MB (1e6 bytes), as PyTorch's DDP
   int64_t inject_fault_rank = -1;  // testing: this rank fails at inject_fault_step (-1: off)
   int64_t inject_fault_step = 2;
-  std::string inject_fault = "exit";  // testing: "exit" (the process dies) or "hang" (it sleeps)
+  std::string inject_fault = "exit";  // testing: "exit" (the process dies), "hang" (it sleeps), "sigterm-after-run"
 };
 
 /// The experiment matrix: devices x models x batch sizes x repeats.

@@ -319,7 +319,8 @@ void add_dist(std::vector<Setting>& t) {
                .help = "testing: the step the injected fault happens at", .range = {.min = 0, .max = 1e9},
                .field = TS_FIELD(dist.inject_fault_step), .in_file = false, .hidden = true});
   t.push_back({.key = "dist.inject_fault", .flag = "--inject-fault", .noun = "fault injection kind",
-               .help = "testing: exit or hang", .range = {.choices = {"exit", "hang"}},
+               .help = "testing: exit or hang (at the step), or sigterm-after-run (SIGTERM to itself when its run ends)",
+               .range = {.choices = {"exit", "hang", "sigterm-after-run"}},
                .field = TS_FIELD(dist.inject_fault), .in_file = false, .hidden = true});
 }
 // ---- end dist

@@ -113,6 +113,18 @@ void shut_down() {
 }
 int current_rank() { return g_context ? g_context->rank() : -1; }
 
+bool any_rank_stops(bool mine) {
+  static int64_t cells = 0;  // the same count on every rank: each calls once per cell
+  Context* c = g_context.get();
+  if (!c || !c->broken().empty()) return mine;
+  try {
+    return c->any_rank(fmt::format("stop-before-cell/{}", ++cells), mine);
+  } catch (const std::exception& e) {
+    c->mark_broken(e.what());
+    return mine;
+  }
+}
+
 Context::Context(DistEnv env, const DistConfig& cfg)
     : env_(std::move(env)), cfg_(cfg), timeout_(static_cast<int64_t>(cfg.timeout_s * 1000)) {
   store_ = connect_store(env_, timeout_);
@@ -152,6 +164,19 @@ std::string Context::from_rank0(const std::string& key, const std::string& value
                 fmt::format("rank {} waited {} s for rank 0's '{}': {}", rank(), cfg_.timeout_s, key,
                             explain_failure("rank 0 did not publish it")));
   return to_string(store_->get(key));
+}
+
+bool Context::any_rank(const std::string& key, bool mine) {
+  store_->set(fmt::format("{}/{}", key, rank()), to_bytes(mine ? "1" : "0"));
+  bool any = false;
+  for (int r = 0; r < world(); ++r) {
+    const std::string k = fmt::format("{}/{}", key, r);
+    if (!key_ready(k, timeout_))
+      throw_error(ErrorKind::kDistributed, fmt::format("rank {} did not answer '{}' within {} s: {}", r, key,
+                                                       cfg_.timeout_s, explain_failure("no answer")));
+    any = any || to_string(store_->get(k)) == "1";
+  }
+  return any;
 }
 
 void Context::check_same(const std::string& key, const std::string& json_text) {

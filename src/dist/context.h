@@ -43,6 +43,10 @@ class Context {
   /// `text` is a JSON object (the matrix settings).
   void check_same(const std::string& key, const std::string& json_text);
 
+  /// Every rank's `mine` under `key` (through the store: no collective, any backend); true when
+  /// any rank's is true. Every rank must call it with the same keys in the same order. Throws
+  /// Error(kDistributed) naming the missing rank when one does not answer within the timeout.
+  bool any_rank(const std::string& key, bool mine);
   /// Where this rank is (at most one store write per second): shown when another rank fails.
   void heartbeat(int64_t step, const char* phase, bool force = false);
   /// A message naming the rank that failed (its exit status from the launcher, or the rank whose

@@ -122,6 +122,9 @@ RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, const torch::Dev
 }
 
 RunSync::~RunSync() {
+  // testing: a signal that arrives after the last step the ranks voted on (runner.cpp's
+  // stop_before_cell must still stop every rank before the next cell)
+  if (c_.config().inject_fault == "sigterm-after-run" && c_.config().inject_fault_rank == c_.rank()) std::raise(SIGTERM);
   // The hooks point at this object: a later backward of the same parameters must not call it.
   for (auto& acc : accumulators_) {
     auto& hooks = acc->post_hooks();
@@ -164,7 +167,8 @@ torch::Tensor RunSync::shard(const torch::Tensor& perm) const {
 
 void RunSync::inject_fault(int64_t step) {
   const auto& cfg = c_.config();
-  if (cfg.inject_fault_rank != c_.rank() || cfg.inject_fault_step != step) return;
+  if (cfg.inject_fault_rank != c_.rank() || cfg.inject_fault_step != step || cfg.inject_fault == "sigterm-after-run")
+    return;
   if (cfg.inject_fault == "exit") std::raise(SIGKILL);
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang": until someone kills us
 }
@@ -241,6 +245,14 @@ void RunSync::wait_all() {
       else p.mutable_grad() = seg.clone();
     }
   }
+}
+
+StopWish RunSync::drain_stop_votes() {
+  if (!vote_) return agreed_;
+  const StopWish w = vote_->drain();
+  agreed_.signal = agreed_.signal || w.signal;
+  agreed_.budget = agreed_.budget || w.budget;
+  return agreed_;
 }
 
 void RunSync::after_backward() {

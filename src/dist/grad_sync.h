@@ -61,6 +61,9 @@ class RunSync {
   /// step): stop after this step when any() (stop_vote.h; on a GPU the vote of
   /// kVoteDelaySteps steps earlier).
   StopWish agreed_stop() const { return agreed_; }
+  /// At an epoch's end: adds the votes still in flight (StopVote::drain) to agreed_stop() and
+  /// returns it. Every rank calls it at the same step.
+  StopWish drain_stop_votes();
   /// Steps between a vote and its reading on a GPU: the host may queue this far ahead.
   static constexpr int64_t kVoteDelaySteps = 2;
 

@@ -24,6 +24,14 @@ void finish_run_record(RunRecord& rec);
 /// starts, by the `--nproc-per-node` launcher.
 std::string run_folder_refusal(const MatrixConfig& m, const std::string& name);
 
+/// Before each cell of a matrix: true when `mine` (this rank's matrix was interrupted) or any
+/// other rank's is true, so that every rank stops before the same cell (a signal can reach one
+/// rank after the last step the ranks voted on; docs/distributed.md#stopping-together). Every
+/// rank calls it once per cell, in the same order. Returns `mine` in a single-process run or
+/// once the group is broken; a rank that does not answer within the timeout breaks the group
+/// (the next run then fails at once, naming it). Never throws.
+bool any_rank_stops(bool mine);
+
 /// This process's rank in a data-parallel run, -1 in a single-process run.
 int current_rank();
 

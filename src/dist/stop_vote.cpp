@@ -50,5 +50,18 @@ StopWish StopVote::read(int64_t step, const torch::Tensor& summed) {
   return decode(host_[old]);
 }
 
+StopWish StopVote::drain() {
+  StopWish any;
+  for (size_t i = 0; i < step_of_.size(); ++i) {
+    if (step_of_[i] < 0) continue;
+    clock_->wait(static_cast<int64_t>(i), 0);
+    const StopWish w = decode(host_[i]);
+    any.signal = any.signal || w.signal;
+    any.budget = any.budget || w.budget;
+    step_of_[i] = -1;
+  }
+  return any;
+}
+
 }  // namespace dist
 }  // namespace trainscope

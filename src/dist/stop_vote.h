@@ -48,6 +48,10 @@ class StopVote {
   /// step `step` itself on the CPU, from step `step - delay` on a GPU (none before).
   StopWish read(int64_t step, const torch::Tensor& summed);
 
+  /// Waits for and reads every vote not yet read (the last `delay` steps; at an epoch's end,
+  /// where the device is synchronised anyway): the union of their reasons. Nothing on the CPU.
+  StopWish drain();
+
   int64_t delay() const { return delay_; }
 
  private:

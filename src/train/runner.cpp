@@ -137,6 +137,7 @@ class Matrix {
   std::string recent_telemetry(const std::string& dev);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
   void merge_run(RunRecord rec);
+  bool stop_before_cell();
   void write_telemetry();
   void stop_with(MatrixAbort kind, const std::string& reason);
   void notice(const std::string& m) {
@@ -346,7 +347,7 @@ void Matrix::run_cells() {
       for (int64_t b : cfg_.batch_sizes)
         for (const auto& dev : devices_)
           for (const auto& variant : variants_) {
-            if (res_.interrupted) return;
+            if (stop_before_cell()) return;
             run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
           }
 }
@@ -384,7 +385,7 @@ void Matrix::run_sweeps(const std::vector<std::string>& model_names, ProgressBar
     for (const auto& dev : devices_) {
       auto sweep = run_batch_sweep(start, rule, [&](int64_t b) {
         const size_t first = res_.runs.size();
-        for (int64_t rep = 0; rep < cfg_.repeats && !res_.interrupted; ++rep)
+        for (int64_t rep = 0; rep < cfg_.repeats && !stop_before_cell(); ++rep)
           for (const auto& variant : variants_) run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
         return res_.interrupted ? BatchSweepPoint{} : sweep_point(b, res_.runs, first);
       });
@@ -393,6 +394,15 @@ void Matrix::run_sweeps(const std::vector<std::string>& model_names, ProgressBar
                          sweep.last.saturation_batch ? std::to_string(*sweep.last.saturation_batch) : "none",
                          sweep.last.stop_reason));
     }
+}
+
+// Whether the matrix stops before its next cell. A rank of a data-parallel job asks every rank
+// (dist::Context::any_rank): a signal that reached one rank after the last step the ranks voted
+// on (during evaluation, inference or the gather) must stop all of them before the next cell,
+// or the others would wait for it in the next run's broadcast (docs/distributed.md#stopping-together).
+bool Matrix::stop_before_cell() {
+  if (dist::any_rank_stops(res_.interrupted)) res_.interrupted = true;
+  return res_.interrupted;
 }
 
 void Matrix::run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch,

@@ -147,6 +147,7 @@ class TrainLoop {
                   const Clock::time_point* hm);
   bool should_stop(const EpochState& e, int64_t s);
   dist::StopWish local_stop_wish() const;
+  void drain_stop_votes(const EpochState& e);
   void open_headline();
   void close_headline(Clock::time_point t);
   void finish_epoch(EpochState& e);
@@ -562,6 +563,13 @@ dist::StopWish TrainLoop::local_stop_wish() const {
                     seconds(train_start_, Clock::now()) - eval_time_total_ >= cfg_.time_budget_s};
 }
 
+// At an epoch's end a GPU rank reads the stop votes still in flight (dist/stop_vote.h), so a stop
+// voted in the epoch's last steps ends the run after this epoch on every rank, as it would in a
+// one-process run, instead of 2 steps into the next.
+void TrainLoop::drain_stop_votes(const EpochState& e) {
+  if (dist_ && dist_->drain_stop_votes().any()) should_stop(e, steps_per_epoch_ - 1);
+}
+
 // Adds the phases of this epoch's headline steps to the run's sums (means taken in figures()).
 void TrainLoop::add_epoch_phases(const EpochState& e) {
   clock_->synchronize();
@@ -826,6 +834,7 @@ void TrainLoop::run() {
       in_steps = true;
       for (int64_t s = 0; s < steps_per_epoch_; ++s)
         if (step(e, s)) break;
+      if (!stop_) drain_stop_votes(e);
       in_steps = false;
       finish_epoch(e);
     }

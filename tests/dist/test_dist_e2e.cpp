@@ -412,6 +412,24 @@ void interrupt_launcher(int sig, const std::string& name) {
   EXPECT_EQ(rank1.at("runs").at(0).at("steps_completed"), r.at("steps_completed")) << rank1.dump();
 }
 
+// A signal that reaches one rank after the last step the ranks voted on (here: as its first run
+// ends) still stops every rank before the next cell: the ranks ask each other before each cell.
+// Without that, rank 0 would start the second run alone and fail in its broadcast.
+TEST(DistE2E, ASignalToOneRankBetweenRunsStopsEveryRankBeforeTheNextCell) {
+  const std::string log = root() + "/between.log";
+  auto args = matrix_args("between", 16, {"--nproc-per-node", "2", "--dist-timeout", "20", "--inject-fault-rank", "1",
+                                          "--inject-fault", "sigterm-after-run"});
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--batch-sizes") args[i + 1] = "16,32";
+  const int rc = finish_within(start(args, {}, log), 120);
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 130) << out;
+  const auto runs = json::parse(slurp(root() + "/between/results.json")).at("runs");
+  ASSERT_EQ(runs.size(), 1u) << "the second cell must not start\n" << runs.dump() << out;
+  EXPECT_EQ(runs.at(0).at("status"), "ok") << runs.dump();
+  EXPECT_EQ(runs.at(0).at("batch_size"), 16);
+}
+
 // Each rank starts its clock at its own moment and evaluates for its own time, so each would
 // spend a time budget after a different step; the stop vote makes them stop after the same one.
 TEST(DistE2E, RanksSpendATimeBudgetAfterTheSameStep) {

@@ -79,6 +79,24 @@ TEST(StopVote, DelayedReadingAnswersTheVoteOfDelayStepsEarlier) {
   EXPECT_EQ(waited, (std::vector<int64_t>{0, 1, 2, 0}));
 }
 
+TEST(StopVote, DrainReadsTheVotesStillInFlightOnce) {
+  std::vector<int64_t> waited;
+  StopVote v(std::make_unique<CountingClock>(&waited), 2);
+  const auto quiet = summed({{}, {}}), budget = summed({{.budget = true}, {}});
+  EXPECT_FALSE(v.read(0, quiet).any());
+  EXPECT_FALSE(v.read(1, quiet).any());
+  EXPECT_FALSE(v.read(2, quiet).any());  // reads step 0's
+  EXPECT_FALSE(v.read(3, budget).any()) << "step 3's vote is read at step 5, or by a drain";
+  const auto d = v.drain();                // the epoch ends after step 3: steps 2 and 3 pending
+  EXPECT_TRUE(d.budget);
+  EXPECT_FALSE(d.signal);
+  // steps 2 and 3 read steps 0 and 1 (slots 0, 1); the drain reads step 3 (slot 0) and step 2 (slot 2)
+  EXPECT_EQ(waited, (std::vector<int64_t>{0, 1, 0, 2}));
+  EXPECT_FALSE(v.drain().any()) << "a drained vote is not read twice";
+  StopVote cpu(torch::Device("cpu"), 2);
+  EXPECT_FALSE(cpu.drain().any());
+}
+
 TEST(StopVote, DelayedReadingAfterAGapDoesNotReadAStaleSlot) {
   std::vector<int64_t> waited;
   StopVote v(std::make_unique<CountingClock>(&waited), 2);
