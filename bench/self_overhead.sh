@@ -6,8 +6,9 @@
 # (steady_samples_per_s) and of the whole-run samples/s (samples trained / training time, the
 # profiling window included), and median(default)/median(off) of each: a headline ratio near
 # 1.00 means the measurement protocol keeps trainscope's instruments out of the headline
-# (docs/profiling.md#measurement-protocol). The headline ratio comes with a 90 % bootstrap
-# interval (runs resampled within each side) and says whether the runs resolve a 3 % cost: on
+# (docs/profiling.md#measurement-protocol). The headline ratio comes with the median of the
+# pairs' own ratios and its 90 % bootstrap interval (pairs resampled: a pair's two runs ran back
+# to back, so the machine's drift cancels within it) and says whether they resolve a 3 % cost: on
 # a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not.
 #
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
@@ -66,19 +67,18 @@ def med(v):
     v = [x for x in v if not math.isnan(x)]
     return statistics.median(v) if v else float("nan")
 def interval(on, off, reps=2000, seed=1):
-    # 90 % bootstrap interval of median(on)/median(off), resampling runs within each side
+    # 90 % bootstrap interval of the median of the pairs' ratios on_i/off_i, resampling pairs:
+    # the two runs of a pair ran back to back, so a drift of the machine cancels within a pair
     import random
     rng = random.Random(seed)
-    on = [x for x in on if not math.isnan(x)]
-    off = [x for x in off if not math.isnan(x)]
-    if len(on) < 3 or len(off) < 3:
-        return "interval: too few runs"
-    r = sorted(statistics.median(rng.choices(on, k=len(on))) / statistics.median(rng.choices(off, k=len(off)))
-               for _ in range(reps))
+    pairs = [a / b for a, b in zip(on, off) if not (math.isnan(a) or math.isnan(b)) and b > 0]
+    if len(pairs) < 3:
+        return "interval: too few pairs"
+    r = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(reps))
     lo, hi = r[int(0.05 * reps)], r[int(0.95 * reps) - 1]
     verdict = ("cost below 3 % resolved" if lo >= 0.97 else
                "cost above 3 %" if hi < 0.97 else "the spread cannot resolve 3 %: run more pairs")
-    return f"90 % interval [{lo:.3f}, {hi:.3f}]: {verdict}"
+    return f"median pair ratio {statistics.median(pairs):.3f}, 90 % interval [{lo:.3f}, {hi:.3f}]: {verdict}"
 mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
 print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval(on_h, off_h)}; "
       f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of {len(on_h)} pairs)")
