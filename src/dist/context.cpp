@@ -113,6 +113,12 @@ void shut_down() {
 }
 int current_rank() { return g_context ? g_context->rank() : -1; }
 
+std::string rank0_decides(const std::string& text) {
+  static int64_t decisions = 0;  // the same count on every rank: each calls in the same order
+  Context* c = g_context.get();
+  return c ? c->from_rank0(fmt::format("rank0-decides/{}", ++decisions), text) : text;
+}
+
 bool any_rank_stops(bool mine) {
   static int64_t cells = 0;  // the same count on every rank: each calls once per cell
   Context* c = g_context.get();

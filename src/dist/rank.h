@@ -32,6 +32,12 @@ std::string run_folder_refusal(const MatrixConfig& m, const std::string& name);
 /// (the next run then fails at once, naming it). Never throws.
 bool any_rank_stops(bool mine);
 
+/// A decision every rank must share although it rests on this rank's measurements (the batch
+/// sweep's next size): in a data-parallel run every rank returns rank 0's `text`; in a
+/// single-process run, `text`. Every rank calls it in the same order. Throws Error(kDistributed)
+/// naming rank 0 when it does not publish within the timeout.
+std::string rank0_decides(const std::string& text);
+
 /// This process's rank in a data-parallel run, -1 in a single-process run.
 int current_rank();
 

@@ -374,6 +374,21 @@ BatchSweepPoint sweep_point(int64_t batch, const std::vector<RunRecord>& runs, s
   return p;
 }
 
+// The sweep point every rank of a data-parallel run acts on: rank 0's (each rank measured its
+// own samples/s; ranks that chose different next batch sizes would run different cells).
+BatchSweepPoint rank0_point(const BatchSweepPoint& mine) {
+  const nlohmann::json j = {{"b", mine.batch_size}, {"sps", mine.samples_per_s ? nlohmann::json(*mine.samples_per_s) : nullptr},
+                            {"oom", mine.out_of_memory}, {"failure", mine.failure}, {"few", mine.too_few_steps}};
+  const auto r = nlohmann::json::parse(dist::rank0_decides(j.dump()));
+  BatchSweepPoint p;
+  p.batch_size = r.at("b").get<int64_t>();
+  if (!r.at("sps").is_null()) p.samples_per_s = r.at("sps").get<double>();
+  p.out_of_memory = r.at("oom").get<bool>();
+  p.failure = r.at("failure").get<std::string>();
+  p.too_few_steps = r.at("few").get<bool>();
+  return p;
+}
+
 }  // namespace
 
 // --batch-sizes auto (trainscope/batch_sweep.h): per model and device, the batch doubles from the
@@ -387,7 +402,7 @@ void Matrix::run_sweeps(const std::vector<std::string>& model_names, ProgressBar
         const size_t first = res_.runs.size();
         for (int64_t rep = 0; rep < cfg_.repeats && !stop_before_cell(); ++rep)
           for (const auto& variant : variants_) run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
-        return res_.interrupted ? BatchSweepPoint{} : sweep_point(b, res_.runs, first);
+        return stop_before_cell() ? BatchSweepPoint{} : rank0_point(sweep_point(b, res_.runs, first));
       });
       if (res_.interrupted) return;
       notice(fmt::format("batch sweep of {} on {}: saturation point batch {}; stopped because {}", cfg_.models[mi], dev,

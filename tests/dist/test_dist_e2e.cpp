@@ -430,6 +430,31 @@ TEST(DistE2E, ASignalToOneRankBetweenRunsStopsEveryRankBeforeTheNextCell) {
   EXPECT_EQ(runs.at(0).at("batch_size"), 16);
 }
 
+// --batch-sizes auto on 2 ranks: each rank measures its own samples/s, so ranks deciding alone
+// could choose different next batch sizes and run different cells. Every rank acts on rank 0's
+// sweep point, so both run the same batches. (This data set usually ends the sweep the same way
+// on both ranks even without that; the test guards the agreement, it does not force a split.)
+TEST(DistE2E, ABatchSweepRunsTheSameBatchesOnEveryRank) {
+  const std::string log = root() + "/sweep.log";
+  auto args = matrix_args("sweep", 8, {"--nproc-per-node", "2", "--dist-timeout", "20"});
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--batch-sizes") args[i + 1] = "8,auto";
+  ASSERT_EQ(finish_within(start(args, {}, log), 300), 0) << slurp(log);
+  auto batches = [](const json& runs) {
+    std::vector<int64_t> b;
+    for (const auto& r : runs) {
+      EXPECT_EQ(r.at("status"), "ok") << r.dump();
+      b.push_back(r.at("batch_size").get<int64_t>());
+    }
+    return b;
+  };
+  const auto b0 = batches(json::parse(slurp(root() + "/sweep/results.json")).at("runs"));
+  const auto b1 = batches(json::parse(slurp(root() + "/sweep/ranks/rank1/results.json")).at("runs"));
+  ASSERT_GE(b0.size(), 2u) << slurp(log);
+  EXPECT_EQ(b0, b1);
+  for (size_t i = 0; i < b0.size(); ++i) EXPECT_EQ(b0[i], int64_t{8} << i);
+}
+
 // Each rank starts its clock at its own moment and evaluates for its own time, so each would
 // spend a time budget after a different step; the stop vote makes them stop after the same one.
 TEST(DistE2E, RanksSpendATimeBudgetAfterTheSameStep) {
