@@ -114,7 +114,7 @@ int finish_within(pid_t pid, int seconds) {
 }
 
 // A socket listening on 127.0.0.1 that accepts connections (the kernel's backlog) and never
-// answers; its port is `port`. Closed when the object goes.
+// answers unless a test serves `fd` itself; its port is `port`. Closed when the object goes.
 struct SilentListener {
   int fd = -1, port = 0;
   SilentListener() {
@@ -280,15 +280,10 @@ TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
 // A port that accepts connections but answers as no c10d store (another service) is the same
 // bad input, with the store's one-line reason and no C++ stack trace.
 TEST(DistE2E, AMasterPortThatIsNotAStoreIsBadInputNamingIt) {
-  const int srv = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(srv, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(::listen(srv, 4), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const SilentListener listener;  // its socket; the thread below answers on it
+  ASSERT_GE(listener.fd, 0);
+  ASSERT_GT(listener.port, 0);
+  const int srv = listener.fd;
   std::thread service([srv] {  // answers every connection with bytes that are no store reply
     for (int i = 0; i < 4; ++i) {
       const int c = ::accept(srv, nullptr, nullptr);
@@ -302,10 +297,9 @@ TEST(DistE2E, AMasterPortThatIsNotAStoreIsBadInputNamingIt) {
   const std::string log = root() + "/not_a_store.log";
   const int rc = finish(start(matrix_args("not_a_store", 16, {"--dist-timeout", "2"}),
                               {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                               {"MASTER_PORT", std::to_string(ntohs(a.sin_port))}},
+                               {"MASTER_PORT", std::to_string(listener.port)}},
                               log));
-  ::shutdown(srv, SHUT_RDWR);
-  ::close(srv);
+  ::shutdown(srv, SHUT_RDWR);  // ends the thread's accept(); the listener closes the socket
   service.join();
   const std::string out = slurp(log);
   EXPECT_EQ(rc, 2) << out;
@@ -373,16 +367,20 @@ TEST(DistE2E, WorldSizeWithoutRankIsBadInputNamingRank) {
   EXPECT_FALSE(fs::exists(root() + "/partial/results.json"));
 }
 
-// Found by a tester: SIGTERM to the launcher killed it and (through the death signal) its ranks
-// with no results; SIGINT to the launcher alone was ignored. Both now reach the ranks, which
-// stop after the current step and keep what they measured; the launcher exits with rank 0's 130.
-void interrupt_launcher(int sig, const std::string& name) {
-  const std::string log = root() + "/" + name + ".log";
-  auto args = matrix_args(name, 16, {"--nproc-per-node", "2", "--time-budget", "300", "--dist-timeout", "60"});
-  for (size_t i = 0; i + 1 < args.size(); ++i)  // long enough to be interrupted: the time budget ends it
+// A 2-rank matrix long enough to be interrupted (epochs and steps 100000): its time budget or a
+// signal ends it.
+std::vector<std::string> open_ended_args(const std::string& name, std::vector<std::string> extra) {
+  extra.insert(extra.begin(), {"--nproc-per-node", "2"});
+  auto args = matrix_args(name, 16, std::move(extra));
+  for (size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "--epochs" || args[i] == "--max-steps") args[i + 1] = "100000";
-  const pid_t launcher = start(args, {}, log);
-  bool training = false;  // the ranks are past the rendezvous (rank 1's folder), their handlers in place
+  return args;
+}
+
+// Returns once the ranks of `launcher` train: past the rendezvous (rank 1's folder exists) and 2 s
+// on, so their signal handlers are in place. Fails (fatally) when the launcher ends first.
+void wait_until_training(pid_t launcher, const std::string& name, const std::string& log) {
+  bool training = false;
   int st = 0;
   for (int i = 0; i < 1200 && !training; ++i) {
     ::usleep(100000);
@@ -391,6 +389,15 @@ void interrupt_launcher(int sig, const std::string& name) {
   }
   ASSERT_TRUE(training) << slurp(log);
   ::sleep(2);
+}
+
+// Found by a tester: SIGTERM to the launcher killed it and (through the death signal) its ranks
+// with no results; SIGINT to the launcher alone was ignored. Both now reach the ranks, which
+// stop after the current step and keep what they measured; the launcher exits with rank 0's 130.
+void interrupt_launcher(int sig, const std::string& name) {
+  const std::string log = root() + "/" + name + ".log";
+  const pid_t launcher = start(open_ended_args(name, {"--time-budget", "300", "--dist-timeout", "60"}), {}, log);
+  ASSERT_NO_FATAL_FAILURE(wait_until_training(launcher, name, log));
   ::kill(launcher, sig);
   const int rc = finish_within(launcher, 240);
   const std::string out = slurp(log);
@@ -459,10 +466,7 @@ TEST(DistE2E, ABatchSweepRunsTheSameBatchesOnEveryRank) {
 // spend a time budget after a different step; the stop vote makes them stop after the same one.
 TEST(DistE2E, RanksSpendATimeBudgetAfterTheSameStep) {
   const std::string log = root() + "/budget.log";
-  auto args = matrix_args("budget", 16, {"--nproc-per-node", "2", "--time-budget", "1.5"});
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--epochs" || args[i] == "--max-steps") args[i + 1] = "100000";
-  ASSERT_EQ(finish(start(args, {}, log)), 0) << slurp(log);
+  ASSERT_EQ(finish(start(open_ended_args("budget", {"--time-budget", "1.5"}), {}, log)), 0) << slurp(log);
   const json r = run_record("budget");
   EXPECT_EQ(r.at("status"), "ok") << r.dump();
   EXPECT_EQ(r.at("stop_reason"), "time_budget") << r.dump();
@@ -495,16 +499,8 @@ pid_t rank_pid(pid_t launcher, int rank) {
 // nobody joins. With the stop vote (src/dist/stop_vote.h) both stop after the same step.
 TEST(DistE2E, ASignalToOneRankStopsEveryRankAfterTheSameStep) {
   const std::string name = "one_signal", log = root() + "/" + name + ".log";
-  auto args = matrix_args(name, 16, {"--nproc-per-node", "2", "--time-budget", "300", "--dist-timeout", "20"});
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--epochs" || args[i] == "--max-steps") args[i + 1] = "100000";
-  const pid_t launcher = start(args, {}, log);
-  int st = 0;
-  for (int i = 0; i < 1200 && !fs::exists(root() + "/" + name + "/ranks/rank1"); ++i) {
-    ::usleep(100000);
-    ASSERT_EQ(waitpid(launcher, &st, WNOHANG), 0) << "the launcher ended early\n" << slurp(log);
-  }
-  ::sleep(2);
+  const pid_t launcher = start(open_ended_args(name, {"--time-budget", "300", "--dist-timeout", "20"}), {}, log);
+  ASSERT_NO_FATAL_FAILURE(wait_until_training(launcher, name, log));
   const pid_t r1 = rank_pid(launcher, 1);
   ASSERT_GT(r1, 0) << "rank 1's process not found among the launcher's children";
   ::kill(r1, SIGTERM);
