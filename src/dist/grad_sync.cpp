@@ -208,7 +208,7 @@ void RunSync::launch(Bucket& b) {
     if (p.grad().defined()) seg.copy_(p.grad().reshape({-1}));
     else seg.zero_();
   }
-  if (vote_ && &b == buckets_.back().get()) StopVote::cast(wish_, b.flat.narrow(0, vote_at_, StopVote::kElements));
+  if (vote_ && &b == buckets_.back().get()) StopVote::cast(wish_, vote_slot());
   std::vector<at::Tensor> t{b.flat};
   b.launched_at = Clock::now();
   if (device_timer_ && &b == buckets_.front().get()) device_timer_->bucket0_launched();
@@ -247,11 +247,10 @@ void RunSync::wait_all() {
   }
 }
 
+torch::Tensor RunSync::vote_slot() const { return buckets_.back()->flat.narrow(0, vote_at_, StopVote::kElements); }
+
 StopWish RunSync::drain_stop_votes() {
-  if (!vote_) return agreed_;
-  const StopWish w = vote_->drain();
-  agreed_.signal = agreed_.signal || w.signal;
-  agreed_.budget = agreed_.budget || w.budget;
+  if (vote_) agreed_ |= vote_->drain();
   return agreed_;
 }
 
@@ -264,7 +263,7 @@ void RunSync::after_backward() {
     launch_in_order();
   }
   wait_all();
-  agreed_ = vote_ ? vote_->read(step_, buckets_.back()->flat.narrow(0, vote_at_, StopVote::kElements)) : wish_;
+  agreed_ = vote_ ? vote_->read(step_, vote_slot()) : wish_;
   if (device_timer_) device_timer_->comm_done();
   if (step_ < warmup_) return;
   wait_ms_ += ms_between(t_end, Clock::now());

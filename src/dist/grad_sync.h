@@ -76,6 +76,7 @@ class RunSync {
   void launch_in_order();
   void inject_fault(int64_t step);
   void wait_all();
+  torch::Tensor vote_slot() const;  ///< the stop vote's elements: the last bucket's tail
   int64_t per_rank(int64_t n) const;
 
   Context& c_;

@@ -55,9 +55,7 @@ StopWish StopVote::drain() {
   for (size_t i = 0; i < step_of_.size(); ++i) {
     if (step_of_[i] < 0) continue;
     clock_->wait(static_cast<int64_t>(i), 0);
-    const StopWish w = decode(host_[i]);
-    any.signal = any.signal || w.signal;
-    any.budget = any.budget || w.budget;
+    any |= decode(host_[i]);
     step_of_[i] = -1;
   }
   return any;

@@ -22,6 +22,12 @@ struct StopWish {
   bool signal = false;  ///< SIGINT/SIGTERM seen (on this rank; agreed: on some rank)
   bool budget = false;  ///< the time budget spent (on this rank; agreed: on some rank)
   bool any() const { return signal || budget; }
+  /// Adds `o`'s reasons to these.
+  StopWish& operator|=(const StopWish& o) {
+    signal = signal || o.signal;
+    budget = budget || o.budget;
+    return *this;
+  }
 };
 
 class StopVote {
