@@ -93,9 +93,13 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 
 }  // namespace
 
+std::string error_without_backtrace(const std::exception& ex) {
+  auto* ce = dynamic_cast<const c10::Error*>(&ex);
+  return ce ? ce->what_without_backtrace() : ex.what();
+}
+
 std::string error_first_line(const std::exception& ex) {
-  std::string w = ex.what();
-  if (auto* ce = dynamic_cast<const c10::Error*>(&ex)) w = ce->what_without_backtrace();
+  const std::string w = error_without_backtrace(ex);
   return w.substr(0, w.find('\n'));
 }
 

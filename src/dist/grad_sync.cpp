@@ -231,9 +231,8 @@ void RunSync::wait_all() {
       if (c_.backend() == "nccl") b->work->wait();
       else b->work->wait(c_.timeout());
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      if (auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
-      const auto msg = c_.explain_failure(fmt::format("gradient all-reduce of step {} failed: {}", step_, what));
+      const auto msg = c_.explain_failure(
+          fmt::format("gradient all-reduce of step {} failed: {}", step_, error_without_backtrace(e)));
       c_.mark_broken(msg);
       throw_error(ErrorKind::kDistributed, msg);
     }
