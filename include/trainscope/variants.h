@@ -47,6 +47,14 @@ Variant parse_variant(const std::string& text, std::string_view where);
 std::string variant_not_applicable(const Variant& v, const std::string& device, bool model_has_4d_params,
                                    bool data_parallel = false);
 
+/// Throws Error(kInvalidArgument) naming --variants when a GPU-only variant (graphs, tf32) is
+/// asked for and every device of `devices` (resolved: "cpu", "cuda:N") is a CPU, unless the
+/// device list is the default (`devices_given` false: cpu plus every GPU found), where those
+/// cells are recorded as not applicable instead. Checked by the matrix and, before it starts
+/// ranks, by the `--nproc-per-node` launcher.
+void check_gpu_only_variants(const std::vector<std::string>& variants, const std::vector<std::string>& devices,
+                             bool devices_given);
+
 /// The run id suffix of a variant: "" for eager, "-bf16", "-graphs+bf16" otherwise.
 std::string variant_run_id_suffix(const std::string& variant);
 

@@ -72,6 +72,19 @@ std::string variant_not_applicable(const Variant& v, const std::string& device, 
   return "";
 }
 
+void check_gpu_only_variants(const std::vector<std::string>& variants, const std::vector<std::string>& devices,
+                             bool devices_given) {
+  const bool all_cpu = std::none_of(devices.begin(), devices.end(), [](const auto& d) { return d.rfind("cuda", 0) == 0; });
+  if (!all_cpu || !devices_given) return;
+  for (const auto& v : variants)
+    if (parse_variant(v, "--variants").gpu_only())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("variant '{}' needs a CUDA device, but every device asked for ({}) is a CPU; add a GPU "
+                              "with --devices cuda, or leave graphs and tf32 out of --variants (eager, bf16 and "
+                              "channels_last run on the CPU)",
+                              parse_variant(v, "--variants").name(), fmt::join(devices, ", ")));
+}
+
 std::string variant_run_id_suffix(const std::string& variant) {
   return variant.empty() || variant == "eager" ? "" : "-" + variant;
 }

@@ -230,15 +230,7 @@ void Matrix::check_inputs() {
 void Matrix::check_variants() {
   variants_.clear();
   for (const auto& v : cfg_.train.variants) variants_.push_back(parse_variant(v, "--variants").name());
-  const bool all_cpu = std::none_of(devices_.begin(), devices_.end(), [](const auto& d) { return d.rfind("cuda", 0) == 0; });
-  if (!all_cpu || cfg_.devices.empty()) return;
-  for (const auto& v : variants_)
-    if (parse_variant(v, "--variants").gpu_only())
-      throw_error(ErrorKind::kInvalidArgument,
-                  fmt::format("variant '{}' needs a CUDA device, but every device asked for ({}) is a CPU; add a GPU "
-                              "with --devices cuda, or leave graphs and tf32 out of --variants (eager, bf16 and "
-                              "channels_last run on the CPU)",
-                              v, fmt::join(devices_, ", ")));
+  check_gpu_only_variants(variants_, devices_, !cfg_.devices.empty());
 }
 
 // The run folder: created, locked, cleaned of interrupted writes, checked against --resume.

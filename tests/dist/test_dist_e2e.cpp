@@ -462,6 +462,20 @@ TEST(DistE2E, ABatchSweepRunsTheSameBatchesOnEveryRank) {
   for (size_t i = 0; i < b0.size(); ++i) EXPECT_EQ(b0[i], int64_t{8} << i);
 }
 
+// Found by a new user: a GPU-only variant on CPU devices was refused by every rank, so the same
+// error printed once per rank. The launcher now refuses it once, before starting any rank.
+TEST(DistE2E, TheLauncherRefusesAGpuOnlyVariantOnCpuOnceBeforeStartingRanks) {
+  const std::string log = root() + "/gpu_only.log";
+  ASSERT_EQ(finish(start(matrix_args("gpu_only", 16, {"--nproc-per-node", "2", "--variants", "graphs"}), {}, log)), 2)
+      << slurp(log);
+  const std::string out = slurp(log);
+  const std::string what = "variant 'graphs' needs a CUDA device";
+  const auto first = out.find(what);
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.find(what, first + 1), std::string::npos) << "printed more than once:\n" << out;
+  EXPECT_EQ(out.find("exited with status"), std::string::npos) << "no rank should have started:\n" << out;
+}
+
 // Each rank starts its clock at its own moment and evaluates for its own time, so each would
 // spend a time budget after a different step; the stop vote makes them stop after the same one.
 TEST(DistE2E, RanksSpendATimeBudgetAfterTheSameStep) {

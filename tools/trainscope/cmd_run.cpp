@@ -211,6 +211,7 @@ void use_batch_sweep(MatrixConfig& m) {
 void check_devices(const MatrixConfig& m, const RunFlags& f, CLI::App* sub) {
   try {
     const auto devices = resolve_devices(m.devices, nullptr);
+    check_gpu_only_variants(m.train.variants, devices, !m.devices.empty());  // once, before any rank starts
     const bool cpu = std::find(devices.begin(), devices.end(), "cpu") != devices.end();
     if (cpu && m.train.optimizer == "adam" && m.train.optimizer_impl == "fused")
       throw_error(ErrorKind::kInvalidArgument,
