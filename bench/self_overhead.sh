@@ -80,6 +80,7 @@ def interval(on, off, reps=2000, seed=1):
                "cost above 3 %" if hi < 0.97 else "the spread cannot resolve 3 %: run more pairs")
     return f"median pair ratio {statistics.median(pairs):.3f}, 90 % interval [{lo:.3f}, {hi:.3f}]: {verdict}"
 mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
+print(f"{cell}: pairs (default/off headline samples/s): " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(on_h, off_h)))
 print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval(on_h, off_h)}; "
       f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of {len(on_h)} pairs)")
 PY

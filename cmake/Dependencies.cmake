@@ -51,4 +51,15 @@ if(TRAINSCOPE_WITH_TORCH)
     set(TRAINSCOPE_WITH_CUDA OFF)
   endif()
   message(STATUS "trainscope: LibTorch ${Torch_VERSION} at ${Torch_DIR}; CUDA support: ${TRAINSCOPE_WITH_CUDA}")
+  if(TRAINSCOPE_WITH_CUDA)
+    # One hand-written kernel: the training step's loss and accuracy sums in one launch
+    # (src/train/step_sums_kernel.h says why). nvcc from CMAKE_CUDA_COMPILER, CUDACXX, PATH or
+    # the toolkit's usual place.
+    if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+    endif()
+    # The shared CUDA runtime, the one LibTorch loads (a static copy would be a second runtime).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    enable_language(CUDA)
+  endif()
 endif()

@@ -7,16 +7,17 @@ target_sources(trainscope PRIVATE
   train/optimizer.cpp
   train/runner.cpp
   # variants (issue 14)
-  train/variant_exec.cpp)
-if(TRAINSCOPE_WITH_CUDA)
-  target_sources(trainscope PRIVATE train/device_cuda.cpp)
-else()
-  # variants: capture_train_step without CUDA (graph_step.h)
-  target_sources(trainscope PRIVATE train/graph_step_stub.cpp)
-endif()
+  train/variant_exec.cpp
+  train/step_sums.cpp)
 # CUDA graphs (graph_step.h): the capture in CUDA builds, a stub that always falls back elsewhere.
 if(TRAINSCOPE_WITH_CUDA)
-  target_sources(trainscope PRIVATE train/graph_step_cuda.cpp)
+  target_sources(trainscope PRIVATE train/device_cuda.cpp train/graph_step_cuda.cpp)
+  # The fused step-sums kernel (step_sums_kernel.h): its own library, so that nvcc sees neither
+  # the host flags nor the precompiled <torch/torch.h>.
+  add_library(trainscope_cuda_kernels STATIC train/step_sums_kernel.cu)
+  target_include_directories(trainscope_cuda_kernels PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  set_target_properties(trainscope_cuda_kernels PROPERTIES CUDA_STANDARD 17)
+  target_link_libraries(trainscope PRIVATE trainscope_cuda_kernels)
 else()
   target_sources(trainscope PRIVATE train/graph_step_stub.cpp)
 endif()

@@ -14,13 +14,22 @@ inline torch::Tensor make_step_sums(const torch::Device& device) {
 
 /// Adds one step to `sums` (make_step_sums): sums[0] += B x the mean loss (the batch's summed
 /// cross-entropy), sums[1] += samples whose argmax over the logits equals the label. loss: a
-/// scalar (the batch mean); logits: B x classes; y: B int64 labels; all on sums' device. Four
-/// kernels (add, argmax, eq+sum, add); nothing is read back to the host.
-inline void add_step_sums(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
-                          const torch::Tensor& y) {
-  torch::NoGradGuard no_grad;
-  sums.select(0, 0).add_(loss.detach(), static_cast<double>(y.size(0)));
-  sums.select(0, 1).add_(logits.detach().argmax(1).eq(y).sum());
-}
+/// scalar (the batch mean); logits: B x classes; y: B int64 labels; all on sums' device. Nothing
+/// is read back to the host. On a CUDA device in a CUDA build one kernel does it
+/// (step_sums_kernel.h) where the dtypes allow (loss float32/64; logits float32/64, bfloat16 or
+/// float16); elsewhere add_step_sums_aten.
+void add_step_sums(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
+                   const torch::Tensor& y);
+
+/// The fused kernel's half of add_step_sums: true when it ran, false (nothing done) where it
+/// does not apply: a build without CUDA, tensors off sums' CUDA device, other dtypes, y not
+/// contiguous int64 of B, sums not a contiguous float64 [2]. A launch error throws c10::Error.
+bool add_step_sums_fused(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
+                         const torch::Tensor& y);
+
+/// The same sums from ATen operations (add, argmax, eq, sum, add: five kernels on a GPU): the
+/// path on the CPU, and the reference the fused kernel is tested against.
+void add_step_sums_aten(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
+                        const torch::Tensor& y);
 
 }  // namespace trainscope

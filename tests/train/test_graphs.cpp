@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include <cmath>
+#include <limits>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -189,6 +190,49 @@ TEST(StepSums, AddTheBatchLossSumAndTheCorrectCount) {
   EXPECT_EQ(sums.scalar_type(), torch::kDouble);
   EXPECT_DOUBLE_EQ(sums[0].item<double>(), 4 * 0.5 + 1 * 0.25);
   EXPECT_DOUBLE_EQ(sums[1].item<double>(), 3.0);
+}
+
+TEST(StepSums, TheFusedKernelDoesNotApplyToCpuTensors) {
+  auto sums = make_step_sums(torch::kCPU);
+  auto logits = torch::randn({4, 3});
+  EXPECT_FALSE(add_step_sums_fused(sums, torch::tensor(0.5f), logits, torch::zeros({4}, torch::kLong)));
+  EXPECT_EQ(sums.abs().sum().item<double>(), 0.0);  // untouched: add_step_sums takes the ATen path
+}
+
+// The fused kernel (step_sums_kernel.h) against the ATen sums for each logits dtype, with 1000
+// rows (4 blocks), ties (values rounded to halves), a NaN row (torch.argmax: NaN is the
+// maximum) and a column-major view (strided rows).
+TEST(StepSums, TheFusedGpuKernelMatchesTheAtenSumsForEachLogitsType) {
+  if (!gpu_available()) GTEST_SKIP() << kNeedsGpu;
+  torch::manual_seed(7);
+  const auto cuda = torch::Device(torch::kCUDA, 0);
+  constexpr int64_t kRows = 1000, kClasses = 10;
+  for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf})
+    for (bool column_major : {false, true}) {
+      auto base = (torch::randn({kRows, kClasses}, torch::kDouble) * 2).round() / 2;
+      base[3][5] = std::numeric_limits<double>::quiet_NaN();
+      auto logits = (column_major ? base.t().contiguous().t() : base).to(cuda, dtype);
+      auto y = torch::randint(kClasses, {kRows}, torch::kLong).to(cuda);
+      y[3] = 5;
+      auto loss = torch::tensor(0.75f).to(cuda);
+      auto fused = make_step_sums(cuda), aten = make_step_sums(cuda);
+      for (int step = 0; step < 2; ++step) {
+        ASSERT_TRUE(add_step_sums_fused(fused, loss, logits, y)) << dtype << " column-major " << column_major;
+        add_step_sums_aten(aten, loss, logits, y);
+      }
+      auto f = fused.cpu(), a = aten.cpu();
+      EXPECT_DOUBLE_EQ(f[0].item<double>(), a[0].item<double>()) << dtype;
+      EXPECT_DOUBLE_EQ(f[0].item<double>(), 2 * kRows * 0.75) << dtype;
+      EXPECT_EQ(f[1].item<double>(), a[1].item<double>()) << dtype << " column-major " << column_major;
+    }
+  // by hand: the first of equal maxima wins, a NaN beats every number
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto logits = torch::tensor({1.0f, 1.0f, 0.0f, 0.0f, nan, 5.0f}).view({2, 3}).to(cuda);
+  auto sums = make_step_sums(cuda);
+  auto loss = torch::tensor(1.0f).to(cuda);
+  ASSERT_TRUE(add_step_sums_fused(sums, loss, logits, torch::tensor({0, 1}, torch::kLong).to(cuda)));
+  ASSERT_TRUE(add_step_sums_fused(sums, loss, logits, torch::tensor({1, 2}, torch::kLong).to(cuda)));
+  EXPECT_EQ(sums[1].item<double>(), 2.0);
 }
 
 TEST(GraphStep, CpuFallsBackWithAReasonAndTrainsNothing) {
