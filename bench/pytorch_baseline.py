@@ -150,7 +150,7 @@ def main():
             loss = F.cross_entropy(logits, by)
         loss.backward()
         opt.step()
-        if a.train_metrics:  # the same four kernels as trainscope's add_step_sums
+        if a.train_metrics:  # the same figures as trainscope's step sums, as its ATen path computes them (add_step_sums_aten)
             with torch.no_grad():
                 sums[0].add_(loss.detach(), alpha=by.size(0))
                 sums[1].add_(logits.detach().argmax(1).eq(by).sum())
