@@ -90,6 +90,7 @@ struct MeasurementWindow {
   std::optional<double> profile_cost_pct;
   std::optional<double> sampler_cpu_pct_mean;   // telemetry thread CPU, 100 = one core (sampler/cpu_pct)
   std::optional<double> sampler_cpu_share_pct;  // sampler_cpu_pct_mean / intra_op_threads
+  std::string sampler_scheduling;  // the sampler thread's policy, "SCHED_IDLE" or "nice <n>" ("" without telemetry)
   /// sampler_cpu_share_pct > 3 or profile_cost_pct > 3 (trainscope's instruments cost > 3 %).
   bool instrumentation_over_3pct = false;
   template <class S, class V>
@@ -114,6 +115,7 @@ struct MeasurementWindow {
     v("profile_cost_pct", s.profile_cost_pct, L);
     v("sampler_cpu_pct_mean", s.sampler_cpu_pct_mean, L);
     v("sampler_cpu_share_pct", s.sampler_cpu_share_pct, L);
+    v("sampler_scheduling", s.sampler_scheduling, N);
     v("instrumentation_over_3pct", s.instrumentation_over_3pct, N);
   }
 };

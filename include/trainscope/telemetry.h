@@ -108,6 +108,10 @@ class TelemetrySampler {
   void probe();  // probes the sources once (start() calls it); idempotent
   void start();  // probes sources (once) and starts the thread
   void stop();   // idempotent; the samples stay available
+  /// The sampling thread's scheduling as the kernel reports it once the thread started:
+  /// "SCHED_IDLE" (it runs only on cores training leaves idle), else "nice <n>" where SCHED_IDLE
+  /// was refused; "" before start(). docs/telemetry.md#cost-to-the-workload.
+  std::string thread_scheduling() const;
 
   /// Polls every source now (on the caller's thread), stores and returns the result.
   /// Used by `monitor` without a thread; safe to call while the thread runs.

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -13,6 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -164,6 +167,22 @@ std::optional<EnergySummary> energy_for(const std::map<std::string, const FieldS
   return e;
 }
 
+// The sampler gives every core to training. SCHED_IDLE (sched(7)) runs this thread only on a
+// core that no other thread wants, and its wake-ups never preempt a training thread; where the
+// kernel refuses it, nice +10 (setpriority on this thread's id). Returns the policy the kernel
+// reports for the thread afterwards: "SCHED_IDLE" or "nice <n>".
+std::string yield_cores_to_training() {
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  sched_param none{};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0) (void)setpriority(PRIO_PROCESS, tid, 10);
+  int policy = 0;
+  sched_param now{};
+  if (pthread_getschedparam(pthread_self(), &policy, &now) == 0 && policy == SCHED_IDLE) return "SCHED_IDLE";
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, tid);
+  return errno == 0 ? fmt::format("nice {:+d}", nice) : std::string("default");
+}
+
 }  // namespace
 
 struct TelemetrySampler::Impl {
@@ -184,6 +203,7 @@ struct TelemetrySampler::Impl {
   bool stop_requested = false;
   std::thread thread;
   std::atomic<bool> running{false};
+  std::string scheduling;  // the thread's policy as the kernel reports it; "" until it started (data_mu)
 
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
@@ -297,8 +317,11 @@ struct TelemetrySampler::Impl {
   }
 
   void run() {
-    // Lower priority than training (nice +10 on this thread only: Linux setpriority on a tid).
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+    {
+      auto how = yield_cores_to_training();
+      std::lock_guard data_lock(data_mu);
+      scheduling = std::move(how);
+    }
     auto period = std::chrono::nanoseconds(static_cast<int64_t>(opt.interval_s * 1e9));
     auto next = std::chrono::steady_clock::now();
     int64_t last_wall = -1, last_cpu = 0;  // the first poll only sets the baseline (it is not periodic)
@@ -329,6 +352,11 @@ TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::ste
 }
 
 TelemetrySampler::~TelemetrySampler() { stop(); }
+
+std::string TelemetrySampler::thread_scheduling() const {
+  std::lock_guard lk(impl_->data_mu);
+  return impl_->scheduling;
+}
 
 void TelemetrySampler::probe() { impl_->probe(); }
 

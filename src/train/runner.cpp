@@ -609,6 +609,7 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
     rec.telemetry->headline.window = from_headline ? "headline" : "run";
     if (const MetricStats* cpu = rec.telemetry->summary.metric("sampler", "cpu_pct"); cpu && cpu->mean)
       rec.measurement.sampler_cpu_pct_mean = cpu->mean;
+    rec.measurement.sampler_scheduling = sampler->thread_scheduling();
     if (tdev.empty() && dev != "cpu")
       rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
   }

@@ -3,8 +3,16 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "results/record_json.h"
 #include "test_util.h"
@@ -383,4 +391,40 @@ TEST(telemetry_Sampler, ThreadRunsWhileOthersReadAndCsvGzRoundTrips) {
   EXPECT_EQ(static_cast<size_t>(rows), stored);
   EXPECT_GT(quoted, 0);
   EXPECT_THROW(s.write_samples_csv_gz("/nonexistent-dir/x.csv.gz"), trainscope::Error);
+}
+
+namespace {
+
+// Scheduling policies of this process's threads, from /proc/self/task/<tid>/stat (field 41).
+std::vector<int> thread_policies() {
+  std::vector<int> out;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(t.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));  // fields 3.. after "(comm) "
+    std::string field;
+    for (int i = 3; i <= 41 && rest >> field; ++i)
+      if (i == 41) out.push_back(std::stoi(field));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(telemetry_Sampler, TheSamplingThreadRunsUnderSchedIdle) {
+  write_config("sched", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
+  EXPECT_EQ(s.thread_scheduling(), "");
+  const auto before = thread_policies();
+  EXPECT_EQ(std::count(before.begin(), before.end(), SCHED_IDLE), 0);
+  s.start();
+  for (int i = 0; i < 500 && s.thread_scheduling().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.thread_scheduling(), "SCHED_IDLE");
+  const auto during = thread_policies();  // the kernel's own view: one thread, the sampler
+  EXPECT_EQ(std::count(during.begin(), during.end(), SCHED_IDLE), 1);
+  s.stop();
+  EXPECT_EQ(s.thread_scheduling(), "SCHED_IDLE");  // kept for the run record
 }
