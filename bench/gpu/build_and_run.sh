@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -63,6 +63,15 @@ for stage in "$@"; do
         TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 140 bash bench/self_overhead.sh cuda:0,cnn,128
         TS=$TS DATA=$DATA N=${N:-5} EPOCHS=2 MAX_STEPS=600 timeout 150 bash bench/self_overhead.sh cuda:0,resnet18,128
       } 2>&1 | tee "$OUT/self-gpu.log";;
+    sampler-ab)
+      # issue 13: the sampler's own cost, on and off in alternating blocks of one process
+      # (bench/sampler_ab.cpp): immune to the run-to-run spread that self-gpu fights
+      { timeout 120 $B/sampler_ab --device cuda:0 --model mlp --batch 64 --pairs 30 --block-steps 300
+        timeout 120 $B/sampler_ab --device cuda:0 --model cnn --batch 128 --pairs 30 --block-steps 200
+        timeout 120 $B/sampler_ab --device cuda:0 --model resnet18 --batch 128 --pairs 30 --block-steps 60
+        timeout 120 $B/sampler_ab --device cpu --model mlp --batch 128 --pairs 30 --block-steps 100
+        timeout 150 $B/sampler_ab --device cpu --model cnn --batch 128 --pairs 30 --block-steps 10
+      } 2>&1 | tee "$OUT/sampler-ab.log" | grep -v '"pair"';;
     self-cpu)
       { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cpu,mlp,128
         TS=$TS DATA=$DATA N=${N:-5} EPOCHS=1 MAX_STEPS=300 timeout 200 bash bench/self_overhead.sh cpu,cnn,128

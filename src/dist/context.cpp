@@ -12,6 +12,7 @@
 #include "common/text.h"
 #include "results/record_json.h"
 #include "trainscope/error.h"
+#include "train/error_text.h"
 #include "trainscope/fs.h"
 
 namespace trainscope {
@@ -92,11 +93,6 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 }
 
 }  // namespace
-
-std::string error_without_backtrace(const std::exception& ex) {
-  auto* ce = dynamic_cast<const c10::Error*>(&ex);
-  return ce ? ce->what_without_backtrace() : ex.what();
-}
 
 std::string error_first_line(const std::exception& ex) {
   const std::string w = error_without_backtrace(ex);

@@ -87,9 +87,8 @@ class Context {
 /// This process's context, or nullptr in a single-process run.
 Context* current();
 
-/// An exception's message, a c10::Error's without the C++ stack trace it appends.
-std::string error_without_backtrace(const std::exception& ex);
-/// The first line of error_without_backtrace(ex): the reason quoted in rendezvous errors.
+/// The first line of error_without_backtrace(ex) (train/error_text.h): the reason quoted in
+/// rendezvous errors.
 std::string error_first_line(const std::exception& ex);
 
 }  // namespace dist

@@ -9,6 +9,7 @@
 
 #include "dist/context.h"
 #include "train/device.h"
+#include "train/error_text.h"
 #include "trainscope/error.h"
 
 namespace trainscope {

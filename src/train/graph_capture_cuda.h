@@ -11,6 +11,7 @@
 #include <string>
 
 #include "train/compat.h"
+#include "train/error_text.h"
 
 namespace trainscope::graphs {
 
@@ -25,8 +26,7 @@ inline void stream_wait(const at::cuda::CUDAStream& earlier, const at::cuda::CUD
 /// "CUDA error: ..." line when there is one (the lines after it are generic advice), else the
 /// last "RuntimeError: ..." line of a TorchScript interpreter traceback, else the first line.
 inline std::string error_line(const std::exception& e) {
-  const auto* ce = dynamic_cast<const c10::Error*>(&e);
-  const std::string m = ce ? ce->what_without_backtrace() : e.what();
+  const std::string m = error_without_backtrace(e);
   auto line_at = [&m](size_t pos) {
     auto end = m.find('\n', pos);
     return m.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
