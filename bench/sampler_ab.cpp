@@ -2,22 +2,27 @@
 // host's run-to-run spread cancels (docs/telemetry.md#cost-to-the-workload):
 //
 //   sampler_ab [--device cpu|cuda:0] [--model mlp|cnn|resnet18] [--batch 128] [--pairs 12]
-//              [--block-steps 200] [--threads 0] [--interval 0.1] [--slow-interval 1]
+//              [--block-s 3] [--threads 0] [--interval 0.1] [--slow-interval 1]
 //
 // The same eager training step as the trainer (Adam, cross-entropy, the per-step loss and
 // accuracy sums of train/step_sums.h; random 1x28x28 inputs already on the device: the
-// sampler's cost does not depend on the values) runs in blocks of --block-steps timed steps,
-// each after a tenth as many untimed ones. A pair is one block with the sampler running (the
-// default run's sampler: every source, the same intervals) and one without, in the order
-// on-off, off-on, on-off, ... so that a steady drift of the host cancels over pairs. Prints one
-// JSON line per pair and a summary: the median of the pairs' ratios (samples/s with the
-// sampler / without), its 90 % bootstrap interval (pairs resampled, as bench/self_overhead.sh)
-// and whether it resolves a 3 % cost. --threads 0: every core (the run's default).
+// sampler's cost does not depend on the values) runs in blocks of a fixed number of timed steps,
+// about --block-s seconds each (calibrated once). A pair is one block with the sampler running
+// (the default run's sampler: every source, the same intervals) and one without, in the order
+// on-off, off-on, on-off, ... so that a steady drift of the host cancels over pairs. Before each
+// timed block, untimed steps run for a tenth of a block plus a random part of the slow-field
+// period, in both arms: the sampler's fast and slow polls then fall anywhere in the block, as in
+// a run, rather than at its start. One discarded pair warms the process up. Prints one JSON line
+// per pair (with the polls per second the sampler made in its block) and a summary: the median
+// of the pairs' ratios (samples/s with the sampler / without), its 90 % bootstrap interval (pairs
+// resampled, as bench/self_overhead.sh) and whether it resolves a 3 % cost. --threads 0: one
+// intra-op thread per logical CPU (a run's default).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,31 +34,34 @@
 #include "workload/model.h"
 
 using namespace trainscope;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
 struct Args {
   std::string device = "cpu", model = "cnn";
   int64_t batch = 128;
-  int pairs = 12, block_steps = 200, threads = 0;
-  double interval_s = 0.1, slow_interval_s = 1.0;
+  int pairs = 12, threads = 0;
+  double block_s = 3, interval_s = 0.1, slow_interval_s = 1.0;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value (see the comment at the top of bench/sampler_ab.cpp)");
+    const std::string v = argv[i + 1];
     if (k == "--device") a.device = v;
     else if (k == "--model") a.model = v;
     else if (k == "--batch") a.batch = std::stoll(v);
     else if (k == "--pairs") a.pairs = std::stoi(v);
-    else if (k == "--block-steps") a.block_steps = std::stoi(v);
+    else if (k == "--block-s") a.block_s = std::stod(v);
     else if (k == "--threads") a.threads = std::stoi(v);
     else if (k == "--interval") a.interval_s = std::stod(v);
     else if (k == "--slow-interval") a.slow_interval_s = std::stod(v);
     else throw std::invalid_argument("unknown option " + k + " (see the comment at the top of bench/sampler_ab.cpp)");
   }
-  if (a.pairs < 3 || a.block_steps < 10) throw std::invalid_argument("--pairs must be >= 3 and --block-steps >= 10");
+  if (a.pairs < 3 || a.block_s < 0.5) throw std::invalid_argument("--pairs must be >= 3 and --block-s >= 0.5");
   return a;
 }
 
@@ -77,53 +85,95 @@ std::pair<double, double> interval(const std::vector<double>& ratios) {
   return {meds[kReps * 5 / 100], meds[kReps * 95 / 100 - 1]};
 }
 
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The trainer's eager step on 8 random batches already on the device.
+class Step {
+ public:
+  Step(const Args& a, const torch::Device& dev) : dev_(dev) {
+    torch::manual_seed(1);
+    m_ = make_model(a.model, 1, 28, 28, 10);
+    m_->to(dev);
+    m_->set_training(true);
+    TrainConfig cfg;  // Adam, lr 1e-3, fused on CUDA: the trainer's default
+    opt_ = make_optimizer(cfg, m_->parameters(), dev);
+    xs_ = torch::randn({8, a.batch, 1, 28, 28}, torch::TensorOptions().device(dev));
+    ys_ = torch::randint(0, 10, {8, a.batch}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+    sums_ = make_step_sums(dev);
+  }
+  void operator()() {
+    auto x = xs_[k_ % 8], y = ys_[k_ % 8];
+    ++k_;
+    opt_->zero_grad();
+    auto logits = m_->forward(x);
+    auto loss = torch::nn::functional::cross_entropy(logits, y);
+    loss.backward();
+    opt_->step();
+    add_step_sums(sums_, loss, logits, y);
+  }
+  void run_for(double s) {  // untimed steps for about s seconds of host time
+    const auto t0 = Clock::now();
+    do (*this)();
+    while (seconds_since(t0) < s);
+  }
+  void sync() { device_synchronize(dev_); }
+
+ private:
+  torch::Device dev_;
+  std::unique_ptr<Model> m_;
+  std::unique_ptr<StepOptimizer> opt_;
+  torch::Tensor xs_, ys_, sums_;
+  int64_t k_ = 0;
+};
+
+struct Block {
+  double samples_per_s = 0, polls_per_s = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
-  // 0: one intra-op thread per logical CPU, as a run's --threads 0 (config.md)
   torch::set_num_threads(a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const torch::Device dev(a.device);
-  torch::manual_seed(1);
-  auto m = make_model(a.model, 1, 28, 28, 10);
-  m->to(dev);
-  m->set_training(true);
-  TrainConfig cfg;  // Adam, lr 1e-3, fused on CUDA: the trainer's default
-  auto opt = make_optimizer(cfg, m->parameters(), dev);
-  auto xs = torch::randn({8, a.batch, 1, 28, 28}, torch::TensorOptions().device(dev));
-  auto ys = torch::randint(0, 10, {8, a.batch}, torch::TensorOptions().dtype(torch::kLong).device(dev));
-  auto sums = make_step_sums(dev);
-  int64_t k = 0;
-  auto step = [&] {
-    auto x = xs[k % 8], y = ys[k % 8];
-    ++k;
-    opt->zero_grad();
-    auto logits = m->forward(x);
-    auto loss = torch::nn::functional::cross_entropy(logits, y);
-    loss.backward();
-    opt->step();
-    add_step_sums(sums, loss, logits, y);
-  };
+  Step step(a, dev);
   TelemetryOptions to;
   to.interval_s = a.interval_s;
   to.slow_interval_s = a.slow_interval_s;
-  TelemetrySampler sampler(to, std::chrono::steady_clock::now());
+  TelemetrySampler sampler(to, Clock::now());
   sampler.probe();  // once, outside every block (a run probes before training too)
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> phase(0, std::max(a.slow_interval_s, a.interval_s));
+  // steps per block: calibrated once, the same in both arms
+  step.run_for(0.5);
+  step.sync();
+  auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) step();
+  step.sync();
+  const int64_t steps = std::max<int64_t>(10, static_cast<int64_t>(a.block_s / (seconds_since(t0) / 20)));
   auto block = [&](bool on) {
     if (on) sampler.start();
-    for (int i = 0; i < std::max(1, a.block_steps / 10); ++i) step();
-    device_synchronize(dev);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < a.block_steps; ++i) step();
-    device_synchronize(dev);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (on) sampler.stop();
-    return static_cast<double>(a.block_steps * a.batch) / s;
+    step.run_for(a.block_s / 10 + phase(rng));
+    step.sync();
+    const int64_t n0 = sampler.now_ns();
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < steps; ++i) step();
+    step.sync();
+    const double s = seconds_since(start);
+    const int64_t n1 = sampler.now_ns();
+    Block b{static_cast<double>(steps * a.batch) / s, 0};
+    if (on) {
+      sampler.stop();
+      const auto* polls = sampler.summarize(n0, n1).metric("sampler", "cpu_pct");
+      b.polls_per_s = polls ? static_cast<double>(polls->count) / s : 0;
+    }
+    return b;
   };
-  for (int i = 0; i < 3; ++i) step();  // allocator, kernels, optimizer state
+  block(true);  // the discarded pair
+  block(false);
   std::vector<double> ratios;
   for (int p = 0; p < a.pairs; ++p) {
-    double on = 0, off = 0;
+    Block on, off;
     if (p % 2 == 0) {
       on = block(true);
       off = block(false);
@@ -131,19 +181,19 @@ int main(int argc, char** argv) try {
       off = block(false);
       on = block(true);
     }
-    ratios.push_back(on / off);
+    ratios.push_back(on.samples_per_s / off.samples_per_s);
     fmt::print("{{\"bench\": \"sampler_ab\", \"pair\": {}, \"samples_per_s_sampler_on\": {:.1f}, "
-               "\"samples_per_s_sampler_off\": {:.1f}, \"ratio\": {:.4f}}}\n",
-               p, on, off, on / off);
+               "\"samples_per_s_sampler_off\": {:.1f}, \"ratio\": {:.4f}, \"sampler_polls_per_s\": {:.1f}}}\n",
+               p, on.samples_per_s, off.samples_per_s, ratios.back(), on.polls_per_s);
   }
   const auto [lo, hi] = interval(ratios);
   const char* verdict = lo >= 0.97 ? "cost below 3 % resolved"
                         : hi < 0.97 ? "cost above 3 %"
                                     : "the spread cannot resolve 3 %: run more pairs";
   fmt::print("{} {} b{} ({} intra-op threads, sampler every {} s, slow fields every {} s, scheduling {}): median pair "
-             "ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs of {} steps: {}\n",
+             "ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs of {} steps (~{} s per block): {}\n",
              a.device, a.model, a.batch, torch::get_num_threads(), a.interval_s, a.slow_interval_s,
-             sampler.thread_scheduling(), median(ratios), lo, hi, a.pairs, a.block_steps, verdict);
+             sampler.thread_scheduling(), median(ratios), lo, hi, a.pairs, steps, a.block_s, verdict);
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "sampler_ab: {}\n", e.what());

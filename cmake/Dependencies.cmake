@@ -32,6 +32,9 @@ if(TRAINSCOPE_WITH_TORCH)
   # LibTorch: Debian's libtorch-dev (CPU), a Python PyTorch install
   # (CMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)'))
   # or an unpacked LibTorch folder (CMAKE_PREFIX_PATH=/path/to/libtorch).
+  # Torch's CUDA config sets CMAKE_CUDA_ARCHITECTURES to OFF (its TORCH_CUDA_ARCH_LIST rules
+  # instead); trainscope's own kernel keeps the architectures asked for on the command line.
+  set(TRAINSCOPE_CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
   find_package(Torch REQUIRED)
   # TorchConfig adds its flags (e.g. -D_GLIBCXX_USE_CXX11_ABI) to TORCH_CXX_FLAGS.
   separate_arguments(_ts_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
@@ -54,7 +57,7 @@ if(TRAINSCOPE_WITH_TORCH)
   if(TRAINSCOPE_WITH_CUDA)
     # One hand-written kernel: the training step's loss and accuracy sums in one launch
     # (src/train/step_sums_kernel.h says why). nvcc from CMAKE_CUDA_COMPILER, CUDACXX, PATH or
-    # the toolkit's usual place.
+    # the toolkit's usual place (Torch's CUDA config may have enabled the language already).
     if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
       set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
     endif()

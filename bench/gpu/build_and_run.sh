@@ -66,11 +66,10 @@ for stage in "$@"; do
     sampler-ab)
       # issue 13: the sampler's own cost, on and off in alternating blocks of one process
       # (bench/sampler_ab.cpp): immune to the run-to-run spread that self-gpu fights
-      { timeout 120 $B/sampler_ab --device cuda:0 --model mlp --batch 64 --pairs 30 --block-steps 300
-        timeout 120 $B/sampler_ab --device cuda:0 --model cnn --batch 128 --pairs 30 --block-steps 200
-        timeout 120 $B/sampler_ab --device cuda:0 --model resnet18 --batch 128 --pairs 30 --block-steps 60
-        timeout 120 $B/sampler_ab --device cpu --model mlp --batch 128 --pairs 30 --block-steps 100
-        timeout 150 $B/sampler_ab --device cpu --model cnn --batch 128 --pairs 30 --block-steps 10
+      { for cell in "cuda:0 mlp 64" "cuda:0 cnn 128" "cuda:0 resnet18 128" "cpu mlp 128" "cpu cnn 128"; do
+          set -- $cell
+          timeout 120 $B/sampler_ab --device $1 --model $2 --batch $3 --pairs 16 --block-s 2
+        done
       } 2>&1 | tee "$OUT/sampler-ab.log" | grep -v '"pair"';;
     self-cpu)
       { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cpu,mlp,128

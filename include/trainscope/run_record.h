@@ -90,7 +90,7 @@ struct MeasurementWindow {
   std::optional<double> profile_cost_pct;
   std::optional<double> sampler_cpu_pct_mean;   // telemetry thread CPU, 100 = one core (sampler/cpu_pct)
   std::optional<double> sampler_cpu_share_pct;  // sampler_cpu_pct_mean / intra_op_threads
-  std::string sampler_scheduling;  // the sampler thread's policy, "SCHED_IDLE" or "nice <n>" ("" without telemetry)
+  std::string sampler_scheduling;  // the sampler thread's policy, "SCHED_BATCH, nice +10" ("" without telemetry)
   /// sampler_cpu_share_pct > 3 or profile_cost_pct > 3 (trainscope's instruments cost > 3 %).
   bool instrumentation_over_3pct = false;
   template <class S, class V>

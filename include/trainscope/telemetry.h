@@ -109,8 +109,9 @@ class TelemetrySampler {
   void start();  // probes sources (once) and starts the thread
   void stop();   // idempotent; the samples stay available
   /// The sampling thread's scheduling as the kernel reports it once the thread started:
-  /// "SCHED_IDLE" (it runs only on cores training leaves idle), else "nice <n>" where SCHED_IDLE
-  /// was refused; "" before start(). docs/telemetry.md#cost-to-the-workload.
+  /// "SCHED_BATCH, nice +10" (its wake-ups never preempt training; a tenth of a core's share
+  /// under contention), else the policy and nice value the kernel granted; "" before start().
+  /// docs/telemetry.md#cost-to-the-workload.
   std::string thread_scheduling() const;
 
   /// Polls every source now (on the caller's thread), stores and returns the result.

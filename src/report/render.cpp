@@ -408,7 +408,7 @@ const char* kHtmlHead = R"(<!DOCTYPE html>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1280px;padding:16px 24px;color:#1b1f24;background:#fff}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px;white-space:pre-line}
-#summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:160px}
+#summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:140px}
 table.summary{display:table;width:100%;margin:2px 0}table.summary td,table.summary th{padding:2px 6px}
 table.summary td:first-child,table.summary td:last-child{text-align:left}table.summary td:last-child{white-space:normal;min-width:220px}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
@@ -452,17 +452,32 @@ const char* kPageScript = R"JS(
     try { var c = new Chart(cv, cfg); charts.push([c, cv]); if (drawn(cv)) cv.setAttribute('data-rendered', '1'); }
     catch (e) { cv.setAttribute('data-rendered', 'error'); console.error('chart "' + title + '": ' + e); }
   }
-  // Vertical dashed lines at epoch starts (label: run id at its first epoch).
+  // Vertical dashed lines at epoch starts; each run's id at its first epoch, in a band above the
+  // plot (never over the data), on the first of two rows where it does not run into the label
+  // before it, else left out. Later epochs' lines closer than 8 px to the last one drawn are skipped.
   var epochMarkers = {
     id: 'epochMarkers',
+    beforeLayout: function(c){  // the band: 24 px more below the legend, above the plot
+      var l = c.legend; if (!l || l.tsBand) return; l.tsBand = true;
+      var fit = l.fit; l.fit = function(){ fit.call(this); this.height += 24; };
+    },
     afterDatasetsDraw: function(c){
       var m = DATA.epochs; if (!m || !c.scales.x) return; var ctx = c.ctx, a = c.chartArea;
       ctx.save(); ctx.setLineDash([4, 3]); ctx.lineWidth = 1; ctx.font = '10px sans-serif';
+      var rowEnd = [-Infinity, -Infinity], lastX = -Infinity;
       for (var i = 0; i < m.length; i++) {
         var x = c.scales.x.getPixelForValue(m[i].t_s); if (x < a.left || x > a.right) continue;
-        ctx.strokeStyle = m[i].epoch === 1 ? '#57606a' : '#afb8c1';
+        var first = m[i].epoch === 1;
+        if (!first && x - lastX < 8) continue;
+        lastX = x;
+        ctx.strokeStyle = first ? '#57606a' : '#d0d7de';
         ctx.beginPath(); ctx.moveTo(x, a.top); ctx.lineTo(x, a.bottom); ctx.stroke();
-        if (m[i].epoch === 1) { ctx.fillStyle = '#57606a'; ctx.fillText(m[i].run, x + 2, a.top + 10 + (i % 3) * 11); }
+        if (!first) continue;
+        var w = ctx.measureText(m[i].run).width, tx = Math.min(x + 2, c.width - w - 2);
+        var row = rowEnd[0] < tx ? 0 : (rowEnd[1] < tx ? 1 : -1);
+        if (row < 0) continue;  // no room: the line stays, the label would cover another
+        ctx.fillStyle = '#57606a'; ctx.fillText(m[i].run, tx, a.top - 4 - (1 - row) * 11);
+        rowEnd[row] = tx + w + 6;
       }
       ctx.restore();
     }
@@ -730,7 +745,7 @@ const char* kChartSections =
     "<section id=\"energy\"><h2>Energy</h2></section>\n"
     "<section id=\"latency\"><h2>Inference latency</h2></section>\n"
     "<section id=\"timeseries\"><h2>Utilisation, power, temperature and memory over time</h2>"
-    "<p class=\"prov\">Dashed lines: epoch starts (labelled with the run at its first epoch).</p></section>\n"
+    "<p class=\"prov\">Dashed lines: epoch starts; darker at a run's first epoch, labelled with the run where the label fits.</p></section>\n"
     "<section id=\"steps\"><h2>Step breakdown</h2></section>\n"
     "<section id=\"operators\"><h2>Top operators per device</h2></section>\n";
 

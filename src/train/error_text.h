@@ -1,5 +1,5 @@
 // An exception's message as trainscope quotes it in errors, notes and records. Shared by the
-// trainer, the CUDA-graph captures (graph_capture_cuda.h) and data-parallel code (dist/).
+// CUDA-graph captures (graph_capture_cuda.h) and data-parallel code (dist/).
 #pragma once
 
 #include <c10/util/Exception.h>

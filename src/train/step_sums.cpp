@@ -23,6 +23,9 @@ void add_step_sums_aten(const torch::Tensor& sums, const torch::Tensor& loss, co
 #ifdef TRAINSCOPE_WITH_CUDA
 namespace {
 
+// One thread scans a row: beyond a few dozen classes ATen's argmax (a block per row) is faster.
+constexpr int64_t kMaxFusedClasses = 64;
+
 std::optional<kernels::SumsDtype> kernel_dtype(torch::ScalarType t) {
   switch (t) {
     case torch::kFloat: return kernels::SumsDtype::kFloat32;
@@ -39,13 +42,15 @@ bool add_step_sums_fused(const torch::Tensor& sums, const torch::Tensor& loss, c
                          const torch::Tensor& y) {
   const auto dev = sums.device();
   if (!dev.is_cuda() || loss.device() != dev || logits.device() != dev || y.device() != dev) return false;
-  if (sums.scalar_type() != torch::kDouble || !sums.is_contiguous() || sums.numel() != 2) return false;
+  if (sums.scalar_type() != torch::kDouble || sums.dim() != 1 || !sums.is_contiguous() || sums.numel() != 2)
+    return false;
   if (loss.scalar_type() != torch::kFloat && loss.scalar_type() != torch::kDouble) return false;
   const auto loss_t = kernel_dtype(loss.scalar_type());
   const auto logits_t = kernel_dtype(logits.scalar_type());
   if (!logits_t) return false;
-  if (loss.numel() != 1 || logits.dim() != 2 || y.dim() != 1 || y.scalar_type() != torch::kLong ||
-      !y.is_contiguous() || y.size(0) != logits.size(0) || logits.size(0) < 1 || logits.size(1) < 1)
+  if (loss.numel() != 1 || logits.dim() != 2 || logits.layout() != torch::kStrided || y.dim() != 1 ||
+      y.scalar_type() != torch::kLong || !y.is_contiguous() || y.size(0) != logits.size(0) || logits.size(0) < 1 ||
+      logits.size(1) < 1 || logits.size(1) > kMaxFusedClasses)
     return false;
   c10::cuda::CUDAGuard guard(dev);
   const auto err = kernels::launch_step_sums(

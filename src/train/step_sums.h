@@ -16,14 +16,15 @@ inline torch::Tensor make_step_sums(const torch::Device& device) {
 /// cross-entropy), sums[1] += samples whose argmax over the logits equals the label. loss: a
 /// scalar (the batch mean); logits: B x classes; y: B int64 labels; all on sums' device. Nothing
 /// is read back to the host. On a CUDA device in a CUDA build one kernel does it
-/// (step_sums_kernel.h) where the dtypes allow (loss float32/64; logits float32/64, bfloat16 or
-/// float16); elsewhere add_step_sums_aten.
+/// (step_sums_kernel.h) where it applies (add_step_sums_fused); elsewhere add_step_sums_aten.
 void add_step_sums(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
                    const torch::Tensor& y);
 
 /// The fused kernel's half of add_step_sums: true when it ran, false (nothing done) where it
-/// does not apply: a build without CUDA, tensors off sums' CUDA device, other dtypes, y not
-/// contiguous int64 of B, sums not a contiguous float64 [2]. A launch error throws c10::Error.
+/// does not apply: a build without CUDA, tensors off sums' CUDA device, loss not one float32/64
+/// element, logits not a strided B x classes float32/64, bfloat16 or float16 with 1..64 classes
+/// (one thread scans a row), y not contiguous int64 of B, sums not a contiguous float64 [2]. A
+/// launch error throws c10::Error.
 bool add_step_sums_fused(const torch::Tensor& sums, const torch::Tensor& loss, const torch::Tensor& logits,
                          const torch::Tensor& y);
 

@@ -24,6 +24,21 @@ __device__ inline bool beats(A v, A best) {
   return isnan(v) || v > best;
 }
 
+// atomicAdd on a double exists from sm_60; older architectures in a LibTorch arch list get the
+// CUDA programming guide's compare-and-swap loop.
+__device__ inline void add_double(double* at, double v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+  auto* bits = reinterpret_cast<unsigned long long*>(at);
+  unsigned long long old = *bits, seen;
+  do {
+    seen = old;
+    old = atomicCAS(bits, seen, __double_as_longlong(v + __longlong_as_double(seen)));
+  } while (seen != old);
+#else
+  atomicAdd(at, v);
+#endif
+}
+
 template <typename T>
 __device__ bool row_correct(const T* logits, int64_t r, int64_t classes, int64_t row_stride, int64_t col_stride,
                             int64_t label) {
@@ -54,8 +69,8 @@ __global__ void step_sums_kernel(double* sums, const L* loss, const T* logits, c
   if (threadIdx.x != 0) return;
   unsigned block_total = 0;
   for (int w = 0; w < kThreads / 32; ++w) block_total += warp_counts[w];
-  if (block_total > 0) atomicAdd(&sums[1], static_cast<double>(block_total));
-  if (blockIdx.x == 0) atomicAdd(&sums[0], static_cast<double>(rows) * static_cast<double>(loss[0]));
+  if (block_total > 0) add_double(&sums[1], static_cast<double>(block_total));
+  if (blockIdx.x == 0) add_double(&sums[0], static_cast<double>(rows) * static_cast<double>(loss[0]));
 }
 
 template <typename T, typename L>
