@@ -18,15 +18,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
 MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager; BENCH=(); PYX=()
-while (($#)); do case $1 in
+while (($#)); do
+  case $1 in --cudnn-benchmark|--python-train-metrics) ;; *) [ $# -ge 2 ] || { echo "$1 needs a value" >&2; exit 2; };; esac
+  case $1 in
   --trainscope) TS=$2; shift 2;; --python) PY=$2; shift 2;; --device) DEV=$2; shift 2;;
   --threads) THREADS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --models) MODELS=$2; shift 2;;
   --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; --variants) VARIANTS=$2; shift 2;;
   --cudnn-benchmark) BENCH=(--cudnn-benchmark); shift;;
   --python-train-metrics) PYX=(--train-metrics); shift;;
-  *) echo "unknown $1"; exit 2;; esac; done
+  *) echo "unknown option $1 (see the comment at the top of bench/compare_pytorch.sh)" >&2; exit 2;; esac; done
+(( STEPS > 10 )) || { echo "--steps must exceed 10 (the Python side times the steps after its 10 warm-up steps)" >&2; exit 2; }
 OUTD=$(mktemp -d)
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; $(date -u +%F)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; python train metrics: $([ ${#PYX[@]} -gt 0 ] && echo on || echo off); $(date -u +%F)"
 printf "%-9s %5s %-20s %14s %14s %7s\n" model batch variant trainscope/s pytorch/s ratio
 IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"; IFS=, read -ra vs <<<"$VARIANTS"
 for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do

@@ -86,7 +86,8 @@ class ResNet18(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    ap.add_argument("--model", default="cnn")
+    ap.add_argument("--model", default="cnn", choices=["mlp", "cnn", "resnet18"],
+                    help="the Python twins of trainscope's models (vgg11 has none here)")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=10)
@@ -99,6 +100,8 @@ def main():
                     help="sum the training loss and correct count on the device every step, as trainscope does "
                          "(src/train/step_sums.h), to compare like for like")
     a = ap.parse_args()
+    if a.steps <= a.warmup:
+        ap.error(f"--steps ({a.steps}) must exceed --warmup ({a.warmup}): the steady rate is timed after the warm-up")
     parts = set() if a.variant == "eager" else set(a.variant.split("+"))
     unknown = parts - {"graphs", "bf16", "tf32", "channels_last"}
     if unknown:
