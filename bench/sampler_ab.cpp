@@ -26,12 +26,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "train/device.h"
 #include "train/error_text.h"
 #include "train/optimizer.h"
 #include "train/step_sums.h"
+#include "trainscope/stats.h"
 #include "trainscope/telemetry.h"
 #include "workload/model.h"
 
@@ -52,28 +54,28 @@ struct Args {
                               " (see the comment at the top of bench/sampler_ab.cpp)");
 }
 
-int64_t whole(const std::string& option, const std::string& v, int64_t min) {
+// `v` as a T (int64_t: std::stoll, double: std::stod) in [min, max], every character used.
+template <class T>
+T number(const std::string& option, const std::string& v, T min, T max, const char* what) {
   size_t used = 0;
-  int64_t x = 0;
+  T x{};
   try {
-    x = std::stoll(v, &used);
+    if constexpr (std::is_integral_v<T>) x = std::stoll(v, &used);
+    else x = std::stod(v, &used);
   } catch (const std::exception&) {
-    bad(option, v, "a whole number");
+    bad(option, v, what);
   }
-  if (used != v.size() || x < min || x > 1'000'000'000) bad(option, v, fmt::format("a whole number >= {}", min));
+  if (used != v.size() || !std::isfinite(static_cast<double>(x)) || x < min || x > max)
+    bad(option, v, fmt::format("{} in [{}, {}]", what, min, max));
   return x;
 }
 
+int64_t whole(const std::string& option, const std::string& v, int64_t min) {
+  return number<int64_t>(option, v, min, 1'000'000'000, "a whole number");
+}
+
 double seconds(const std::string& option, const std::string& v, double min) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    bad(option, v, "a number");
-  }
-  if (used != v.size() || !std::isfinite(x) || x < min || x > 3600) bad(option, v, fmt::format("a number of seconds in [{}, 3600]", min));
-  return x;
+  return number<double>(option, v, min, 3600, "a number of seconds");
 }
 
 Args parse(int argc, char** argv) {
@@ -97,12 +99,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // 90 % bootstrap interval of the median of `ratios`, pairs resampled (bench/self_overhead.sh).
 std::pair<double, double> interval(const std::vector<double>& ratios) {
   std::mt19937 rng(1);
@@ -111,7 +107,7 @@ std::pair<double, double> interval(const std::vector<double>& ratios) {
   std::vector<double> meds, draw(ratios.size());
   for (int r = 0; r < kReps; ++r) {
     for (auto& d : draw) d = ratios[pick(rng)];
-    meds.push_back(median(draw));
+    meds.push_back(*median(draw));
   }
   std::sort(meds.begin(), meds.end());
   return {meds[kReps * 5 / 100], meds[kReps * 95 / 100 - 1]};
@@ -237,7 +233,7 @@ int main(int argc, char** argv) try {
   fmt::print("{} {} b{} ({} intra-op threads, sampler every {} s, slow fields every {} s, scheduling {}): median pair "
              "ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs of {} steps (~{} s per block): {}\n",
              a.device, a.model, a.batch, torch::get_num_threads(), a.interval_s, a.slow_interval_s,
-             sampler.thread_scheduling(), median(ratios), lo, hi, a.pairs, steps, a.block_s, verdict);
+             sampler.thread_scheduling(), *median(ratios), lo, hi, a.pairs, steps, a.block_s, verdict);
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "sampler_ab: {}\n", error_without_backtrace(e));
