@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # trainscope's cost to the workload it measures, end to end: N alternating pairs of the same run
 # with every tool on (the default: telemetry, profiling window, inference) and every tool off
-# (--no-telemetry --no-profile --no-inference), per cell. Alternating pairs so drift on a shared
-# machine hits both sides. Prints per cell the medians of the headline samples/s
+# (--no-telemetry --no-profile --no-inference), per cell, after one discarded warm-up run. Pairs
+# alternate their order (on-off, off-on) so drift on a shared machine and the cold or warm
+# device a run starts on hit both sides. Prints per cell the medians of the headline samples/s
 # (steady_samples_per_s) and of the whole-run samples/s (samples trained / training time, the
 # profiling window included), and median(default)/median(off) of each: a headline ratio near
 # 1.00 means the measurement protocol keeps trainscope's instruments out of the headline
@@ -53,11 +54,22 @@ PY
 for cell in "${cells[@]}"; do
   IFS=, read -r dev model batch <<<"$cell"
   on_h=(); on_w=(); off_h=(); off_w=()
+  # One discarded run first: the first run of a cell meets a cold device (an idle GPU's clocks,
+  # cold caches); without it, that cost always fell on the same side.
+  run "warmup-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference >/dev/null
   for i in $(seq "$N"); do
-    read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
-    on_h+=("$h"); on_w+=("$w")
+    # The order within a pair alternates (on-off, off-on, ...): a run that follows a tools-on run
+    # (which ends with inference) and one that follows a tools-off run each land on both sides.
+    if [ $((i % 2)) -eq 1 ]; then
+      read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
+      on_h+=("$h"); on_w+=("$w")
+    fi
     read -r h w < <(run "off-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
     off_h+=("$h"); off_w+=("$w")
+    if [ $((i % 2)) -eq 0 ]; then
+      read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
+      on_h+=("$h"); on_w+=("$w")
+    fi
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, statistics, sys

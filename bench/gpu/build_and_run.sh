@@ -66,11 +66,12 @@ for stage in "$@"; do
     sampler-ab)
       # issue 13: the sampler's own cost, on and off in alternating blocks of one process
       # (bench/sampler_ab.cpp): immune to the run-to-run spread that self-gpu fights
-      { for cell in "cuda:0 mlp 64" "cuda:0 cnn 128" "cuda:0 resnet18 128" "cpu mlp 128" "cpu cnn 128"; do
-          set -- $cell
-          timeout 120 $B/sampler_ab --device $1 --model $2 --batch $3 --pairs 16 --block-s 2
+      # SAB_CELLS picks cells ("device,model,batch" separated by spaces) to split the stage over calls
+      { for cell in ${SAB_CELLS:-cuda:0,mlp,64 cuda:0,cnn,128 cuda:0,resnet18,128 cpu,mlp,128 cpu,cnn,128}; do
+          IFS=, read -r dev model batch <<< "$cell"
+          timeout 120 $B/sampler_ab --device "$dev" --model "$model" --batch "$batch" --pairs ${SAB_PAIRS:-16} --block-s 2
         done
-      } 2>&1 | tee "$OUT/sampler-ab.log" | grep -v '"pair"';;
+      } 2>&1 | tee -a "$OUT/sampler-ab.log" | grep -v '"pair"';;
     self-cpu)
       { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cpu,mlp,128
         TS=$TS DATA=$DATA N=${N:-5} EPOCHS=1 MAX_STEPS=300 timeout 200 bash bench/self_overhead.sh cpu,cnn,128
