@@ -2,8 +2,10 @@
 // wall time, over N polls. Usage: telemetry_cost [polls=200] [nvml_library] [proc_root] [sys_root]
 // Prints one JSON object. Last, "sampler": the whole TelemetrySampler at 10 Hz for SECONDS (env
 // TELEMETRY_COST_SECONDS, default 3) as a run sees it: the mean of its own metric
-// sampler/cpu_pct (thread CPU time per wall second, 100 = one core; docs/telemetry.md). On the GPU host the NVML line shows the cost of the fast fields per
-// poll and, separately, of a poll that also reads the slow fields (energy, PCIe, processes, GPM).
+// sampler/cpu_pct (thread CPU time per wall second, 100 = one core; docs/telemetry.md).
+// Sources with slow fields (NVML: energy, PCIe, processes, GPM; proc: memory, frequency) read
+// them once per 100 polls here (slow_fields_every_polls), as at 10 Hz with the 1 s default;
+// proc is also measured reading every field on every poll (slow_fields_every_polls 0).
 #include <fmt/core.h>
 #include <time.h>
 
@@ -80,7 +82,10 @@ int main(int argc, char** argv) {
   if (polls <= 0) polls = 200;
   const int64_t slow_ns = 100'000'000;  // t advances 1 ms per poll: slow fields every 100 polls
   nlohmann::json out = {{"benchmark", "telemetry_cost"}, {"polls", polls}, {"sources", nlohmann::json::array()}};
-  out["sources"].push_back(measure(*make_proc_source(proc, sys, {}), polls, 0));
+  // proc twice: every field on every poll, then as the sampler runs it (memory and frequency
+  // once per slow interval).
+  out["sources"].push_back(measure(*make_proc_source(proc, sys, {}, 0), polls, 0));
+  out["sources"].push_back(measure(*make_proc_source(proc, sys, {}, slow_ns), polls, slow_ns));
   out["sources"].push_back(measure(*make_rapl_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_hwmon_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns), polls, slow_ns));

@@ -43,9 +43,10 @@ struct TelemetryOptions {
   std::string proc_root = "/proc", sys_root = "/sys";
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path; "" disables NVML
   bool enable_nvml = true, enable_proc = true, enable_rapl = true, enable_hwmon = true;
-  // Period of the ms-slow fields (NVML energy counter, PCIe throughput, process list, GPM
-  // metrics): bench/RESULTS.md lists 3.8 ms (energy) and 20.8 ms (PCIe) per call on an H200,
-  // against 0.3..6 us for the others. Never faster than interval_s.
+  // Period of the slow fields: NVML's ms-slow ones (energy counter, PCIe throughput, process
+  // list, GPM metrics; bench/RESULTS.md lists 3.8 ms (energy) and 20.8 ms (PCIe) per call on
+  // an H200, against 0.3..6 us for the others) and proc's CPU frequency (a file per CPU, the
+  // part of a proc poll that grows with the host). Never faster than interval_s.
   double slow_interval_s = 1.0;
 };
 
@@ -120,7 +121,8 @@ class TelemetrySampler {
 
   std::vector<GpuInfo> gpus() const;
   /// The sources as probed; reason is "" when available. NVML details carry driver/NVML
-  /// versions and lost GPUs.
+  /// versions and lost GPUs. While sampling runs, details are refreshed once per slow interval
+  /// (at most slow_interval_s old); stop() refreshes them after the last poll.
   std::vector<TelemetrySourceInfo> sources() const;
   /// Summary of [t0_ns, t1_ns] (trainscope/record_sections.h TelemetrySummary): per device and
   /// metric count, dropped readings with reasons, mean, p50, p95, max, update_period_s; per

@@ -195,8 +195,8 @@ void add_telemetry(std::vector<Setting>& t) {
                .applies_text = "telemetry.enabled"});
   t.push_back({.key = "telemetry.slow_interval_s", .flag = "--telemetry-slow-interval",
                .noun = "telemetry slow-field interval",
-               .help = "period of NVML's slow fields: the energy counter (~4 ms per call) and PCIe throughput (~21 ms per call, "
-                       "docs/telemetry.md)",
+               .help = "period of the slow fields: NVML's energy counter (~4 ms per call) and PCIe throughput (~21 ms per "
+                       "call), and the CPU frequency (docs/telemetry.md)",
                .unit = "s", .range = {.min = 0.001, .max = 3600}, .note = "raised to the sampling period when below it",
                .field = TS_FIELD(telemetry.slow_interval_s), .applies = when_telemetry, .applies_text = "telemetry.enabled"});
   t.push_back({.key = "telemetry.nvml_library", .flag = "--nvml-library", .help = "NVML library to dlopen (name or path)",

@@ -1,5 +1,9 @@
 // CPU, host memory and this process, from /proc (proc(5)) and cpufreq in /sys; the memory of
 // this process's cgroup (a container's own usage and limit) from /sys/fs/cgroup (cgroups(7)).
+// Every poll reads utilisation (/proc/stat, /proc/self/stat) and memory (/proc/self/status,
+// /proc/meminfo, the cgroup's files: a run shorter than a second still gets its peak memory);
+// CPU frequency (one cpufreq file per CPU, or /proc/cpuinfo, both growing with the CPU count)
+// is read once per slow interval (docs/telemetry.md#cost-to-the-workload).
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,8 +16,8 @@ namespace {
 
 class ProcSource final : public TelemetrySource {
  public:
-  ProcSource(std::string proc_root, std::string sys_root, FileReader reader)
-      : proc_(std::move(proc_root)), sys_(std::move(sys_root)), read_(std::move(reader)) {
+  ProcSource(std::string proc_root, std::string sys_root, FileReader reader, int64_t slow_interval_ns)
+      : proc_(std::move(proc_root)), sys_(std::move(sys_root)), read_(std::move(reader)), slow_ns_(slow_interval_ns) {
     long tck = ::sysconf(_SC_CLK_TCK);
     ticks_per_s_ = tck > 0 ? static_cast<double>(tck) : 100.0;
   }
@@ -60,10 +64,22 @@ class ProcSource final : public TelemetrySource {
     return {{"logical_cpus", cpu_names_.size()},
             {"freq_source", !freq_files_.empty() ? "cpufreq" : freq_from_cpuinfo_ ? "cpuinfo" : "none"},
             {"cgroup_memory", cgroup_usage_.empty() ? nlohmann::json(nullptr) : nlohmann::json(cgroup_usage_)},
+            {"slow_fields_interval_s", static_cast<double>(slow_ns_) * 1e-9},
             {"notes", notes_}};
   }
 
   void sample(int64_t t_ns, SampleBatch& out) override {
+    sample_utilisation(t_ns, out);
+    sample_memory(out);
+    sample_cgroup(out);
+    if (last_slow_ns_ && slow_ns_ > 0 && t_ns - *last_slow_ns_ < slow_ns_) return;
+    last_slow_ns_ = t_ns;
+    sample_freq(out);
+  }
+
+ private:
+  // Every poll: per-CPU utilisation (/proc/stat deltas), this process's CPU and threads.
+  void sample_utilisation(int64_t t_ns, SampleBatch& out) {
     auto stat = read_(proc_ + "/stat");
     if (!stat.text) {
       out.drop("cpu", "util_pct", "unreadable");
@@ -92,6 +108,10 @@ class ProcSource final : public TelemetrySource {
         last_self_t_ns_ = t_ns;
       }
     }
+  }
+
+  // This process's RSS and peak RSS, the host's memory.
+  void sample_memory(SampleBatch& out) {
     if (has_status_) {
       auto text = read_(proc_ + "/self/status").text.value_or("");
       auto rss = parse_kb_field(text, "VmRSS"), hwm = parse_kb_field(text, "VmHWM");
@@ -110,11 +130,8 @@ class ProcSource final : public TelemetrySource {
       if (total && avail && *avail <= *total) out.add("cpu", "mem_used_bytes", static_cast<double>(*total - *avail));
       else out.drop("cpu", "mem_used_bytes", "parse_error");
     }
-    sample_freq(out);
-    sample_cgroup(out);
   }
 
- private:
   // The memory cgroup's files: v2 memory.current/memory.max, v1 memory.usage_in_bytes/
   // memory.limit_in_bytes, in the folder /proc/self/cgroup names under <sys>/fs/cgroup (v1:
   // its memory/ hierarchy). Inside a container that path is the host's name for it and is
@@ -182,6 +199,8 @@ class ProcSource final : public TelemetrySource {
 
   std::string proc_, sys_;
   FileReader read_;
+  int64_t slow_ns_;                          // frequency's period; 0: every poll
+  std::optional<int64_t> last_slow_ns_;      // t_ns of the last poll that read them
   double ticks_per_s_ = 100;
   std::vector<std::string> cpu_names_, fields_, notes_;
   std::vector<std::pair<std::string, std::string>> freq_files_;
@@ -196,8 +215,10 @@ class ProcSource final : public TelemetrySource {
 
 }  // namespace
 
-std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader) {
-  return std::make_unique<ProcSource>(std::move(proc_root), std::move(sys_root), reader ? std::move(reader) : FileReader(read_text_file));
+std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader,
+                                                  int64_t slow_interval_ns) {
+  return std::make_unique<ProcSource>(std::move(proc_root), std::move(sys_root),
+                                      reader ? std::move(reader) : FileReader(read_text_file), slow_interval_ns);
 }
 
 }  // namespace trainscope::telemetry

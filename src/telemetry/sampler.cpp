@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <pthread.h>
@@ -211,6 +212,10 @@ struct TelemetrySampler::Impl {
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
   }
+  // The slow fields' period (NVML energy/PCIe/processes/GPM, proc memory and frequency), and
+  // the period of refreshing the sources' descriptions; never shorter than one poll.
+  int64_t slow_interval_ns() const { return static_cast<int64_t>(std::max(opt.slow_interval_s, opt.interval_s) * 1e9); }
+  std::optional<int64_t> last_described_ns;  // poll_mu
 
   // Source descriptions: probe results plus live fields_supported and details.
   struct Probe {
@@ -239,7 +244,7 @@ struct TelemetrySampler::Impl {
     std::lock_guard poll_lock(poll_mu);
     if (probed) return;
     probed = true;
-    int64_t slow_ns = static_cast<int64_t>(std::max(opt.slow_interval_s, opt.interval_s) * 1e9);
+    const int64_t slow_ns = slow_interval_ns();
     auto consider = [&](const char* name, bool enabled, const char* flag, auto make) {
       if (!enabled) {
         probes.push_back({name, false, std::string("disabled (") + flag + " = false)", nullptr});
@@ -256,7 +261,7 @@ struct TelemetrySampler::Impl {
     };
     consider("nvml", opt.enable_nvml && !opt.nvml_library.empty(), "enable_nvml or nvml_library",
              [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns); });
-    consider("proc", opt.enable_proc, "enable_proc", [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}); });
+    consider("proc", opt.enable_proc, "enable_proc", [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}, slow_ns); });
     consider("rapl", opt.enable_rapl, "enable_rapl", [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
     consider("hwmon", opt.enable_hwmon, "enable_hwmon", [&] { return telemetry::make_hwmon_source(opt.sys_root, {}); });
     std::vector<GpuInfo> g;
@@ -270,7 +275,18 @@ struct TelemetrySampler::Impl {
     sources_info = std::move(desc);
   }
 
-  TelemetrySnapshot poll() {
+  // After the last poll: what the sources noted since the last refresh (stop()).
+  void refresh_descriptions() {
+    std::lock_guard poll_lock(poll_mu);
+    if (!probed) return;
+    auto desc = describe_sources();
+    std::lock_guard data_lock(data_mu);
+    sources_info = std::move(desc);
+  }
+
+  // describe_always: sample_now() (monitor, tests) sees every change at once; the sampling
+  // thread refreshes descriptions once per slow interval.
+  TelemetrySnapshot poll(bool describe_always) {
     std::lock_guard poll_lock(poll_mu);
     std::vector<SampleBatch> batches;
     for (auto& s : sources) {
@@ -279,9 +295,16 @@ struct TelemetrySampler::Impl {
       s->sample(b.t_ns, b);
       batches.push_back(std::move(b));
     }
-    auto desc = describe_sources();
+    // Descriptions (a JSON dump per source) change only when a source notes something, such
+    // as a lost GPU: refreshed once per slow interval, not on every poll.
+    const int64_t t = now_ns();
+    std::optional<std::vector<TelemetrySourceInfo>> desc;
+    if (describe_always || !last_described_ns || t - *last_described_ns >= slow_interval_ns()) {
+      desc = describe_sources();
+      last_described_ns = t;
+    }
     TelemetrySnapshot snap;
-    snap.t_ns = batches.empty() ? now_ns() : batches.front().t_ns;
+    snap.t_ns = batches.empty() ? t : batches.front().t_ns;
     std::lock_guard data_lock(data_mu);
     for (auto& b : batches) {
       for (auto& r : b.values) {
@@ -294,7 +317,7 @@ struct TelemetrySampler::Impl {
       }
       for (auto& d : b.drops) store[{d.device, d.metric}].drops.emplace_back(b.t_ns, d.reason);
     }
-    sources_info = std::move(desc);
+    if (desc) sources_info = std::move(*desc);
     return snap;
   }
 
@@ -333,7 +356,7 @@ struct TelemetrySampler::Impl {
         std::unique_lock lk(stop_mu);
         if (cv.wait_until(lk, next, [&] { return stop_requested; })) break;
       }
-      poll();
+      poll(false);
       record_self_cost(last_wall, last_cpu);
       next += period;
       auto now = std::chrono::steady_clock::now();
@@ -381,11 +404,12 @@ void TelemetrySampler::stop() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->refresh_descriptions();
 }
 
 TelemetrySnapshot TelemetrySampler::sample_now() {
   impl_->probe();
-  return impl_->poll();
+  return impl_->poll(true);
 }
 
 

@@ -69,7 +69,11 @@ class TelemetrySource {
   virtual nlohmann::json details() const { return nlohmann::json::object(); }
 };
 
-std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader);
+/// /proc and /sys. Utilisation and memory fields every poll; CPU frequency (a file per CPU,
+/// the part of a poll that grows with the CPU count) on the first poll and then once per
+/// slow_interval_ns of t_ns (0: every poll).
+std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::string sys_root, FileReader reader,
+                                                  int64_t slow_interval_ns = 0);
 std::unique_ptr<TelemetrySource> make_rapl_source(std::string sys_root, FileReader reader);
 std::unique_ptr<TelemetrySource> make_hwmon_source(std::string sys_root, FileReader reader);
 std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns);

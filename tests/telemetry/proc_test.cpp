@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 #include "telemetry/proc_parse.h"
 #include "telemetry/source.h"
@@ -95,6 +96,54 @@ TEST(telemetry_ProcSource, UtilisationMemoryFrequencyFromFakeTree) {
   EXPECT_DOUBLE_EQ(value(b2, "cpu1", "util_pct").value(), 0.0);
   EXPECT_DOUBLE_EQ(value(b2, "cpu", "util_pct").value(), 100.0 * 30 / 100);
   EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
+}
+
+// With a slow interval, utilisation and memory are read every poll (a short run keeps its peak
+// memory) and frequency (a file per CPU) only on the first poll and once per interval after
+// it; the files are counted through the reader, so a source that read them anyway fails.
+TEST(telemetry_ProcSource, FrequencyOncePerSlowIntervalMemoryEveryPoll) {
+  auto root = ts_test::fresh_tree("procslow");
+  std::map<std::string, int> reads;
+  FileReader counting = [&](const std::string& p) {
+    ++reads[p.substr(p.find("/proc/") != std::string::npos ? p.find("/proc/") : p.find("/sys/"))];
+    return read_text_file(p);
+  };
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), counting, 1'000'000'000);
+  ASSERT_TRUE(src->probe().available);
+  reads.clear();
+  auto poll = [&](int64_t t) {
+    SampleBatch b;
+    src->sample(t, b);
+    return b;
+  };
+  auto first = poll(0);
+  EXPECT_TRUE(value(first, "cpu", "freq_mhz"));
+  EXPECT_TRUE(value(first, "cpu0", "freq_mhz"));
+  for (int64_t t = 100'000'000; t < 1'000'000'000; t += 100'000'000) {  // 9 polls inside the interval
+    auto b = poll(t);
+    EXPECT_TRUE(value(b, "process", "threads_count")) << t;
+    EXPECT_TRUE(value(b, "process", "rss_bytes")) << t;
+    EXPECT_TRUE(value(b, "cpu", "mem_used_bytes")) << t;
+    EXPECT_FALSE(value(b, "cpu", "freq_mhz")) << t;
+    EXPECT_FALSE(value(b, "cpu0", "freq_mhz")) << t;
+  }
+  EXPECT_EQ(reads["/proc/stat"], 10);
+  EXPECT_EQ(reads["/proc/self/stat"], 10);
+  EXPECT_EQ(reads["/proc/self/status"], 10);
+  EXPECT_EQ(reads["/proc/meminfo"], 10);
+  EXPECT_EQ(reads["/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"], 1);
+  EXPECT_EQ(reads["/sys/devices/system/cpu/cpu1/cpufreq/scaling_cur_freq"], 1);
+  auto later = poll(1'000'000'000);  // one interval after the first poll
+  EXPECT_TRUE(value(later, "cpu", "freq_mhz"));
+  EXPECT_EQ(reads["/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"], 2);
+  // Interval 0 (the default): everything every poll.
+  auto every = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
+  ASSERT_TRUE(every->probe().available);
+  for (int64_t t : {0, 1}) {
+    SampleBatch b;
+    every->sample(t, b);
+    EXPECT_TRUE(value(b, "cpu", "freq_mhz")) << t;
+  }
 }
 
 TEST(telemetry_ProcSource, GarbageAndMissingFiles) {
