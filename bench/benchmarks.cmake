@@ -24,3 +24,24 @@ endif()
 add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
 target_link_libraries(input_bench PRIVATE trainscope_core)
 target_include_directories(input_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# The pair-ratio verdict (sampler_ab --verdict-of), which bench/self_overhead.sh uses too:
+# tight pairs around 1 resolve a cost below 3 %, pairs around 0.9 a cost above it, wide pairs
+# nothing, and fewer than 8 pairs give no verdict.
+if(TRAINSCOPE_WITH_TORCH AND TRAINSCOPE_BUILD_TESTS)
+  set(_ts_verdicts
+      "Resolved|0.99,1.01,1.00,0.995,1.005,0.998,1.002,1.0|cost below 3 % resolved"
+      "Above|0.90,0.91,0.89,0.905,0.895,0.90,0.91,0.90|cost above 3 %"
+      "Unresolved|0.80,1.20,0.85,1.15,0.90,1.10,0.95,1.05|the spread cannot resolve 3 %"
+      "TooFew|1.0,1.0,1.0,1.0,1.0|too few pairs for a verdict")
+  foreach(_v IN LISTS _ts_verdicts)
+    string(REPLACE "|" ";" _parts "${_v}")
+    list(GET _parts 0 _name)
+    list(GET _parts 1 _ratios)
+    list(GET _parts 2 _expect)
+    add_test(NAME SamplerAbVerdict.${_name} COMMAND sampler_ab --verdict-of ${_ratios})
+    set_tests_properties(SamplerAbVerdict.${_name} PROPERTIES PASS_REGULAR_EXPRESSION "${_expect}")
+  endforeach()
+  add_test(NAME SamplerAbVerdict.RefusesANonNumber COMMAND sampler_ab --verdict-of 0.9,x)
+  set_tests_properties(SamplerAbVerdict.RefusesANonNumber PROPERTIES WILL_FAIL TRUE)
+endif()

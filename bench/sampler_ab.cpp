@@ -15,8 +15,13 @@
 // a run, rather than at its start. One discarded pair warms the process up. Prints one JSON line
 // per pair (with the polls per second the sampler made in its block) and a summary: the median
 // of the pairs' ratios (samples/s with the sampler / without), its 90 % bootstrap interval (pairs
-// resampled, as bench/self_overhead.sh) and whether it resolves a 3 % cost. --threads 0: one
-// intra-op thread per logical CPU (a run's default).
+// resampled) and whether it resolves a 3 % cost. --threads 0: one intra-op thread per logical
+// CPU (a run's default).
+//
+//   sampler_ab --verdict-of 0.98,1.01,...
+//
+// prints only that summary for ratios measured elsewhere (bench/self_overhead.sh's pairs of
+// runs), so the interval and the verdict rule live here alone.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,6 +52,7 @@ struct Args {
   int64_t batch = 128;
   int pairs = 12, threads = 0;
   double block_s = 3, interval_s = 0.1, slow_interval_s = 1.0;
+  std::vector<double> verdict_of;  // --verdict-of: summarise these ratios and stop
 };
 
 [[noreturn]] void bad(const std::string& option, const std::string& value, const std::string& want) {
@@ -78,12 +84,24 @@ double seconds(const std::string& option, const std::string& v, double min) {
   return number<double>(option, v, min, 3600, "a number of seconds");
 }
 
+// "0.98,1.01,..." as positive finite numbers.
+std::vector<double> ratios(const std::string& option, const std::string& v) {
+  std::vector<double> out;
+  for (size_t b = 0; b <= v.size();) {
+    size_t e = v.find(',', b);
+    if (e == std::string::npos) e = v.size();
+    out.push_back(number<double>(option, v.substr(b, e - b), 1e-9, 1e9, "comma-separated positive ratios"));
+    b = e + 1;
+  }
+  return out;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; i += 2) {
     const std::string k = argv[i];
     const bool known = k == "--device" || k == "--model" || k == "--batch" || k == "--pairs" || k == "--block-s" ||
-                       k == "--threads" || k == "--interval" || k == "--slow-interval";
+                       k == "--threads" || k == "--interval" || k == "--slow-interval" || k == "--verdict-of";
     if (!known) throw std::invalid_argument("unknown option " + k + " (see the comment at the top of bench/sampler_ab.cpp)");
     if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value (see the comment at the top of bench/sampler_ab.cpp)");
     const std::string v = argv[i + 1];
@@ -94,6 +112,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--block-s") a.block_s = seconds(k, v, 0.5);
     else if (k == "--threads") a.threads = static_cast<int>(whole(k, v, 0));
     else if (k == "--interval") a.interval_s = seconds(k, v, 0.001);
+    else if (k == "--verdict-of") a.verdict_of = ratios(k, v);
     else a.slow_interval_s = seconds(k, v, 0.001);
   }
   return a;
@@ -111,6 +130,21 @@ std::pair<double, double> interval(const std::vector<double>& ratios) {
   }
   std::sort(meds.begin(), meds.end());
   return {meds[kReps * 5 / 100], meds[kReps * 95 / 100 - 1]};
+}
+
+// "median pair ratio M, 90 % interval [lo, hi]: verdict" for a 3 % cost. A bootstrap interval
+// of a median from a handful of pairs is narrower than its coverage claims (with 3 pairs it is
+// their range), so a verdict needs kVerdictPairs.
+std::string verdict(const std::vector<double>& ratios) {
+  constexpr size_t kVerdictPairs = 8;
+  if (ratios.size() < 3) return fmt::format("{} pair(s): too few for an interval", ratios.size());
+  const auto [lo, hi] = interval(ratios);
+  const char* v = ratios.size() < kVerdictPairs ? "too few pairs for a verdict (8 or more)"
+                  : lo >= 0.97                  ? "cost below 3 % resolved"
+                  : hi < 0.97                   ? "cost above 3 %"
+                                                : "the spread cannot resolve 3 %: run more pairs";
+  return fmt::format("median pair ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs: {}", *median(ratios), lo,
+                     hi, ratios.size(), v);
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -162,6 +196,10 @@ struct Block {
 
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
+  if (!a.verdict_of.empty()) {
+    fmt::print("{}\n", verdict(a.verdict_of));
+    return 0;
+  }
   torch::set_num_threads(a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const torch::Device dev = [&] {
     try {
@@ -222,18 +260,10 @@ int main(int argc, char** argv) try {
                "\"samples_per_s_sampler_off\": {:.1f}, \"ratio\": {:.4f}, \"sampler_polls_per_s\": {:.1f}}}\n",
                p, on.samples_per_s, off.samples_per_s, ratios.back(), on.polls_per_s);
   }
-  const auto [lo, hi] = interval(ratios);
-  // A bootstrap interval of a median from a handful of pairs is narrower than its coverage
-  // claims (with 3 pairs it is their range), so a verdict needs kVerdictPairs.
-  constexpr int kVerdictPairs = 8;
-  const char* verdict = a.pairs < kVerdictPairs ? "too few pairs for a verdict (8 or more)"
-                        : lo >= 0.97           ? "cost below 3 % resolved"
-                        : hi < 0.97            ? "cost above 3 %"
-                                               : "the spread cannot resolve 3 %: run more pairs";
-  fmt::print("{} {} b{} ({} intra-op threads, sampler every {} s, slow fields every {} s, scheduling {}): median pair "
-             "ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs of {} steps (~{} s per block): {}\n",
+  fmt::print("{} {} b{} ({} intra-op threads, sampler every {} s, slow fields every {} s, scheduling {}), {} steps "
+             "(~{} s) per block: {}\n",
              a.device, a.model, a.batch, torch::get_num_threads(), a.interval_s, a.slow_interval_s,
-             sampler.thread_scheduling(), *median(ratios), lo, hi, a.pairs, steps, a.block_s, verdict);
+             sampler.thread_scheduling(), steps, a.block_s, verdict(ratios));
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "sampler_ab: {}\n", error_without_backtrace(e));

@@ -15,11 +15,13 @@
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
 #   cuda:0,cnn,128 cuda:0,resnet18,128.
-# Environment: TS (binary, ./build/trainscope), DATA (/usr/share/datasets/fashion-mnist for
+# Environment: TS (binary, ./build/trainscope), SAB (sampler_ab, beside TS), DATA (/usr/share/datasets/fashion-mnist for
 #   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 5), EPOCHS (1), MAX_STEPS
 #   (0 = whole epochs), EXTRA (more flags for both sides).
 set -euo pipefail
 TS=${TS:-./build/trainscope}
+SAB=${SAB:-$(dirname "$TS")/sampler_ab}  # the interval and the verdict rule (sampler_ab --verdict-of)
+export SAB
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 DATA_RESNET=${DATA_RESNET:-$DATA}
 N=${N:-5}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
@@ -72,28 +74,25 @@ for cell in "${cells[@]}"; do
     fi
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
-import math, statistics, sys
+import math, os, statistics, subprocess, sys
 cell = sys.argv[1]
 on_h, on_w, off_h, off_w = ([float(x) for x in a.split()] for a in sys.argv[2:6])
 def med(v):
     v = [x for x in v if not math.isnan(x)]
     return statistics.median(v) if v else float("nan")
-def interval(on, off, reps=2000, seed=1):
-    # 90 % bootstrap interval of the median of the pairs' ratios on_i/off_i, resampling pairs:
-    # the two runs of a pair ran back to back, so a drift of the machine cancels within a pair
-    import random
-    rng = random.Random(seed)
+def interval(on, off):
+    # the median of the pairs' ratios on_i/off_i, its 90 % bootstrap interval (pairs resampled:
+    # the two runs of a pair ran back to back, so a drift of the machine cancels within a pair)
+    # and the 3 % verdict, from sampler_ab --verdict-of, where that rule lives
     pairs = [a / b for a, b in zip(on, off) if not (math.isnan(a) or math.isnan(b)) and b > 0]
-    if len(pairs) < 3:
-        return "interval: too few pairs"
-    r = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(reps))
-    lo, hi = r[int(0.05 * reps)], r[int(0.95 * reps) - 1]
-    # with a handful of pairs the bootstrap interval is narrower than it claims (3 pairs: their
-    # range), so a verdict needs 8 (bench/sampler_ab.cpp uses the same rule)
-    verdict = ("too few pairs for a verdict (8 or more)" if len(pairs) < 8 else
-               "cost below 3 % resolved" if lo >= 0.97 else
-               "cost above 3 %" if hi < 0.97 else "the spread cannot resolve 3 %: run more pairs")
-    return f"median pair ratio {statistics.median(pairs):.3f}, 90 % interval [{lo:.3f}, {hi:.3f}]: {verdict}"
+    if not pairs:
+        return "no pair measured"
+    try:
+        out = subprocess.run([os.environ["SAB"], "--verdict-of", ",".join(f"{x:.6f}" for x in pairs)],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"no interval ({os.environ['SAB']} failed: {e}; build it with cmake --build build --target sampler_ab)"
+    return out
 mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
 print(f"{cell}: pairs (default/off headline samples/s): " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(on_h, off_h)))
 print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval(on_h, off_h)}; "

@@ -261,8 +261,9 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
                 "The headline window was disturbed: its steps ran slower than the profiled steps, which do extra "
                 "work, so something else (another process, frequency scaling) slowed it. Treat this run's samples/s "
                 "as noisy, not clean: measure again on a quiet machine, with repeats to see the spread.",
-                fmt::format("run {}: profiled steps {} ms vs headline steps {} ms (profile_step_time_ratio {}, "
-                            "threshold < {}); the profiler's cost comes out as {} %, i.e. noise, not a cost",
+                fmt::format("run {}: profiled steps {} ms vs headline steps {} ms on average; median profiled / "
+                            "median headline step time: profile_step_time_ratio {} (threshold < {}); the profiler's "
+                            "cost comes out as {} %, i.e. noise, not a cost",
                             r.run_id, m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
                             m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?",
                             m.profile_step_time_ratio ? fmt_num(*m.profile_step_time_ratio) : "?",

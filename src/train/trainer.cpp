@@ -19,6 +19,7 @@
 #include "trainscope/error.h"
 #include "trainscope/mfu.h"
 #include "trainscope/profile.h"
+#include "trainscope/stats.h"
 
 namespace trainscope {
 
@@ -106,14 +107,18 @@ struct EpochState {
 };
 
 // Sum and count of host step times (ms).
-struct MeanMs {
-  double sum = 0;
-  int64_t n = 0;
-  void add(double v) {
-    sum += v;
-    ++n;
+// Host step times of one protocol window, ms: the mean prices the window's time, the median
+// compares typical steps (a few slow steps, such as an epoch's first, move a mean by percents).
+struct StepMs {
+  std::vector<double> v;
+  void add(double ms) { v.push_back(ms); }
+  std::optional<double> mean() const {
+    if (v.empty()) return std::nullopt;
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
   }
-  std::optional<double> mean() const { return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
+  std::optional<double> median() const { return trainscope::median(v); }
 };
 
 // train_run's state, split along its seams: set_up, step, finish_epoch, figures, wrap_up.
@@ -208,7 +213,7 @@ class TrainLoop {
   int64_t first_touched_ = INT64_MAX;  // first step a profiler is on for
   bool headline_open_ = false, headline_closed_ = false;
   Clock::time_point segment_start_;    // start of the window's part in the current epoch
-  MeanMs headline_ms_, profiled_ms_, after_ms_;
+  StepMs headline_ms_, profiled_ms_, after_ms_;
 };
 
 void TrainLoop::describe_run() {
@@ -750,8 +755,10 @@ void TrainLoop::figures() {
   mw.headline_step_ms_mean = headline_ms_.mean();
   mw.profiled_step_ms_mean = profiled_ms_.mean();
   mw.after_profile_step_ms_mean = after_ms_.mean();
+  const auto headline_median = headline_ms_.median(), profiled_median = profiled_ms_.median();
+  if (headline_median && profiled_median && *headline_median > 0)
+    mw.profile_step_time_ratio = *profiled_median / *headline_median;
   if (mw.headline_step_ms_mean && mw.profiled_step_ms_mean && *mw.headline_step_ms_mean > 0) {
-    mw.profile_step_time_ratio = *mw.profiled_step_ms_mean / *mw.headline_step_ms_mean;
     if (train_time_ > 0)
       mw.profile_cost_pct = 100.0 * static_cast<double>(mw.profiled_steps) *
                             (*mw.profiled_step_ms_mean - *mw.headline_step_ms_mean) / (train_time_ * 1000.0);

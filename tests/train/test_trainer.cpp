@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <filesystem>
 #include <fstream>
 
@@ -314,4 +317,30 @@ TEST(Matrix, RunFolderRemovedMidMatrixIsAnIoAbort) {
   auto res = run_matrix(m, {&vanish, &results});
   EXPECT_EQ(res.abort, MatrixAbort::kIo) << res.abort_reason;
   EXPECT_NE(res.abort_reason.find(res.run_dir), std::string::npos) << "names the path: " << res.abort_reason;
+}
+
+// profile_step_time_ratio compares typical steps (medians): one headline step slowed by 0.3 s
+// (an epoch's first step, a page-fault storm) moves the ratio of the means by tens of percent
+// and the ratio of the medians not at all, so noisy_headline does not fire for it.
+TEST(Trainer, ProfileStepTimeRatioComparesMedianSteps) {
+  auto w = synthetic_workload(1024, 64);  // 32 steps per epoch at batch 32
+  auto s = spec("mlp", 32, 1);
+  ProfileConfig p;
+  p.skip_first = 25;  // profiler warm-up 25-26, active 27-31; headline 2-24
+  s.profile = p;
+  TrainHooks hooks;
+  hooks.on_step_begin = [](int64_t step) {
+    if (step == 10) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  };
+  auto r = train_run(s, w, hooks);
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.failure_reason;
+  const auto& m = r.measurement;
+  ASSERT_EQ(m.headline_steps, 23);
+  ASSERT_EQ(m.profiled_steps, 7);
+  ASSERT_TRUE(m.profile_step_time_ratio && m.profiled_step_ms_mean && m.headline_step_ms_mean);
+  const double ratio_of_means = *m.profiled_step_ms_mean / *m.headline_step_ms_mean;
+  // The slow step adds >= 300/23 = 13 ms to the headline mean of ~1 ms steps.
+  EXPECT_GT(*m.headline_step_ms_mean, 13.0);
+  EXPECT_GT(*m.profile_step_time_ratio, 3 * ratio_of_means)
+      << "median ratio " << *m.profile_step_time_ratio << ", ratio of means " << ratio_of_means;
 }
