@@ -1,4 +1,5 @@
-# Benchmarks; not run as tests. Components append their own targets.
+# Benchmarks; not run as tests, except the SamplerAbVerdict checks at the end. Components append
+# their own targets.
 
 # ts_add_torch_bench(NAME): bench/NAME.cpp linked to the LibTorch half, with its sources' include
 # path and LibTorch's compile flags.

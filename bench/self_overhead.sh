@@ -16,15 +16,17 @@
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
 #   cuda:0,cnn,128 cuda:0,resnet18,128.
 # Environment: TS (binary, ./build/trainscope), SAB (sampler_ab, beside TS), DATA (/usr/share/datasets/fashion-mnist for
-#   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 5), EPOCHS (1), MAX_STEPS
+#   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 6; even N runs as many pairs
+#   on-first as off-first; a verdict needs 8), EPOCHS (1), MAX_STEPS
 #   (0 = whole epochs), EXTRA (more flags for both sides).
 set -euo pipefail
 TS=${TS:-./build/trainscope}
-SAB=${SAB:-$(dirname "$TS")/sampler_ab}  # the interval and the verdict rule (sampler_ab --verdict-of)
+# the interval and the verdict rule (sampler_ab --verdict-of), beside TS (found on PATH if bare)
+SAB=${SAB:-$(dirname "$(command -v "$TS" || echo "$TS")")/sampler_ab}
 export SAB
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 DATA_RESNET=${DATA_RESNET:-$DATA}
-N=${N:-5}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
+N=${N:-6}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
 cells=("$@")
 if [ ${#cells[@]} -eq 0 ]; then
   cells=(cpu,mlp,128 cpu,cnn,128)

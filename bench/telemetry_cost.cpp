@@ -3,9 +3,9 @@
 // Prints one JSON object. Last, "sampler": the whole TelemetrySampler at 10 Hz for SECONDS (env
 // TELEMETRY_COST_SECONDS, default 3) as a run sees it: the mean of its own metric
 // sampler/cpu_pct (thread CPU time per wall second, 100 = one core; docs/telemetry.md).
-// Sources with slow fields (NVML: energy, PCIe, processes, GPM; proc: memory, frequency) read
-// them once per 100 polls here (slow_fields_every_polls), as at 10 Hz with the 1 s default;
-// proc is also measured reading every field on every poll (slow_fields_every_polls 0).
+// Sources with slow fields (NVML: energy, PCIe, processes, GPM; proc: CPU frequency) read them
+// once per 10 polls here (slow_fields_every_polls), as at 10 Hz with the 1 s default; proc is
+// also measured reading every field on every poll (slow_fields_every_polls 0).
 #include <fmt/core.h>
 #include <time.h>
 
@@ -51,7 +51,7 @@ nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   j["cpu_us_per_poll"] = cpu / polls * 1e6;
   j["wall_us_per_poll"] = wall / polls * 1e6;
   j["values_per_poll"] = static_cast<double>(values) / polls;
-  j["slow_fields_every_polls"] = slow_every_ns / 1'000'000;
+  j["slow_fields_every_polls"] = slow_every_ns / 1'000'000;  // t advances 1 ms per poll
   // At 10 Hz, the share of one core this source costs.
   j["core_share_at_10hz_pct"] = cpu / polls * 10 * 100;
   return j;
@@ -80,10 +80,10 @@ int main(int argc, char** argv) {
   std::string proc = argc > 3 ? argv[3] : "/proc";
   std::string sys = argc > 4 ? argv[4] : "/sys";
   if (polls <= 0) polls = 200;
-  const int64_t slow_ns = 100'000'000;  // t advances 1 ms per poll: slow fields every 100 polls
+  const int64_t slow_ns = 10'000'000;  // t advances 1 ms per poll: slow fields every 10 polls
   nlohmann::json out = {{"benchmark", "telemetry_cost"}, {"polls", polls}, {"sources", nlohmann::json::array()}};
-  // proc twice: every field on every poll, then as the sampler runs it (memory and frequency
-  // once per slow interval).
+  // proc twice: every field on every poll, then as the sampler runs it (CPU frequency once per
+  // slow interval).
   out["sources"].push_back(measure(*make_proc_source(proc, sys, {}, 0), polls, 0));
   out["sources"].push_back(measure(*make_proc_source(proc, sys, {}, slow_ns), polls, slow_ns));
   out["sources"].push_back(measure(*make_rapl_source(sys, {}), polls, 0));

@@ -58,10 +58,12 @@ for stage in "$@"; do
         timeout 60 $B/profile_overhead --device cuda:0 --model resnet18 --batch 128 --steps 200 --data $DATA
       } 2>&1 | tee "$OUT/tele.log";;
     self-gpu)
-      # issue 13's cells: N alternating pairs, default vs every tool off (bench/self_overhead.sh)
-      { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=3000 timeout 140 bash bench/self_overhead.sh cuda:0,mlp,64
-        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 140 bash bench/self_overhead.sh cuda:0,cnn,128
-        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=2 MAX_STEPS=600 timeout 150 bash bench/self_overhead.sh cuda:0,resnet18,128
+      # issue 13's cells: N alternating pairs (even N: as many on-first as off-first) and one warm-up
+      # run per cell, default vs every tool off (bench/self_overhead.sh); a verdict needs N=8,
+      # which for all three cells needs more than one call (run bench/self_overhead.sh per cell)
+      { TS=$TS DATA=$DATA N=${N:-6} EPOCHS=10 MAX_STEPS=3000 timeout 160 bash bench/self_overhead.sh cuda:0,mlp,64
+        TS=$TS DATA=$DATA N=${N:-6} EPOCHS=10 MAX_STEPS=2000 timeout 160 bash bench/self_overhead.sh cuda:0,cnn,128
+        TS=$TS DATA=$DATA N=${N:-6} EPOCHS=2 MAX_STEPS=600 timeout 200 bash bench/self_overhead.sh cuda:0,resnet18,128
       } 2>&1 | tee "$OUT/self-gpu.log";;
     sampler-ab)
       # issue 13: the sampler's own cost, on and off in alternating blocks of one process
@@ -73,8 +75,8 @@ for stage in "$@"; do
         done
       } 2>&1 | tee -a "$OUT/sampler-ab.log" | grep -v '"pair"';;
     self-cpu)
-      { TS=$TS DATA=$DATA N=${N:-5} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cpu,mlp,128
-        TS=$TS DATA=$DATA N=${N:-5} EPOCHS=1 MAX_STEPS=300 timeout 200 bash bench/self_overhead.sh cpu,cnn,128
+      { TS=$TS DATA=$DATA N=${N:-6} EPOCHS=10 MAX_STEPS=2000 timeout 260 bash bench/self_overhead.sh cpu,mlp,128
+        TS=$TS DATA=$DATA N=${N:-6} EPOCHS=1 MAX_STEPS=300 timeout 260 bash bench/self_overhead.sh cpu,cnn,128
       } 2>&1 | tee "$OUT/self-cpu.log";;
     telecost)
       timeout 60 $B/telemetry_cost 2>&1 | tee "$OUT/telecost.log";;

@@ -3,7 +3,9 @@
 
 Runs without a trainscope build, on the GPU host's PyTorch: a small CNN (the shape of
 trainscope's `cnn`, src/models) trains eagerly on random 28x28 batches while a thread calls
-NVML through ctypes with the fields trainscope's NVML source reads (src/telemetry/nvml_source.cpp):
+NVML through ctypes with most of the calls trainscope's NVML source makes
+(src/telemetry/nvml_source.cpp; not GetFieldValues, the memory clock, clocks-event reasons or
+GPM metrics; return codes unchecked; NVML index 0 taken as CUDA device 0, true on a one-GPU host):
 fast (utilisation, power, temperature, SM clock, memory) every 0.1 s, slow (total energy,
 PCIe TX and RX throughput, the process list, a GPM sample) every 1 s.
 

@@ -84,8 +84,9 @@ struct MeasurementWindow {
   int64_t profile_skip_first = -1;     // the schedule's skip_first as run (-1: no profiler)
   bool profile_skip_first_auto = false;  // placed at the end of the planned steps
   std::optional<double> headline_step_ms_mean, profiled_step_ms_mean, after_profile_step_ms_mean;
-  /// Median profiled step time / median headline step time: typical steps compared, so a few
-  /// slow headline steps (an epoch's first) do not read as a faster profiler.
+  /// Median profiled step time / median headline step time, each over the window's last 4096
+  /// steps: typical steps compared, so a few slow headline steps (an epoch's first) do not
+  /// read as a faster profiler.
   std::optional<double> profile_step_time_ratio;
   /// Time the profiler added to the run's training time, % = 100 * profiled_steps *
   /// (profiled_step_ms_mean - headline_step_ms_mean) / train_time.

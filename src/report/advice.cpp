@@ -263,7 +263,7 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
                 "as noisy, not clean: measure again on a quiet machine, with repeats to see the spread.",
                 fmt::format("run {}: profiled steps {} ms vs headline steps {} ms on average; median profiled / "
                             "median headline step time: profile_step_time_ratio {} (threshold < {}); the profiler's "
-                            "cost comes out as {} %, i.e. noise, not a cost",
+                            "cost from the means: {} %",
                             r.run_id, m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
                             m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?",
                             m.profile_step_time_ratio ? fmt_num(*m.profile_step_time_ratio) : "?",

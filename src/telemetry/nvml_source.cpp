@@ -126,8 +126,7 @@ class NvmlSource final : public TelemetrySource {
   }
 
   void sample(int64_t t_ns, SampleBatch& out) override {
-    bool slow = !last_slow_ns_ || t_ns - *last_slow_ns_ >= slow_ns_;
-    if (slow) last_slow_ns_ = t_ns;
+    const bool slow = slow_.due(t_ns);
     for (auto& g : gpus_) {
       if (g.lost) continue;
       sample_fast(g, t_ns, out);
@@ -387,7 +386,7 @@ class NvmlSource final : public TelemetrySource {
   std::vector<Gpu> gpus_;
   std::string driver_, nvml_version_;
   std::vector<std::string> notes_;
-  std::optional<int64_t> last_slow_ns_;
+  SlowFieldClock slow_{slow_ns_};
 };
 
 }  // namespace

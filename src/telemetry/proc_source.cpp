@@ -17,7 +17,7 @@ namespace {
 class ProcSource final : public TelemetrySource {
  public:
   ProcSource(std::string proc_root, std::string sys_root, FileReader reader, int64_t slow_interval_ns)
-      : proc_(std::move(proc_root)), sys_(std::move(sys_root)), read_(std::move(reader)), slow_ns_(slow_interval_ns) {
+      : proc_(std::move(proc_root)), sys_(std::move(sys_root)), read_(std::move(reader)), slow_(slow_interval_ns) {
     long tck = ::sysconf(_SC_CLK_TCK);
     ticks_per_s_ = tck > 0 ? static_cast<double>(tck) : 100.0;
   }
@@ -64,7 +64,7 @@ class ProcSource final : public TelemetrySource {
     return {{"logical_cpus", cpu_names_.size()},
             {"freq_source", !freq_files_.empty() ? "cpufreq" : freq_from_cpuinfo_ ? "cpuinfo" : "none"},
             {"cgroup_memory", cgroup_usage_.empty() ? nlohmann::json(nullptr) : nlohmann::json(cgroup_usage_)},
-            {"slow_fields_interval_s", static_cast<double>(slow_ns_) * 1e-9},
+            {"slow_fields_interval_s", static_cast<double>(slow_.period_ns()) * 1e-9},
             {"notes", notes_}};
   }
 
@@ -72,9 +72,7 @@ class ProcSource final : public TelemetrySource {
     sample_utilisation(t_ns, out);
     sample_memory(out);
     sample_cgroup(out);
-    if (last_slow_ns_ && slow_ns_ > 0 && t_ns - *last_slow_ns_ < slow_ns_) return;
-    last_slow_ns_ = t_ns;
-    sample_freq(out);
+    if (slow_.due(t_ns)) sample_freq(out);
   }
 
  private:
@@ -199,8 +197,7 @@ class ProcSource final : public TelemetrySource {
 
   std::string proc_, sys_;
   FileReader read_;
-  int64_t slow_ns_;                          // frequency's period; 0: every poll
-  std::optional<int64_t> last_slow_ns_;      // t_ns of the last poll that read them
+  SlowFieldClock slow_;                      // frequency's period; 0: every poll
   double ticks_per_s_ = 100;
   std::vector<std::string> cpu_names_, fields_, notes_;
   std::vector<std::pair<std::string, std::string>> freq_files_;

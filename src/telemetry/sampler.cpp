@@ -212,7 +212,7 @@ struct TelemetrySampler::Impl {
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
   }
-  // The slow fields' period (NVML energy/PCIe/processes/GPM, proc memory and frequency), and
+  // The slow fields' period (NVML energy/PCIe/processes/GPM, proc CPU frequency), and
   // the period of refreshing the sources' descriptions; never shorter than one poll.
   int64_t slow_interval_ns() const { return static_cast<int64_t>(std::max(opt.slow_interval_s, opt.interval_s) * 1e9); }
   std::optional<int64_t> last_described_ns;  // poll_mu
@@ -284,6 +284,15 @@ struct TelemetrySampler::Impl {
     sources_info = std::move(desc);
   }
 
+  // A source notes what changed (a lost GPU, a field found unsupported) with the drop that
+  // reports it, once: descriptions are refreshed at that poll, so each run's record has them.
+  static bool notes_changed(const std::vector<SampleBatch>& batches) {
+    for (const auto& b : batches)
+      for (const auto& d : b.drops)
+        if (d.reason == "gpu_lost" || d.reason == "not_supported") return true;
+    return false;
+  }
+
   // describe_always: sample_now() (monitor, tests) sees every change at once; the sampling
   // thread refreshes descriptions once per slow interval.
   TelemetrySnapshot poll(bool describe_always) {
@@ -299,7 +308,7 @@ struct TelemetrySampler::Impl {
     // as a lost GPU: refreshed once per slow interval, not on every poll.
     const int64_t t = now_ns();
     std::optional<std::vector<TelemetrySourceInfo>> desc;
-    if (describe_always || !last_described_ns || t - *last_described_ns >= slow_interval_ns()) {
+    if (describe_always || notes_changed(batches) || !last_described_ns || t - *last_described_ns >= slow_interval_ns()) {
       desc = describe_sources();
       last_described_ns = t;
     }

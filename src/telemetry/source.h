@@ -33,6 +33,27 @@ struct SampleBatch {
   void drop(std::string device, std::string metric, std::string reason);
 };
 
+/// When a source reads its slow fields: on the first poll, then on the poll that reaches each
+/// nominal due time (first + k * period) less 5 % of the period, so a poll that wakes a few µs
+/// early (a sampler at the slow period itself, `trainscope monitor`) still reads them and the
+/// period stays regular. A poll that finds the schedule a whole period behind restarts it.
+/// period_ns <= 0: every poll.
+class SlowFieldClock {
+ public:
+  explicit SlowFieldClock(int64_t period_ns) : period_(period_ns) {}
+  bool due(int64_t t_ns) {
+    if (period_ <= 0) return true;
+    if (next_ && t_ns < *next_ - period_ / 20) return false;
+    next_ = (next_ && t_ns < *next_ + period_) ? *next_ + period_ : t_ns + period_;
+    return true;
+  }
+  int64_t period_ns() const { return period_; }
+
+ private:
+  int64_t period_;
+  std::optional<int64_t> next_;  // the next nominal due time
+};
+
 /// Result of reading a small text file. `error` is an errno value when `text` is empty.
 struct FileRead {
   std::optional<std::string> text;

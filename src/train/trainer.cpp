@@ -107,18 +107,23 @@ struct EpochState {
 };
 
 // Sum and count of host step times (ms).
-// Host step times of one protocol window, ms: the mean prices the window's time, the median
-// compares typical steps (a few slow steps, such as an epoch's first, move a mean by percents).
+// Host step times of one protocol window, ms: the mean (of every step) prices the window's
+// time; the median compares typical steps (a few slow steps, such as an epoch's first, move a
+// mean by percents) and is taken over the window's last kKept steps, which bounds memory on
+// runs of millions of steps and keeps the headline's steps nearest the profiled ones.
 struct StepMs {
-  std::vector<double> v;
-  void add(double ms) { v.push_back(ms); }
-  std::optional<double> mean() const {
-    if (v.empty()) return std::nullopt;
-    double sum = 0;
-    for (double x : v) sum += x;
-    return sum / static_cast<double>(v.size());
+  static constexpr size_t kKept = 4096;
+  double sum = 0;
+  int64_t n = 0;
+  std::vector<double> last;  // ring of the last kKept step times
+  void add(double ms) {
+    sum += ms;
+    if (last.size() < kKept) last.push_back(ms);
+    else last[static_cast<size_t>(n) % kKept] = ms;
+    ++n;
   }
-  std::optional<double> median() const { return trainscope::median(v); }
+  std::optional<double> mean() const { return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
+  std::optional<double> median() const { return trainscope::median(last); }
 };
 
 // train_run's state, split along its seams: set_up, step, finish_epoch, figures, wrap_up.
@@ -891,9 +896,9 @@ void rate_instrumentation_cost(RunRecord& r) {
                                   "--telemetry-interval",
                                   *m.sampler_cpu_share_pct, r.intra_op_threads));
   if (profiler_over)
-    r.notes.push_back(fmt::format("the profiling window added {:.1f} % to the training time (> 3 %; its steps were "
-                                  "{:.2f}x the headline step time); the headline figures exclude it",
-                                  *m.profile_cost_pct, m.profile_step_time_ratio.value_or(0)));
+    r.notes.push_back(fmt::format("the profiling window added {:.1f} % to the training time (> 3 %; its steps took "
+                                  "{:.2f}x the headline step time on average); the headline figures exclude it",
+                                  *m.profile_cost_pct, *m.profiled_step_ms_mean / *m.headline_step_ms_mean));
 }
 
 void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w) {

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "results/record_json.h"
 #include "tboard/tfevents_reader.h"
@@ -216,4 +218,27 @@ TEST(RecordE2e, GpuBalanceRunsOnTheRunnersDeviceNamesAndFiresFromWorldSize) {
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_NE(fired[0]->evidence.find("gpu1 drew 23.0 W"), std::string::npos) << fired[0]->evidence;
   EXPECT_NE(fired[0]->evidence.find("gpu0 drew 150 W"), std::string::npos) << fired[0]->evidence;
+}
+
+// `trainscope monitor` reads the CPU frequency once per slow interval (1 s here), yet every
+// table row shows it: the table carries each field's latest reading (fake /proc and /sys tree
+// with cpufreq files, so the machine's own cpufreq does not matter).
+TEST(Monitor, EveryTableRowShowsTheCpuFrequencyReadOncePerSecond) {
+  const std::string root = ::testing::TempDir() + "monitor_" + std::to_string(getpid());
+  fs::create_directories(root);
+  const std::string log = root + "/log.txt", fx = std::string(TS_FIXTURES_DIR) + "/telemetry";
+  int rc = run_binary({"monitor", "--interval", "0.25", "--count", "6", "--nvml-library", "", "--proc-root",
+                       fx + "/proc", "--sys-root", fx + "/sys"},
+                      log);
+  ASSERT_EQ(rc, 0) << slurp(log);
+  std::istringstream in(slurp(log));
+  int cpu_rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::vector<std::string> col{std::istream_iterator<std::string>(f), {}};
+    if (col.size() != 12 || col[1] != "cpu") continue;
+    ++cpu_rows;
+    EXPECT_EQ(col[9], "2700") << line;  // clk_MHz: the fixture's mean of 2400 and 3000 MHz
+  }
+  EXPECT_EQ(cpu_rows, 6) << slurp(log);
 }

@@ -432,3 +432,27 @@ TEST(telemetry_Sampler, TheSamplingThreadRunsUnderSchedBatchAtNicePlusTen) {
   s.stop();
   EXPECT_EQ(s.thread_scheduling(), "SCHED_BATCH, nice +10");  // kept for the run record
 }
+
+// The sampling thread refreshes the sources' descriptions once per slow interval, but a lost
+// GPU is noted at the poll that finds it: a run's record, written while the thread still runs,
+// must carry it (slow interval 3600 s here, so only the transition can refresh it).
+TEST(telemetry_Sampler, ALostGpuIsInTheDescriptionsWhileTheThreadRuns) {
+  write_config("lostlive", kTwoGpus);  // gpu1 is lost after 30 library calls
+  TelemetryOptions o = nvml_only(TS_FAKE_NVML);
+  o.interval_s = 0.001;
+  TelemetrySampler s(o, std::chrono::steady_clock::now());
+  s.start();
+  bool lost_in_samples = false;
+  for (int i = 0; i < 5000 && !lost_in_samples; ++i) {
+    auto sum = to_json(s.summarize(0, s.now_ns()));
+    const auto& g1 = sum["devices"]["gpu1"]["fields"];
+    for (const auto& [metric, f] : g1.items())
+      if (f.contains("drop_reasons") && f["drop_reasons"].contains("gpu_lost")) lost_in_samples = true;
+    if (!lost_in_samples) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(lost_in_samples);
+  auto details = record_json::write(s.sources())[0]["details"];  // before stop()
+  EXPECT_TRUE(details["gpus"][1]["lost"].get<bool>()) << details.dump(2);
+  EXPECT_FALSE(details["gpus"][0]["lost"].get<bool>());
+  s.stop();
+}

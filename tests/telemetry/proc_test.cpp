@@ -136,6 +136,11 @@ TEST(telemetry_ProcSource, FrequencyOncePerSlowIntervalMemoryEveryPoll) {
   auto later = poll(1'000'000'000);  // one interval after the first poll
   EXPECT_TRUE(value(later, "cpu", "freq_mhz"));
   EXPECT_EQ(reads["/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"], 2);
+  // A poll that wakes a few µs before the next due time (a poller at the slow period itself)
+  // still reads it, and the schedule stays on the nominal 1 s grid.
+  EXPECT_TRUE(value(poll(2'000'000'000 - 3'000), "cpu", "freq_mhz"));
+  EXPECT_FALSE(value(poll(2'500'000'000), "cpu", "freq_mhz"));
+  EXPECT_TRUE(value(poll(3'000'000'000 - 3'000), "cpu", "freq_mhz"));
   // Interval 0 (the default): everything every poll.
   auto every = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
   ASSERT_TRUE(every->probe().available);

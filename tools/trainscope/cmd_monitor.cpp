@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -72,6 +73,27 @@ void print_table(const TelemetrySnapshot& s, const std::vector<GpuInfo>& gpus, b
   std::fflush(stdout);
 }
 
+// The table and /metrics show each field's latest reading: slow fields (energy, PCIe, CPU
+// frequency) are read once per slow interval, and a field missing from one poll would leave a
+// hole in the table and a stale series in Prometheus. A reading older than two slow intervals
+// (a lost GPU's) is not carried. CSV and JSON output stay raw: what each poll read.
+class LatestReadings {
+ public:
+  explicit LatestReadings(int64_t max_age_ns) : max_age_ns_(max_age_ns) {}
+  TelemetrySnapshot update(const TelemetrySnapshot& snap) {
+    for (const auto& r : snap.readings) latest_[{r.device, r.metric}] = {r, snap.t_ns};
+    TelemetrySnapshot out;
+    out.t_ns = snap.t_ns;
+    for (const auto& [key, v] : latest_)
+      if (snap.t_ns - v.second <= max_age_ns_) out.readings.push_back(v.first);
+    return out;
+  }
+
+ private:
+  int64_t max_age_ns_;
+  std::map<std::pair<std::string, std::string>, std::pair<TelemetryReading, int64_t>> latest_;
+};
+
 void run_monitor(const MonitorConfig& cfg, int& exit_status) {
   if (!(cfg.interval_s >= 0.001 && cfg.interval_s <= 3600))
     throw_error(ErrorKind::kInvalidArgument, fmt::format("--interval {} s is out of range: use 0.001 .. 3600", cfg.interval_s));
@@ -100,6 +122,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
   }
   const auto& g_stop = install_interrupt_handler("\ntrainscope: interrupt received; stopping (Ctrl-C again to exit at once)\n");
   bool first = true;
+  LatestReadings latest(static_cast<int64_t>(2 * topt.slow_interval_s * 1e9));
   auto next = std::chrono::steady_clock::now();
   for (int i = 0; (cfg.count == 0 || i < cfg.count) && !g_stop.load(); ++i) {
     if (i > 0) {
@@ -110,12 +133,13 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
       if (g_stop.load()) break;
     }
     TelemetrySnapshot snap = sampler.sample_now();
+    TelemetrySnapshot shown = latest.update(snap);
     {
       std::lock_guard lk(snap_mu);
-      last = snap;
+      last = shown;
     }
     if (cfg.format == "table") {
-      print_table(snap, gpus, first || i % 20 == 0);
+      print_table(shown, gpus, first || i % 20 == 0);
     } else if (cfg.format == "csv") {
       if (first) fmt::print("t_ns,device,metric,value\n");
       for (const auto& r : snap.readings) fmt::print("{},{},{},{}\n", snap.t_ns, csv_field(r.device), r.metric, r.value);
