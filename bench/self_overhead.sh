@@ -16,9 +16,10 @@
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
 #   cuda:0,cnn,128 cuda:0,resnet18,128.
 # Environment: TS (binary, ./build/trainscope), SAB (sampler_ab, beside TS), DATA (/usr/share/datasets/fashion-mnist for
-#   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 6; even N runs as many pairs
-#   on-first as off-first; a verdict needs 8), EPOCHS (1), MAX_STEPS
+#   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 8: a verdict needs 8; an even N
+#   runs as many pairs on-first as off-first), EPOCHS (1), MAX_STEPS
 #   (0 = whole epochs), EXTRA (more flags for both sides).
+# Exit status: 0, 1 when a run measured nothing (its error is printed), 2 for bad input.
 set -euo pipefail
 TS=${TS:-./build/trainscope}
 # the interval and the verdict rule (sampler_ab --verdict-of), beside TS (found on PATH if bare)
@@ -26,8 +27,14 @@ SAB=${SAB:-$(dirname "$(command -v "$TS" || echo "$TS")")/sampler_ab}
 export SAB
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 DATA_RESNET=${DATA_RESNET:-$DATA}
-N=${N:-6}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
+N=${N:-8}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
+die() { echo "self_overhead.sh: $*" >&2; exit 2; }
+[[ $N =~ ^[1-9][0-9]*$ ]] || die "N=$N: use a whole number of pairs >= 1 (8 or more for a verdict)"
+command -v "$TS" >/dev/null 2>&1 || die "TS=$TS is not an executable: build trainscope or set TS"
 cells=("$@")
+for cell in "${cells[@]}"; do
+  [[ $cell =~ ^[^,]+,[^,]+,[1-9][0-9]*$ ]] || die "cell '$cell': use device,model,batch, e.g. cuda:0,resnet18,128"
+done
 if [ ${#cells[@]} -eq 0 ]; then
   cells=(cpu,mlp,128 cpu,cnn,128)
   if "$TS" devices 2>/dev/null | grep -q '^cuda:0'; then
@@ -36,6 +43,7 @@ if [ ${#cells[@]} -eq 0 ]; then
 fi
 OUTD=$(mktemp -d)
 trap 'rm -rf "$OUTD"' EXIT
+failed=0
 
 run() {  # $1 = folder name, $2 = device, $3 = model, $4 = batch, rest = flags; prints "headline whole"
   local name=$1 dev=$2 model=$3 batch=$4; shift 4
@@ -43,7 +51,7 @@ run() {  # $1 = folder name, $2 = device, $3 = model, $4 = batch, rest = flags; 
   [ "$model" = resnet18 ] && data=$DATA_RESNET
   # shellcheck disable=SC2086
   "$TS" run --devices "$dev" --models "$model" --batch-sizes "$batch" --epochs "$EPOCHS" --max-steps "$MAX_STEPS" \
-    --data "$data" --threads 0 --no-progress --out "$OUTD" --name "$name" $EXTRA "$@" >/dev/null 2>&1 || true
+    --data "$data" --threads 0 --no-progress --out "$OUTD" --name "$name" $EXTRA "$@" >"$OUTD/$name.log" 2>&1 || true
   python3 - "$OUTD/$name/results.json" <<'PY'
 import json, sys
 try:
@@ -53,6 +61,12 @@ try:
 except Exception:
     print("nan nan")
 PY
+}
+
+# A run that measured nothing: its error on stderr (the log is removed with the temp folder).
+report_failure() {  # $1 = folder name
+  echo "self_overhead.sh: run $1 measured no headline samples/s; its output ends:" >&2
+  tail -5 "$OUTD/$1.log" >&2 || true
 }
 
 for cell in "${cells[@]}"; do
@@ -67,37 +81,47 @@ for cell in "${cells[@]}"; do
     if [ $((i % 2)) -eq 1 ]; then
       read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
       on_h+=("$h"); on_w+=("$w")
+      [ "$h" = nan ] && { report_failure "on-$i-${dev/:/}-$model-$batch"; failed=1; }
     fi
     read -r h w < <(run "off-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
     off_h+=("$h"); off_w+=("$w")
+    [ "$h" = nan ] && { report_failure "off-$i-${dev/:/}-$model-$batch"; failed=1; }
     if [ $((i % 2)) -eq 0 ]; then
       read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
       on_h+=("$h"); on_w+=("$w")
+      [ "$h" = nan ] && { report_failure "on-$i-${dev/:/}-$model-$batch"; failed=1; }
     fi
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys
 cell = sys.argv[1]
 on_h, on_w, off_h, off_w = ([float(x) for x in a.split()] for a in sys.argv[2:6])
+# A pair counts only when both its runs measured: medians and ratios come from the kept pairs.
+kept = [i for i in range(len(on_h)) if all(not math.isnan(v) and v > 0 for v in (on_h[i], off_h[i], on_w[i], off_w[i]))]
 def med(v):
-    v = [x for x in v if not math.isnan(x)]
-    return statistics.median(v) if v else float("nan")
-def interval(on, off):
+    return statistics.median([v[i] for i in kept]) if kept else float("nan")
+def interval():
     # the median of the pairs' ratios on_i/off_i, its 90 % bootstrap interval (pairs resampled:
     # the two runs of a pair ran back to back, so a drift of the machine cancels within a pair)
     # and the 3 % verdict, from sampler_ab --verdict-of, where that rule lives
-    pairs = [a / b for a, b in zip(on, off) if not (math.isnan(a) or math.isnan(b)) and b > 0]
-    if not pairs:
+    if not kept:
         return "no pair measured"
+    ratios = ",".join(f"{on_h[i] / off_h[i]:.6f}" for i in kept)
     try:
-        out = subprocess.run([os.environ["SAB"], "--verdict-of", ",".join(f"{x:.6f}" for x in pairs)],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as e:
-        return f"no interval ({os.environ['SAB']} failed: {e}; build it with cmake --build build --target sampler_ab)"
-    return out
-mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
+        return subprocess.run([os.environ["SAB"], "--verdict-of", ratios], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except OSError as e:
+        return f"no interval ({os.environ['SAB']}: {e}; build it with cmake --build build --target sampler_ab)"
+    except subprocess.CalledProcessError as e:
+        return f"no interval ({os.environ['SAB']}: {e.stderr.strip()})"
 print(f"{cell}: pairs (default/off headline samples/s): " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(on_h, off_h)))
-print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval(on_h, off_h)}; "
-      f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of {len(on_h)} pairs)")
+if not kept:
+    print(f"{cell}: no pair measured (of {len(on_h)}): see the errors above")
+    sys.exit(0)
+mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
+print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval()}; "
+      f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of the {len(kept)} of "
+      f"{len(on_h)} pairs where both runs measured)")
 PY
 done
+[ "$failed" = 0 ] || { echo "self_overhead.sh: some runs measured nothing (errors above)" >&2; exit 1; }

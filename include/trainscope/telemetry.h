@@ -82,6 +82,7 @@ struct TelemetryField {
   const char* metric;  // e.g. "power_w"
   double min, max;     // valid range; readings outside are dropped as "out_of_range"
   const char* help;    // one line, for Prometheus HELP and docs
+  bool slow = false;   // read once per slow_interval_s, not every poll (docs/telemetry.md#fields-and-units)
 };
 /// Headline of `device` in `s`: the mean and max of each headline metric of that device, its
 /// energy, the power limit of the GPU whose NVML index the name carries ("gpu<N>"), and the

@@ -15,10 +15,12 @@
 #include <vector>
 
 #include "results/record_json.h"
+#include "telemetry/source.h"
 #include "test_util.h"
 #include "trainscope/error.h"
 #include "trainscope/telemetry.h"
 
+using trainscope::TelemetryField;
 using trainscope::TelemetryOptions;
 using trainscope::TelemetrySampler;
 using trainscope::to_json;
@@ -455,4 +457,33 @@ TEST(telemetry_Sampler, ALostGpuIsInTheDescriptionsWhileTheThreadRuns) {
   EXPECT_TRUE(details["gpus"][1]["lost"].get<bool>()) << details.dump(2);
   EXPECT_FALSE(details["gpus"][0]["lost"].get<bool>());
   s.stop();
+}
+
+// The catalogue's `slow` flag (what `monitor` holds between reads, docs/telemetry.md) matches
+// what the NVML source does: with a 3600 s slow interval, three polls read a slow field once
+// and every other field three times.
+TEST(telemetry_Nvml, TheCataloguesSlowFlagMatchesWhatTheSourceReadsOncePerInterval) {
+  write_config("slowflag", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
+  for (int i = 0; i < 3; ++i) s.sample_now();
+  auto g0 = to_json(s.summarize(0, s.now_ns()))["devices"]["gpu0"]["fields"];
+  int slow_seen = 0, fast_seen = 0;
+  for (const auto& [metric, f] : g0.items()) {
+    // Reads: stored values plus dropped ones (sentinels, out of range); a field found
+    // unsupported is tried once and never again, whatever its rate.
+    if (f.contains("drop_reasons") && f["drop_reasons"].contains("not_supported")) continue;
+    const int reads = f["count"].get<int>() + f["dropped"].get<int>();
+    if (reads == 0) continue;  // GPM before its second sample
+    const TelemetryField* field = trainscope::telemetry::find_field(metric);
+    ASSERT_TRUE(field) << metric;
+    if (field->slow) {
+      EXPECT_EQ(reads, 1) << metric;
+      ++slow_seen;
+    } else {
+      EXPECT_EQ(reads, 3) << metric;
+      ++fast_seen;
+    }
+  }
+  EXPECT_GE(slow_seen, 2);  // energy_j, process_mem_bytes
+  EXPECT_GE(fast_seen, 5);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <map>
+#include <set>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "interrupt.h"
 #include "trainscope/error.h"
 #include "trainscope/telemetry.h"
+#include "telemetry/source.h"
 #include "trainscope/telemetry_prometheus.h"
 
 namespace trainscope::cli {
@@ -73,19 +75,25 @@ void print_table(const TelemetrySnapshot& s, const std::vector<GpuInfo>& gpus, b
   std::fflush(stdout);
 }
 
-// The table and /metrics show each field's latest reading: slow fields (energy, PCIe, CPU
-// frequency) are read once per slow interval, and a field missing from one poll would leave a
-// hole in the table and a stale series in Prometheus. A reading older than two slow intervals
-// (a lost GPU's) is not carried. CSV and JSON output stay raw: what each poll read.
+// The table and /metrics show a slow field's latest reading (TelemetryField::slow: energy, PCIe,
+// CPU frequency, GPM, read once per slow interval) between its reads: a field missing from one
+// poll would leave a hole in the table and a stale series in Prometheus. A reading older than
+// two slow intervals (a lost GPU's) is not carried, and a field read every poll is shown only
+// as this poll read it, so a source that stops answering shows "-" at once. CSV and JSON
+// output stay raw: what each poll read.
 class LatestReadings {
  public:
   explicit LatestReadings(int64_t max_age_ns) : max_age_ns_(max_age_ns) {}
   TelemetrySnapshot update(const TelemetrySnapshot& snap) {
-    for (const auto& r : snap.readings) latest_[{r.device, r.metric}] = {r, snap.t_ns};
-    TelemetrySnapshot out;
-    out.t_ns = snap.t_ns;
+    TelemetrySnapshot out = snap;
+    std::set<std::pair<std::string, std::string>> read;
+    for (const auto& r : snap.readings) {
+      read.insert({r.device, r.metric});
+      const TelemetryField* f = telemetry::find_field(r.metric);
+      if (f && f->slow) latest_[{r.device, r.metric}] = {r, snap.t_ns};
+    }
     for (const auto& [key, v] : latest_)
-      if (snap.t_ns - v.second <= max_age_ns_) out.readings.push_back(v.first);
+      if (!read.count(key) && snap.t_ns - v.second <= max_age_ns_) out.readings.push_back(v.first);
     return out;
   }
 
@@ -145,7 +153,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
       for (const auto& r : snap.readings) fmt::print("{},{},{},{}\n", snap.t_ns, csv_field(r.device), r.metric, r.value);
       std::fflush(stdout);
     } else {
-      nlohmann::json j = {{"t_ns", snap.t_ns}};
+      nlohmann::json j = {{"t_ns", snap.t_ns}, {"devices", nlohmann::json::object()}};
       for (const auto& r : snap.readings) j["devices"][r.device][r.metric] = r.value;
       fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       std::fflush(stdout);
