@@ -63,10 +63,23 @@ except Exception:
 PY
 }
 
-# A run that measured nothing: its error on stderr (the log is removed with the temp folder).
-report_failure() {  # $1 = folder name
-  echo "self_overhead.sh: run $1 measured no headline samples/s; its output ends:" >&2
-  tail -5 "$OUTD/$1.log" >&2 || true
+# One run of a pair's side ($1 = on: every tool, the default; off: every tool off), appended to
+# that side's arrays; a run that measured nothing prints its error on stderr (the log goes with
+# the temp folder) and sets `failed`.
+side() {
+  local name="$1-$i-${dev/:/}-$model-$batch" h w
+  if [ "$1" = on ]; then
+    read -r h w < <(run "$name" "$dev" "$model" "$batch")
+    on_h+=("$h"); on_w+=("$w")
+  else
+    read -r h w < <(run "$name" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
+    off_h+=("$h"); off_w+=("$w")
+  fi
+  if [ "$h" = nan ]; then
+    echo "self_overhead.sh: run $name measured no headline samples/s; its output ends:" >&2
+    tail -5 "$OUTD/$name.log" >&2 || true
+    failed=1
+  fi
 }
 
 for cell in "${cells[@]}"; do
@@ -78,19 +91,7 @@ for cell in "${cells[@]}"; do
   for i in $(seq "$N"); do
     # The order within a pair alternates (on-off, off-on, ...): a run that follows a tools-on run
     # (which ends with inference) and one that follows a tools-off run each land on both sides.
-    if [ $((i % 2)) -eq 1 ]; then
-      read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
-      on_h+=("$h"); on_w+=("$w")
-      [ "$h" = nan ] && { report_failure "on-$i-${dev/:/}-$model-$batch"; failed=1; }
-    fi
-    read -r h w < <(run "off-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
-    off_h+=("$h"); off_w+=("$w")
-    [ "$h" = nan ] && { report_failure "off-$i-${dev/:/}-$model-$batch"; failed=1; }
-    if [ $((i % 2)) -eq 0 ]; then
-      read -r h w < <(run "on-$i-${dev/:/}-$model-$batch" "$dev" "$model" "$batch")
-      on_h+=("$h"); on_w+=("$w")
-      [ "$h" = nan ] && { report_failure "on-$i-${dev/:/}-$model-$batch"; failed=1; }
-    fi
+    if [ $((i % 2)) -eq 1 ]; then side on; side off; else side off; side on; fi
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys

@@ -32,7 +32,7 @@ struct Gpu {
 
 class NvmlSource final : public TelemetrySource {
  public:
-  NvmlSource(std::string library, int64_t slow_interval_ns) : library_(std::move(library)), slow_ns_(slow_interval_ns) {}
+  NvmlSource(std::string library, int64_t slow_interval_ns) : library_(std::move(library)), slow_(slow_interval_ns) {}
 
   ~NvmlSource() override {
     for (auto& g : gpus_) {
@@ -381,12 +381,11 @@ class NvmlSource final : public TelemetrySource {
   }
 
   std::string library_;
-  int64_t slow_ns_;
   NvmlLibrary lib_;
   std::vector<Gpu> gpus_;
   std::string driver_, nvml_version_;
   std::vector<std::string> notes_;
-  SlowFieldClock slow_{slow_ns_};
+  SlowFieldClock slow_;  // energy, PCIe, processes, GPM
 };
 
 }  // namespace

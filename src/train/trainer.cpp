@@ -106,7 +106,6 @@ struct EpochState {
   Clock::time_point start;
 };
 
-// Sum and count of host step times (ms).
 // Host step times of one protocol window, ms: the mean (of every step) prices the window's
 // time; the median compares typical steps (a few slow steps, such as an epoch's first, move a
 // mean by percents) and is taken over the window's last kKept steps, which bounds memory on
