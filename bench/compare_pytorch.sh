@@ -30,22 +30,22 @@ while (($#)); do
 (( STEPS > 10 )) || { echo "--steps must exceed 10 (the Python side times the steps after its 10 warm-up steps)" >&2; exit 2; }
 OUTD=$(mktemp -d)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; python train metrics: $([ ${#PYX[@]} -gt 0 ] && echo on || echo off); $(date -u +%F)"
-printf "%-9s %5s %-20s %14s %14s %7s\n" model batch variant trainscope/s pytorch/s ratio
+printf "%-9s %5s %-20s %20s %17s %7s\n" model batch variant "trainscope samples/s" "pytorch samples/s" ratio
 IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"; IFS=, read -ra vs <<<"$VARIANTS"
 for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
   if [[ $DEV == cpu && ( $v == *graphs* || $v == *tf32* ) ]]; then
-    printf "%-9s %5s %-20s %14s %14s %7s\n" "$m" "$b" "$v" n/a n/a "(cpu)"; continue
+    printf "%-9s %5s %-20s %20s %17s %7s\n" "$m" "$b" "$v" n/a n/a "(cpu)"; continue
   fi
   name="$m-$b-${v//+/_}"
   "$TS" run --devices "$DEV" --models "$m" --batch-sizes "$b" --variants "$v" --max-steps "$STEPS" \
      --threads "$THREADS" --data "$DATA" --no-telemetry --no-profile --no-inference --no-progress --out "$OUTD" \
      --name "$name" "${BENCH[@]}" >/dev/null 2>"$OUTD/$name.err" || {
     # a cell trainscope refuses (e.g. channels_last on a model without convolutions) is n/a, not the end
-    printf "%-9s %5s %-20s %14s %14s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
+    printf "%-9s %5s %-20s %20s %17s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
   py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
         --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" "${PYX[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
-  printf "%-9s %5s %-20s %14.0f %14.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
+  printf "%-9s %5s %-20s %20.0f %17.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
 done; done; done
 rm -rf "$OUTD"
