@@ -18,7 +18,7 @@
 # Environment: TS (binary, ./build/trainscope), SAB (sampler_ab, beside TS), DATA (/usr/share/datasets/fashion-mnist for
 #   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 8: a verdict needs 8; an even N
 #   runs as many pairs on-first as off-first), EPOCHS (1), MAX_STEPS
-#   (0 = whole epochs), EXTRA (more flags for both sides).
+#   (0 = whole epochs), EXTRA (more flags for both sides; --no-inference gives both the same end).
 # Exit status: 0, 1 when a run measured nothing (its error is printed), 2 for bad input.
 set -euo pipefail
 TS=${TS:-./build/trainscope}
