@@ -1,5 +1,7 @@
 // Telemetry cost: CPU time per sample per source (thread CPU time around one poll), and
 // wall time, over N polls. Usage: telemetry_cost [polls=200] [nvml_library] [proc_root] [sys_root]
+// (exit 2 for a bad polls value or TELEMETRY_COST_SECONDS). Each source with slow fields also gets
+// slow_vs_fast_polls: the median CPU and wall time of the polls that read them and of the rest.
 // Prints one JSON object. Last, "sampler": the whole TelemetrySampler at 10 Hz for SECONDS (env
 // TELEMETRY_COST_SECONDS, default 3) as a run sees it: the mean of its own metric
 // sampler/cpu_pct (thread CPU time per wall second, 100 = one core; docs/telemetry.md).
@@ -9,12 +11,15 @@
 #include <fmt/core.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "telemetry/source.h"
 #include "trainscope/telemetry.h"
@@ -28,6 +33,31 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+struct PollCost {
+  size_t values;
+  double cpu_us, wall_us;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Polls that read the slow fields return more values than the others; the median CPU and wall
+// microseconds of each kind say whether a slow call (NVML's PCIe throughput takes ~20 ms of wall
+// time) also holds a core, which would delay every intra-op thread of an all-core CPU run.
+nlohmann::json split_slow_polls(const std::vector<PollCost>& each) {
+  size_t fewest = SIZE_MAX;
+  for (const auto& p : each) fewest = std::min(fewest, p.values);
+  std::vector<double> sc, sw, fc, fw;
+  for (const auto& p : each) {
+    (p.values > fewest ? sc : fc).push_back(p.cpu_us);
+    (p.values > fewest ? sw : fw).push_back(p.wall_us);
+  }
+  return {{"slow_polls", sc.size()}, {"slow_cpu_us_median", median_of(sc)}, {"slow_wall_us_median", median_of(sw)},
+          {"fast_polls", fc.size()}, {"fast_cpu_us_median", median_of(fc)}, {"fast_wall_us_median", median_of(fw)}};
+}
+
 nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   auto probe = s.probe();
   nlohmann::json j = {{"source", s.name()}, {"available", probe.available}, {"reason", probe.reason}};
@@ -39,10 +69,15 @@ nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   double cpu0 = thread_cpu_s();
   auto w0 = std::chrono::steady_clock::now();
   size_t values = 0;
+  std::vector<PollCost> each;  // per poll: which polls read the slow fields, and what they cost
   for (int i = 0; i < polls; ++i) {
     SampleBatch b;
     t += 1'000'000;
+    const double c0 = thread_cpu_s();
+    const auto p0 = std::chrono::steady_clock::now();
     s.sample(t, b);
+    each.push_back({b.values.size(), (thread_cpu_s() - c0) * 1e6,
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - p0).count()});
     values += b.values.size();
   }
   double cpu = thread_cpu_s() - cpu0;
@@ -51,6 +86,7 @@ nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   j["cpu_us_per_poll"] = cpu / polls * 1e6;
   j["wall_us_per_poll"] = wall / polls * 1e6;
   j["values_per_poll"] = static_cast<double>(values) / polls;
+  if (slow_every_ns > 0) j["slow_vs_fast_polls"] = split_slow_polls(each);
   j["slow_fields_every_polls"] = slow_every_ns / 1'000'000;  // t advances 1 ms per poll
   // At 10 Hz, the share of one core this source costs.
   j["core_share_at_10hz_pct"] = cpu / polls * 10 * 100;
@@ -75,11 +111,20 @@ nlohmann::json measure_sampler(const std::string& nvml, const std::string& proc,
 }  // namespace
 
 int main(int argc, char** argv) {
-  int polls = argc > 1 ? std::atoi(argv[1]) : 200;
+  int polls = 200;
+  if (argc > 1) {
+    char* end = nullptr;
+    const long v = std::strtol(argv[1], &end, 10);
+    if (end == argv[1] || *end != '\0' || v <= 0 || v > 1'000'000) {
+      fmt::print(stderr, "telemetry_cost: polls '{}' is not a whole number from 1 to 1000000 (usage: telemetry_cost "
+                         "[polls=200] [nvml_library] [proc_root] [sys_root])\n", argv[1]);
+      return 2;
+    }
+    polls = static_cast<int>(v);
+  }
   std::string nvml = argc > 2 ? argv[2] : "libnvidia-ml.so.1";
   std::string proc = argc > 3 ? argv[3] : "/proc";
   std::string sys = argc > 4 ? argv[4] : "/sys";
-  if (polls <= 0) polls = 200;
   const int64_t slow_ns = 10'000'000;  // t advances 1 ms per poll: slow fields every 10 polls
   nlohmann::json out = {{"benchmark", "telemetry_cost"}, {"polls", polls}, {"sources", nlohmann::json::array()}};
   // proc twice: every field on every poll, then as the sampler runs it (CPU frequency once per
@@ -90,7 +135,16 @@ int main(int argc, char** argv) {
   out["sources"].push_back(measure(*make_hwmon_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns), polls, slow_ns));
   const char* secs = std::getenv("TELEMETRY_COST_SECONDS");
-  out["sampler"] = measure_sampler(nvml, proc, sys, secs ? std::atof(secs) : 3.0);
+  double seconds = 3.0;
+  if (secs) {
+    char* end = nullptr;
+    seconds = std::strtod(secs, &end);
+    if (end == secs || *end != '\0' || !(seconds > 0 && seconds <= 3600)) {
+      fmt::print(stderr, "telemetry_cost: TELEMETRY_COST_SECONDS='{}' is not a number of seconds in (0, 3600]\n", secs);
+      return 2;
+    }
+  }
+  out["sampler"] = measure_sampler(nvml, proc, sys, seconds);
   fmt::print("{}\n", out.dump(2));
   return 0;
 }
