@@ -115,6 +115,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--verdict-of") a.verdict_of = ratios(k, v);
     else a.slow_interval_s = seconds(k, v, 0.001);
   }
+  if (!a.verdict_of.empty() && argc != 3)
+    throw std::invalid_argument("--verdict-of summarises ratios measured elsewhere and takes no other option "
+                                "(see the comment at the top of bench/sampler_ab.cpp)");
   return a;
 }
 

@@ -245,9 +245,10 @@ struct TelemetrySampler::Impl {
     if (probed) return;
     probed = true;
     const int64_t slow_ns = slow_interval_ns();
-    auto consider = [&](const char* name, bool enabled, const char* flag, auto make) {
-      if (!enabled) {
-        probes.push_back({name, false, std::string("disabled (") + flag + " = false)", nullptr});
+    // why_off: the reason a disabled source is listed with ("" = enabled)
+    auto consider = [&](const char* name, const std::string& why_off, auto make) {
+      if (!why_off.empty()) {
+        probes.push_back({name, false, "disabled (" + why_off + ")", nullptr});
         return;
       }
       std::unique_ptr<TelemetrySource> s = make();
@@ -259,11 +260,17 @@ struct TelemetrySampler::Impl {
       probes.push_back({name, true, r.reason, s.get()});
       sources.push_back(std::move(s));
     };
-    consider("nvml", opt.enable_nvml && !opt.nvml_library.empty(), "enable_nvml or nvml_library",
+    auto off = [](bool enabled, const char* why) { return enabled ? std::string() : std::string(why); };
+    consider("nvml",
+             !opt.enable_nvml            ? "enable_nvml = false"
+             : opt.nvml_library.empty() ? "the NVML library name is empty (--nvml-library '' or telemetry.nvml_library = \"\")"
+                                         : "",
              [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns); });
-    consider("proc", opt.enable_proc, "enable_proc", [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}, slow_ns); });
-    consider("rapl", opt.enable_rapl, "enable_rapl", [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
-    consider("hwmon", opt.enable_hwmon, "enable_hwmon", [&] { return telemetry::make_hwmon_source(opt.sys_root, {}); });
+    consider("proc", off(opt.enable_proc, "enable_proc = false"),
+             [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}, slow_ns); });
+    consider("rapl", off(opt.enable_rapl, "enable_rapl = false"), [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
+    consider("hwmon", off(opt.enable_hwmon, "enable_hwmon = false"),
+             [&] { return telemetry::make_hwmon_source(opt.sys_root, {}); });
     std::vector<GpuInfo> g;
     for (const auto& s : sources) {
       auto more = s->gpus();

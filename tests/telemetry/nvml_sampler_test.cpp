@@ -330,6 +330,23 @@ TEST(telemetry_Nvml, MissingLibraryOrInitFailureIsUnavailable) {
   EXPECT_TRUE(s.gpus().empty());
 }
 
+// Each way of turning a source off is named as the user spelled it, not as a pair of keys.
+TEST(telemetry_Sampler, ADisabledSourceSaysWhichSettingTurnedItOff) {
+  TelemetryOptions o = nvml_only("");
+  TelemetrySampler s(o, std::chrono::steady_clock::now());
+  s.probe();
+  auto src = record_json::write(s.sources());
+  ASSERT_EQ(src.size(), 4u);
+  EXPECT_FALSE(src[0]["available"].get<bool>());
+  EXPECT_NE(src[0]["reason"].get<std::string>().find("--nvml-library ''"), std::string::npos) << src[0]["reason"];
+  EXPECT_EQ(src[1]["reason"], "disabled (enable_proc = false)");
+  o.enable_nvml = false;
+  o.nvml_library = "libnvidia-ml.so.1";
+  TelemetrySampler t(o, std::chrono::steady_clock::now());
+  t.probe();
+  EXPECT_EQ(record_json::write(t.sources())[0]["reason"], "disabled (enable_nvml = false)");
+}
+
 TEST(telemetry_Sampler, RejectsIntervalsOutsideOneToThousandHertz) {
   auto now = std::chrono::steady_clock::now();
   for (double bad : {0.0, 0.0005, 2.0, -1.0}) {
