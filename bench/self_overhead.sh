@@ -10,7 +10,9 @@
 # (docs/profiling.md#measurement-protocol). The headline ratio comes with the median of the
 # pairs' own ratios and its 90 % bootstrap interval (pairs resampled: a pair's two runs ran back
 # to back, so the machine's drift cancels within it) and says whether they resolve a 3 % cost: on
-# a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not.
+# a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not. It also
+# prints the on-off and the off-on pairs' medians apart, and their geometric mean, which cancels an
+# order effect within pairs (the second run of a pair faster, as on the H200 in the ninth session).
 #
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
@@ -18,7 +20,8 @@
 # Environment: TS (binary, ./build/trainscope), SAB (sampler_ab, beside TS), DATA (/usr/share/datasets/fashion-mnist for
 #   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 8: a verdict needs 8; an even N
 #   runs as many pairs on-first as off-first), EPOCHS (1), MAX_STEPS
-#   (0 = whole epochs), EXTRA (more flags for both sides; --no-inference gives both the same end).
+#   (0 = whole epochs), EXTRA (more flags for both sides; e.g. --no-inference takes inference out of
+#   both sides' ends, although the default side still ends with its profiling window).
 # Exit status: 0, 1 when a run measured nothing (its error is printed), 2 for bad input.
 set -euo pipefail
 TS=${TS:-./build/trainscope}
@@ -123,6 +126,14 @@ mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
 print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval()}; "
       f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of the {len(kept)} of "
       f"{len(on_h)} pairs where both runs measured)")
+# The order effect: pairs 1, 3, ... ran on-off, pairs 2, 4, ... off-on. If the second run of a
+# pair tends to be faster, on-off pairs read low and off-on pairs high; the geometric mean of the
+# two medians cancels an effect of the same size on both.
+by_order = {name: [on_h[i] / off_h[i] for i in kept if i % 2 == first] for name, first in (("on-off", 0), ("off-on", 1))}
+if all(by_order.values()):
+    a, b = (statistics.median(v) for v in by_order.values())
+    print(f"{cell}: median pair ratio of the on-off pairs {a:.3f} ({len(by_order['on-off'])}), of the off-on pairs "
+          f"{b:.3f} ({len(by_order['off-on'])}), their geometric mean {math.sqrt(a * b):.3f}")
 PY
 done
 [ "$failed" = 0 ] || { echo "self_overhead.sh: some runs measured nothing (errors above)" >&2; exit 1; }

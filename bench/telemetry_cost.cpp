@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -34,7 +33,7 @@ double thread_cpu_s() {
 }
 
 struct PollCost {
-  size_t values;
+  bool slow;  // this poll read the slow fields (by the source's own clock rule, SlowFieldClock)
   double cpu_us, wall_us;
 };
 
@@ -43,16 +42,16 @@ double median_of(std::vector<double> v) {
   return v.empty() ? NAN : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// Polls that read the slow fields return more values than the others; the median CPU and wall
-// microseconds of each kind say whether a slow call (NVML's PCIe throughput takes ~20 ms of wall
-// time) also holds a core, which would delay every intra-op thread of an all-core CPU run.
+// The median CPU and wall microseconds of the polls that read the slow fields and of the rest:
+// whether a slow call (NVML's PCIe throughput takes ~20 ms of wall time) also holds a core, which
+// would delay every intra-op thread of an all-core CPU run. Slow polls are the ones the source's
+// SlowFieldClock made due (mirrored here with the same times), not the ones that returned more
+// values: a source's value count also varies with what changed since the last poll.
 nlohmann::json split_slow_polls(const std::vector<PollCost>& each) {
-  size_t fewest = SIZE_MAX;
-  for (const auto& p : each) fewest = std::min(fewest, p.values);
   std::vector<double> sc, sw, fc, fw;
   for (const auto& p : each) {
-    (p.values > fewest ? sc : fc).push_back(p.cpu_us);
-    (p.values > fewest ? sw : fw).push_back(p.wall_us);
+    (p.slow ? sc : fc).push_back(p.cpu_us);
+    (p.slow ? sw : fw).push_back(p.wall_us);
   }
   return {{"slow_polls", sc.size()}, {"slow_cpu_us_median", median_of(sc)}, {"slow_wall_us_median", median_of(sw)},
           {"fast_polls", fc.size()}, {"fast_cpu_us_median", median_of(fc)}, {"fast_wall_us_median", median_of(fw)}};
@@ -66,18 +65,22 @@ nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {
   int64_t t = 0;
   SampleBatch warm;
   s.sample(t, warm);
+  SlowFieldClock mirror(slow_every_ns);  // which polls the source reads its slow fields on
+  mirror.due(t);
   double cpu0 = thread_cpu_s();
   auto w0 = std::chrono::steady_clock::now();
   size_t values = 0;
-  std::vector<PollCost> each;  // per poll: which polls read the slow fields, and what they cost
+  std::vector<PollCost> each;  // per poll: whether it read the slow fields, and what it cost
+  each.reserve(static_cast<size_t>(polls));  // (the per-poll clocks add ~1 µs to cpu_us_per_poll)
   for (int i = 0; i < polls; ++i) {
     SampleBatch b;
     t += 1'000'000;
     const double c0 = thread_cpu_s();
     const auto p0 = std::chrono::steady_clock::now();
     s.sample(t, b);
-    each.push_back({b.values.size(), (thread_cpu_s() - c0) * 1e6,
-                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - p0).count()});
+    const double cpu_us = (thread_cpu_s() - c0) * 1e6;
+    const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - p0).count();
+    each.push_back({mirror.due(t), cpu_us, wall_us});
     values += b.values.size();
   }
   double cpu = thread_cpu_s() - cpu0;
@@ -139,8 +142,9 @@ int main(int argc, char** argv) {
   if (secs) {
     char* end = nullptr;
     seconds = std::strtod(secs, &end);
-    if (end == secs || *end != '\0' || !(seconds > 0 && seconds <= 3600)) {
-      fmt::print(stderr, "telemetry_cost: TELEMETRY_COST_SECONDS='{}' is not a number of seconds in (0, 3600]\n", secs);
+    if (end == secs || *end != '\0' || !(seconds >= 0.5 && seconds <= 3600)) {
+      fmt::print(stderr, "telemetry_cost: TELEMETRY_COST_SECONDS='{}' is not a number of seconds in [0.5, 3600] (the "
+                         "sampler needs several 0.1 s polls)\n", secs);
       return 2;
     }
   }

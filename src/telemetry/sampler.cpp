@@ -248,7 +248,7 @@ struct TelemetrySampler::Impl {
     // why_off: the reason a disabled source is listed with ("" = enabled)
     auto consider = [&](const char* name, const std::string& why_off, auto make) {
       if (!why_off.empty()) {
-        probes.push_back({name, false, "disabled (" + why_off + ")", nullptr});
+        probes.push_back({name, false, "disabled: " + why_off, nullptr});
         return;
       }
       std::unique_ptr<TelemetrySource> s = make();
@@ -263,7 +263,8 @@ struct TelemetrySampler::Impl {
     auto off = [](bool enabled, const char* why) { return enabled ? std::string() : std::string(why); };
     consider("nvml",
              !opt.enable_nvml            ? "enable_nvml = false"
-             : opt.nvml_library.empty() ? "the NVML library name is empty (--nvml-library '' or telemetry.nvml_library = \"\")"
+             : opt.nvml_library.empty() ? "the NVML library name is empty (TelemetryOptions::nvml_library; "
+                                           "--nvml-library '' or telemetry.nvml_library = \"\" in trainscope run)"
                                          : "",
              [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns); });
     consider("proc", off(opt.enable_proc, "enable_proc = false"),

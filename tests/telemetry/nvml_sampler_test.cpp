@@ -339,12 +339,14 @@ TEST(telemetry_Sampler, ADisabledSourceSaysWhichSettingTurnedItOff) {
   ASSERT_EQ(src.size(), 4u);
   EXPECT_FALSE(src[0]["available"].get<bool>());
   EXPECT_NE(src[0]["reason"].get<std::string>().find("--nvml-library ''"), std::string::npos) << src[0]["reason"];
-  EXPECT_EQ(src[1]["reason"], "disabled (enable_proc = false)");
+  EXPECT_EQ(src[1]["reason"], "disabled: enable_proc = false");
+  EXPECT_EQ(src[2]["reason"], "disabled: enable_rapl = false");
+  EXPECT_EQ(src[3]["reason"], "disabled: enable_hwmon = false");
   o.enable_nvml = false;
   o.nvml_library = "libnvidia-ml.so.1";
   TelemetrySampler t(o, std::chrono::steady_clock::now());
   t.probe();
-  EXPECT_EQ(record_json::write(t.sources())[0]["reason"], "disabled (enable_nvml = false)");
+  EXPECT_EQ(record_json::write(t.sources())[0]["reason"], "disabled: enable_nvml = false");
 }
 
 TEST(telemetry_Sampler, RejectsIntervalsOutsideOneToThousandHertz) {
