@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -113,6 +113,11 @@ for stage in "$@"; do
       timeout 150 $TS run --data $DATA --variants eager,graphs --max-steps 300 --limit-test 2000 --out /tmp/runs \
         --name default-graphs --no-progress 2>&1 | tail -60 | tee "$OUT/default-graphs.log"
       cp /tmp/runs/default-graphs/report.md "$OUT/default-graphs-report.md" 2>/dev/null;;
+    self-cell)
+      # issue 13: one cell with many pairs, to pool over calls (bench/RESULTS.md, ninth session):
+      # CELL=cuda:0,resnet18,128 STEPS=600 EPOCHS=2 N=12 (about 260 s for resnet18 with inference)
+      TS=$TS DATA=$DATA N=${N:-12} EPOCHS=${EPOCHS:-2} MAX_STEPS=${STEPS:-600} EXTRA=${EXTRA:-} timeout ${CELL_TIMEOUT:-500} \
+        bash bench/self_overhead.sh ${CELL:-cuda:0,resnet18,128} 2>&1 | tee -a "$OUT/self-cell.log";;
     self-cnn)
       # issue 13's closest cell with more pairs
       TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \
