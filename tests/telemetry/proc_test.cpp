@@ -151,6 +151,28 @@ TEST(telemetry_ProcSource, FrequencyOncePerSlowIntervalMemoryEveryPoll) {
   }
 }
 
+// The catalogue's slow flag (TelemetryField::slow, src/telemetry/fields.cpp) is what the monitor
+// and the summaries rely on: every metric proc reports on its first poll is read again on the
+// next poll inside the slow interval exactly when the catalogue calls it fast.
+TEST(telemetry_ProcSource, TheCataloguesSlowFlagMatchesWhatTheSourceReadsOncePerInterval) {
+  auto root = ts_test::fresh_tree("procslowflag");
+  auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {}, 1'000'000'000);
+  ASSERT_TRUE(src->probe().available);
+  SampleBatch first, next;
+  src->sample(0, first);
+  src->sample(100'000'000, next);
+  int slow_seen = 0, fast_seen = 0;
+  for (const auto& r : first.values) {
+    const auto* field = find_field(r.metric);
+    ASSERT_TRUE(field) << r.metric;
+    const bool read_again = value(next, r.device, r.metric).has_value();
+    EXPECT_EQ(field->slow, !read_again) << r.device << " " << r.metric;
+    ++(field->slow ? slow_seen : fast_seen);
+  }
+  EXPECT_GE(slow_seen, 1);  // freq_mhz
+  EXPECT_GE(fast_seen, 3);  // threads_count, rss_bytes, mem_used_bytes, ...
+}
+
 TEST(telemetry_ProcSource, GarbageAndMissingFiles) {
   auto root = ts_test::fresh_tree("procbad");
   auto src = make_proc_source((root / "proc").string(), (root / "sys").string(), {});
