@@ -108,7 +108,7 @@ class HwmonSource final : public TelemetrySource {
       auto r = read_(s.path);
       auto v = r.text ? parse_i64(*r.text) : std::nullopt;
       if (!v) {
-        out.drop(s.device, "temp_c", r.text ? "parse_error" : "unreadable");
+        out.drop(s.device, "temp_c", r.text ? drop_reason::kParseError : drop_reason::kUnreadable);
         continue;
       }
       double c = static_cast<double>(*v) / 1000.0;

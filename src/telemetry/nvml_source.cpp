@@ -168,11 +168,11 @@ class NvmlSource final : public TelemetrySource {
     if (rc == NVML_ERROR_GPU_IS_LOST) {
       g.lost = true;
       g.lost_at_ns = t_ns;
-      out.drop(dev(g), metric, "gpu_lost");
+      out.drop(dev(g), metric, drop_reason::kGpuLost);
       notes_.push_back(dev(g) + " lost (NVML_ERROR_GPU_IS_LOST) at t_ns=" + std::to_string(t_ns) + "; sampling goes on for the others");
     } else if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
       g.unsupported.insert(metric);
-      out.drop(dev(g), metric, "not_supported");
+      out.drop(dev(g), metric, drop_reason::kNotSupported);
     } else {
       out.drop(dev(g), metric, "nvml_error");
     }
@@ -183,14 +183,14 @@ class NvmlSource final : public TelemetrySource {
     if (g.lost || g.unsupported.count(metric)) return false;
     if (!present) {
       const_cast<Gpu&>(g).unsupported.insert(metric);
-      out.drop(dev(g), metric, "not_supported");
+      out.drop(dev(g), metric, drop_reason::kNotSupported);
       return false;
     }
     return true;
   }
 
   void add_u32(Gpu& g, const char* metric, unsigned int v, double scale, SampleBatch& out) {
-    if (v == kSentinelU32) return out.drop(dev(g), metric, "sentinel");
+    if (v == kSentinelU32) return out.drop(dev(g), metric, drop_reason::kSentinel);
     out.add(dev(g), metric, v * scale);
   }
 
@@ -224,7 +224,7 @@ class NvmlSource final : public TelemetrySource {
         if (rc == NVML_SUCCESS) {
           done = true;
           add_mem(g, m.used, m.total, out);
-          if (m.reserved == TS_NVML_VALUE_NOT_AVAILABLE) out.drop(dev(g), "mem_reserved_bytes", "sentinel");
+          if (m.reserved == TS_NVML_VALUE_NOT_AVAILABLE) out.drop(dev(g), "mem_reserved_bytes", drop_reason::kSentinel);
           else out.add(dev(g), "mem_reserved_bytes", static_cast<double>(m.reserved));
         } else if (!check(g, rc, "mem_reserved_bytes", t, out) && g.lost) {
           return;
@@ -253,7 +253,7 @@ class NvmlSource final : public TelemetrySource {
           }
           auto v = field_value(fv[i]);
           if (!v) {
-            out.drop(dev(g), names[i], "sentinel");
+            out.drop(dev(g), names[i], drop_reason::kSentinel);
             continue;
           }
           size_t before = out.values.size();
@@ -290,10 +290,10 @@ class NvmlSource final : public TelemetrySource {
 
   void add_mem(Gpu& g, unsigned long long used, unsigned long long total, SampleBatch& out) {
     if (used == TS_NVML_VALUE_NOT_AVAILABLE || (total != TS_NVML_VALUE_NOT_AVAILABLE && used > total))
-      out.drop(dev(g), "mem_used_bytes", used == TS_NVML_VALUE_NOT_AVAILABLE ? "sentinel" : "out_of_range");
+      out.drop(dev(g), "mem_used_bytes", used == TS_NVML_VALUE_NOT_AVAILABLE ? drop_reason::kSentinel : drop_reason::kOutOfRange);
     else
       out.add(dev(g), "mem_used_bytes", static_cast<double>(used));
-    if (total == TS_NVML_VALUE_NOT_AVAILABLE) out.drop(dev(g), "mem_total_bytes", "sentinel");
+    if (total == TS_NVML_VALUE_NOT_AVAILABLE) out.drop(dev(g), "mem_total_bytes", drop_reason::kSentinel);
     else out.add(dev(g), "mem_total_bytes", static_cast<double>(total));
   }
 
@@ -319,7 +319,7 @@ class NvmlSource final : public TelemetrySource {
     if (wanted(g, "energy_j", out, a.device_get_total_energy_consumption)) {
       unsigned long long mj = 0;
       if (check(g, a.device_get_total_energy_consumption(g.handle, &mj), "energy_j", t, out)) {
-        if (mj == TS_NVML_VALUE_NOT_AVAILABLE || mj == kSentinelU32) out.drop(dev(g), "energy_j", "sentinel");
+        if (mj == TS_NVML_VALUE_NOT_AVAILABLE || mj == kSentinelU32) out.drop(dev(g), "energy_j", drop_reason::kSentinel);
         else out.add(dev(g), "energy_j", static_cast<double>(mj) * 1e-3);
       }
     }
@@ -347,7 +347,7 @@ class NvmlSource final : public TelemetrySource {
       auto pid = static_cast<unsigned int>(::getpid());
       for (unsigned int i = 0; i < n && i < procs.size(); ++i) {
         if (procs[i].pid != pid) continue;
-        if (procs[i].usedGpuMemory == TS_NVML_VALUE_NOT_AVAILABLE) return out.drop(dev(g), "process_mem_bytes", "sentinel");
+        if (procs[i].usedGpuMemory == TS_NVML_VALUE_NOT_AVAILABLE) return out.drop(dev(g), "process_mem_bytes", drop_reason::kSentinel);
         bytes += static_cast<double>(procs[i].usedGpuMemory);
       }
       out.add(dev(g), "process_mem_bytes", bytes);  // 0: this process has no context on the GPU
@@ -371,7 +371,7 @@ class NvmlSource final : public TelemetrySource {
       if (check(g, api().gpm_metrics_get(m.get()), "sm_activity_pct", t, out)) {
         const char* names[3] = {"sm_activity_pct", "sm_occupancy_pct", "tensor_activity_pct"};
         for (int i = 0; i < 3; ++i) {
-          if (m->metrics[i].nvmlReturn != NVML_SUCCESS) out.drop(dev(g), names[i], "not_supported");
+          if (m->metrics[i].nvmlReturn != NVML_SUCCESS) out.drop(dev(g), names[i], drop_reason::kNotSupported);
           else out.add(dev(g), names[i], m->metrics[i].value);
         }
       }

@@ -80,10 +80,10 @@ class ProcSource final : public TelemetrySource {
   void sample_utilisation(int64_t t_ns, SampleBatch& out) {
     auto stat = read_(proc_ + "/stat");
     if (!stat.text) {
-      out.drop("cpu", "util_pct", "unreadable");
+      out.drop("cpu", "util_pct", drop_reason::kUnreadable);
     } else {
       auto cpus = parse_proc_stat(*stat.text);
-      if (cpus.empty()) out.drop("cpu", "util_pct", "parse_error");
+      if (cpus.empty()) out.drop("cpu", "util_pct", drop_reason::kParseError);
       for (const auto& [name, j] : cpus) {
         auto it = last_jiffies_.find(name);
         if (it != last_jiffies_.end()) {
@@ -95,7 +95,7 @@ class ProcSource final : public TelemetrySource {
     if (has_self_stat_) {
       auto s = parse_self_stat(read_(proc_ + "/self/stat").text.value_or(""));
       if (!s) {
-        out.drop("process", "cpu_pct", "parse_error");
+        out.drop("process", "cpu_pct", drop_reason::kParseError);
       } else {
         out.add("process", "threads_count", static_cast<double>(s->threads));
         if (last_self_ && t_ns > last_self_t_ns_ && s->cpu_ticks >= last_self_->cpu_ticks) {
@@ -114,19 +114,19 @@ class ProcSource final : public TelemetrySource {
       auto text = read_(proc_ + "/self/status").text.value_or("");
       auto rss = parse_kb_field(text, "VmRSS"), hwm = parse_kb_field(text, "VmHWM");
       if (rss) out.add("process", "rss_bytes", static_cast<double>(*rss));
-      else out.drop("process", "rss_bytes", "parse_error");
+      else out.drop("process", "rss_bytes", drop_reason::kParseError);
       if (hwm) out.add("process", "peak_rss_bytes", static_cast<double>(*hwm));
-      else out.drop("process", "peak_rss_bytes", "parse_error");
+      else out.drop("process", "peak_rss_bytes", drop_reason::kParseError);
     }
     if (has_meminfo_) {
       auto text = read_(proc_ + "/meminfo").text.value_or("");
       auto total = parse_kb_field(text, "MemTotal"), avail = parse_kb_field(text, "MemAvailable");
       mem_total_ = total;
       if (total) out.add("cpu", "mem_total_bytes", static_cast<double>(*total));
-      else out.drop("cpu", "mem_total_bytes", "parse_error");
+      else out.drop("cpu", "mem_total_bytes", drop_reason::kParseError);
       if (avail) out.add("cpu", "mem_available_bytes", static_cast<double>(*avail));
       if (total && avail && *avail <= *total) out.add("cpu", "mem_used_bytes", static_cast<double>(*total - *avail));
-      else out.drop("cpu", "mem_used_bytes", "parse_error");
+      else out.drop("cpu", "mem_used_bytes", drop_reason::kParseError);
     }
   }
 
@@ -161,7 +161,7 @@ class ProcSource final : public TelemetrySource {
     if (auto used = parse_u64(read_(cgroup_usage_).text.value_or("")))
       out.add("process", "cgroup_mem_used_bytes", static_cast<double>(*used));
     else
-      out.drop("process", "cgroup_mem_used_bytes", "unreadable");
+      out.drop("process", "cgroup_mem_used_bytes", drop_reason::kUnreadable);
     std::optional<uint64_t> limit;
     for (const auto& f : cgroup_limits_)
       if (auto l = parse_u64(read_(f).text.value_or("")); l && (!limit || *l < *limit)) limit = l;
@@ -176,7 +176,7 @@ class ProcSource final : public TelemetrySource {
       for (const auto& [cpu, path] : freq_files_) {
         auto khz = parse_u64(read_(path).text.value_or(""));
         if (!khz) {
-          out.drop(cpu, "freq_mhz", "unreadable");
+          out.drop(cpu, "freq_mhz", drop_reason::kUnreadable);
           continue;
         }
         double mhz = static_cast<double>(*khz) / 1000.0;

@@ -106,12 +106,12 @@ class RaplSource final : public TelemetrySource {
         auto r = read_(d.energy_path);
         auto v = r.text ? parse_u64(*r.text) : std::nullopt;
         if (!v) {
-          out.drop("cpu", std::string(kind) + "_energy_j", r.text ? "parse_error" : "unreadable");
+          out.drop("cpu", std::string(kind) + "_energy_j", r.text ? drop_reason::kParseError : drop_reason::kUnreadable);
           all_ok = false;
           continue;
         }
         if (*v > d.max_range_uj) {
-          out.drop("cpu", std::string(kind) + "_energy_j", "out_of_range");
+          out.drop("cpu", std::string(kind) + "_energy_j", drop_reason::kOutOfRange);
           all_ok = false;
           continue;
         }

@@ -297,7 +297,7 @@ struct TelemetrySampler::Impl {
   static bool notes_changed(const std::vector<SampleBatch>& batches) {
     for (const auto& b : batches)
       for (const auto& d : b.drops)
-        if (d.reason == "gpu_lost" || d.reason == "not_supported") return true;
+        if (d.reason == telemetry::drop_reason::kGpuLost || d.reason == telemetry::drop_reason::kNotSupported) return true;
     return false;
   }
 

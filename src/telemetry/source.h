@@ -17,8 +17,18 @@
 
 namespace trainscope::telemetry {
 
+/// Why a reading was dropped: the values of the record's `drop_reasons` keys (docs/telemetry.md).
+namespace drop_reason {
+inline constexpr const char* kNotSupported = "not_supported";  // the device or driver lacks the field
+inline constexpr const char* kSentinel = "sentinel";            // NVML's "not available" value
+inline constexpr const char* kOutOfRange = "out_of_range";      // outside the catalogue's range
+inline constexpr const char* kUnreadable = "unreadable";        // the file could not be read
+inline constexpr const char* kParseError = "parse_error";       // the file's text did not parse
+inline constexpr const char* kGpuLost = "gpu_lost";             // NVML_ERROR_GPU_IS_LOST
+}  // namespace drop_reason
+
 /// What one poll of one source produced: valid readings and dropped ones with the reason
-/// ("not_supported", "sentinel", "out_of_range", "unreadable", "parse_error", "gpu_lost", ...).
+/// (drop_reason above).
 struct SampleBatch {
   struct Drop {
     std::string device, metric, reason;
