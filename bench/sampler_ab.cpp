@@ -77,7 +77,8 @@ T number(const std::string& option, const std::string& v, T min, T max, const ch
 }
 
 int64_t whole(const std::string& option, const std::string& v, int64_t min) {
-  return number<int64_t>(option, v, min, 1'000'000'000, "a whole number");
+  constexpr int64_t kMaxWhole = 1000000000;  // 1e9 (written without digit separators: pmccabe misreads them)
+  return number<int64_t>(option, v, min, kMaxWhole, "a whole number");
 }
 
 double seconds(const std::string& option, const std::string& v, double min) {
@@ -144,15 +145,16 @@ std::string verdict(const std::vector<double>& ratios) {
   constexpr size_t kVerdictPairs = 8;
   if (ratios.size() < 3) return fmt::format("{} pair(s): too few for an interval", ratios.size());
   const auto [lo, hi] = interval(ratios);
+  const double mid = *median(ratios);
   const char* v = ratios.size() < kVerdictPairs ? "too few pairs for a verdict (8 or more)"
-                  : *median(ratios) > 1.03      ? "the tools-on side ran over 3 % faster: the pairs measured "
+                  : mid > 1.03                  ? "the tools-on side ran over 3 % faster: the pairs measured "
                                                   "something other than trainscope's cost (host spread, order); "
                                                   "no verdict"
                   : lo >= 0.97                  ? "cost below 3 % resolved"
                   : hi < 0.97                   ? "cost above 3 %"
                                                 : "the spread cannot resolve 3 %: run more pairs";
-  return fmt::format("median pair ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs: {}", *median(ratios), lo,
-                     hi, ratios.size(), v);
+  return fmt::format("median pair ratio {:.4f}, 90 % interval [{:.4f}, {:.4f}] over {} pairs: {}", mid, lo, hi,
+                     ratios.size(), v);
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

@@ -11,7 +11,6 @@
 #include <fmt/core.h>
 #include <time.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "telemetry/source.h"
+#include "trainscope/stats.h"
 #include "trainscope/telemetry.h"
 
 using namespace trainscope::telemetry;
@@ -37,11 +37,6 @@ struct PollCost {
   double cpu_us, wall_us;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // The median CPU and wall microseconds of the polls that read the slow fields and of the rest:
 // whether a slow call (NVML's PCIe throughput takes ~20 ms of wall time) also holds a core, which
 // would delay every intra-op thread of an all-core CPU run. Slow polls are the ones the source's
@@ -53,8 +48,9 @@ nlohmann::json split_slow_polls(const std::vector<PollCost>& each) {
     (p.slow ? sc : fc).push_back(p.cpu_us);
     (p.slow ? sw : fw).push_back(p.wall_us);
   }
-  return {{"slow_polls", sc.size()}, {"slow_cpu_us_median", median_of(sc)}, {"slow_wall_us_median", median_of(sw)},
-          {"fast_polls", fc.size()}, {"fast_cpu_us_median", median_of(fc)}, {"fast_wall_us_median", median_of(fw)}};
+  auto med = [](std::vector<double> v) { return trainscope::median(std::move(v)).value_or(NAN); };
+  return {{"slow_polls", sc.size()}, {"slow_cpu_us_median", med(sc)}, {"slow_wall_us_median", med(sw)},
+          {"fast_polls", fc.size()}, {"fast_cpu_us_median", med(fc)}, {"fast_wall_us_median", med(fw)}};
 }
 
 nlohmann::json measure(TelemetrySource& s, int polls, int64_t slow_every_ns) {

@@ -68,7 +68,7 @@ const TelemetryField* find_field(std::string_view metric) {
 }
 
 void SampleBatch::add(std::string device, std::string metric, double value) {
-  if (!std::isfinite(value)) return drop(std::move(device), std::move(metric), "non_finite");
+  if (!std::isfinite(value)) return drop(std::move(device), std::move(metric), drop_reason::kNonFinite);
   if (const TelemetryField* f = find_field(metric); f && (value < f->min || value > f->max))
     return drop(std::move(device), std::move(metric), drop_reason::kOutOfRange);
   values.push_back({std::move(device), std::move(metric), value});

@@ -174,7 +174,7 @@ class NvmlSource final : public TelemetrySource {
       g.unsupported.insert(metric);
       out.drop(dev(g), metric, drop_reason::kNotSupported);
     } else {
-      out.drop(dev(g), metric, "nvml_error");
+      out.drop(dev(g), metric, drop_reason::kNvmlError);
     }
     return false;
   }

@@ -25,6 +25,8 @@ inline constexpr const char* kOutOfRange = "out_of_range";      // outside the c
 inline constexpr const char* kUnreadable = "unreadable";        // the file could not be read
 inline constexpr const char* kParseError = "parse_error";       // the file's text did not parse
 inline constexpr const char* kGpuLost = "gpu_lost";             // NVML_ERROR_GPU_IS_LOST
+inline constexpr const char* kNvmlError = "nvml_error";         // any other NVML error code
+inline constexpr const char* kNonFinite = "non_finite";         // NaN or infinity
 }  // namespace drop_reason
 
 /// What one poll of one source produced: valid readings and dropped ones with the reason
