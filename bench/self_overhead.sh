@@ -94,7 +94,12 @@ for cell in "${cells[@]}"; do
   for i in $(seq "$N"); do
     # The order within a pair alternates (on-off, off-on, ...): a run that follows a tools-on run
     # (which ends with inference) and one that follows a tools-off run each land on both sides.
-    if [ $((i % 2)) -eq 1 ]; then side on; side off; else side off; side on; fi
+    if [ $((i % 2)) -eq 1 ]; then side on; side off; order=on-off; else side off; side on; order=off-on; fi
+    # each pair as it ends, so that an invocation cut short (a time limit) still leaves its pairs
+    # to pool with sampler_ab --verdict-of
+    awk -v c="$cell" -v i="$i" -v o="$order" -v a="${on_h[-1]}" -v b="${off_h[-1]}" \
+      'BEGIN { r = (a == "nan" || b == "nan" || b + 0 == 0) ? "nan" : sprintf("%.4f", a / b)
+               printf "%s: pair %d (%s) default %s off %s ratio %s\n", c, i, o, a, b, r }'
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys
