@@ -22,7 +22,9 @@ std::string format_input_pipeline(const RunRecord& r);
 /// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min"
 /// (defined in src/common/text.cpp; the report uses the same one).
 std::string format_duration(double seconds);
-/// 12345.6 -> "12.3 k".
+/// A rate (samples/s, images/s) as the report and summary print it, so that the console, report.md,
+/// report.html and the summary show the same digits: format_number's rule, 12345.6 -> "12346",
+/// 45.67 -> "45.7" (src/common/text.h). Defined in src/common/text.cpp with format_number.
 std::string format_rate(double per_s);
 
 }  // namespace trainscope

@@ -25,12 +25,18 @@ std::string format_number(double v) {
   return fmt::format("{:.2f}", v);
 }
 
+std::string format_rate(double per_s) { return format_number(per_s); }
+
 std::string format_duration(double s) {
   if (s < 1e-3) return fmt::format("{} µs", format_number(s * 1e6));
   if (s < 1) return fmt::format("{} ms", format_number(s * 1e3));
   if (s < 120) return fmt::format("{} s", format_number(s));
   if (s < 7200) return fmt::format("{} min", format_number(s / 60));
   return fmt::format("{} h", format_number(s / 3600));
+}
+
+std::string count_of(long long n, const std::string& noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
 std::string csv_field(const std::string& s) {

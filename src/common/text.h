@@ -17,6 +17,10 @@ std::string utc_timestamp(UtcFormat format = UtcFormat::kIso8601);
 /// defined with it in src/common/text.cpp) puts a unit on seconds with it.
 std::string format_number(double v);
 
+/// A count and its noun, singular for 1: (1, "epoch") -> "1 epoch", (2, "epoch") -> "2 epochs"
+/// (report sentences; nouns whose plural is not noun + "s" need their own wording).
+std::string count_of(long long n, const std::string& noun);
+
 /// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes
 /// doubled; CR and LF become spaces so every record stays on one line.
 std::string csv_field(const std::string& s);

@@ -141,6 +141,14 @@ Answer answer_rq2(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
 Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
   // ---- RQ3 power and temperature
   Answer q3{"RQ3", "How much power do the devices draw, how hot do they get, and how balanced are the GPUs?", {}};
+  // Why a reading is missing is the same for every cell of a host, so each reason is said once,
+  // with the first cell that lacks the reading (the console shows that sentence), and the cells
+  // after it refer back to it.
+  std::set<std::string> said;
+  auto lacks = [&](const std::string& what, const std::string& reason) {
+    const bool first = said.insert(what + "\n" + reason).second;
+    return fmt::format("{} unavailable ({})", what, first ? reason : "as above");
+  };
   for (const auto& c : a.cells) {
     if (c.runs_ok == 0) continue;
     const bool gpu = is_gpu(c.device);
@@ -150,16 +158,15 @@ Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                        c.power_w_max.ok() ? fmt_num(c.power_w_max.median) : "—");
       if (c.power_limit_w) s += fmt::format(" of a {} W limit", fmt_num(*c.power_limit_w));
     } else if (gpu) {
-      s += fmt::format("power not measured ({})", why.nvml.empty() ? "no NVML power reading" : why.nvml);
+      s += lacks("GPU power", why.nvml.empty() ? "no NVML power reading" : why.nvml);
     } else {
-      s += fmt::format("CPU power unavailable ({})", why.rapl.empty() ? "no RAPL reading in this run" : why.rapl);
+      s += lacks("CPU power", why.rapl.empty() ? "no RAPL reading in this run" : why.rapl);
     }
     if (c.temp_c_max.ok())
       s += fmt::format("; peak temperature {} °C", fmt_num(c.temp_c_max.median));
     else
-      s += fmt::format("; temperature unavailable ({})",
-                       gpu ? (why.nvml.empty() ? "no NVML reading" : why.nvml)
-                           : (why.hwmon.empty() ? "no sensor reading in this run" : why.hwmon));
+      s += "; " + (gpu ? lacks("GPU temperature", why.nvml.empty() ? "no NVML reading" : why.nvml)
+                       : lacks("CPU temperature", why.hwmon.empty() ? "no sensor reading in this run" : why.hwmon));
     if (c.energy_per_epoch_j.ok())
       s += fmt::format("; energy {} J per epoch, {} mJ per sample", fmt_num(c.energy_per_epoch_j.median),
                        fmt_num(c.energy_per_sample_j.median * 1000));
@@ -225,7 +232,8 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
         q4.sentences.push_back(fmt::format(
             "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size,
             fmt_stat(c.samples_per_s, " samples/s"),
-            c.time_for_epochs_s.ok() ? fmt::format("; {} epoch(s) take {}{}", c.epochs_requested,
+            c.time_for_epochs_s.ok() ? fmt::format("; {} {} {}{}", count_of(c.epochs_requested, "epoch"),
+                                                   c.epochs_requested == 1 ? "takes" : "take",
                                                    fmt_time(c.time_for_epochs_s.median),
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")
                                      : "",

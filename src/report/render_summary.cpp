@@ -31,7 +31,7 @@ std::string time_and_energy(const Cell& c, bool label_epochs) {
   std::string s = fmt_time(c.time_for_epochs_s.median) + (c.time_for_epochs_is_estimate ? " (est.)" : "");
   if (c.energy_per_epoch_j.ok() && c.epochs_requested > 0)
     s += fmt::format(", {} kJ", fmt_num(c.energy_per_epoch_j.median * static_cast<double>(c.epochs_requested) / 1000));
-  if (label_epochs) s += fmt::format(" for {} epoch(s)", c.epochs_requested);
+  if (label_epochs) s += " for " + count_of(c.epochs_requested, "epoch");
   return s;
 }
 
@@ -72,8 +72,7 @@ Table summary_table(const Analysis& a, const std::string& model) {
   const bool mixed = epochs.size() > 1;
   t.header = {"device", "batch", "samples/s", "speed-up vs CPU",
               mixed || epochs.empty() ? std::string("time, energy for the requested epochs")
-                                      : fmt::format("time, energy for {} epoch{}", *epochs.begin(),
-                                                    *epochs.begin() == 1 ? "" : "s")};
+                                      : "time, energy for " + count_of(*epochs.begin(), "epoch")};
   if (target) t.header.push_back(fmt::format("time, energy to {} % test accuracy", fmt_num(*target)));
   for (const char* h : {"energy/sample", "peak memory", "util / SM activity", "verdict"}) t.header.push_back(h);
   for (const auto& c : a.cells) {
@@ -114,7 +113,8 @@ std::string html_table(const Table& t) {
   return s + "</table>\n";
 }
 
-// Console: fixed-width columns, backticks dropped.
+// Console: fixed-width columns two spaces apart (one space let multi-word headers such as
+// "speed-up vs CPU" run into their neighbours), backticks dropped.
 std::string text_table(Table t) {
   auto len = [](const std::string& s) {  // UTF-8 code points
     return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
@@ -127,8 +127,8 @@ std::string text_table(Table t) {
     for (const auto& r : t.rows) w[i] = std::max(w[i], len(r[i]));
   }
   auto line = [&](const std::vector<std::string>& r) {
-    std::string s = " ";
-    for (size_t i = 0; i < r.size(); ++i) s += " " + r[i] + (i + 1 < r.size() ? std::string(w[i] - len(r[i]), ' ') : "");
+    std::string s;
+    for (size_t i = 0; i < r.size(); ++i) s += "  " + r[i] + (i + 1 < r.size() ? std::string(w[i] - len(r[i]), ' ') : "");
     return s + "\n";
   };
   std::string s = line(t.header);

@@ -9,12 +9,6 @@
 
 namespace trainscope {
 
-std::string format_rate(double v) {
-  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
-  if (v >= 1e4) return fmt::format("{:.1f} k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
-
 namespace {
 
 // The "vs cpu" column: the report's speed-up of the run's cell (trainscope/report.h analyze).

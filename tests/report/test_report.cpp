@@ -120,6 +120,10 @@ TEST(ReportAnalysis, AnswersSayTheNumbers) {
   EXPECT_EQ(sn.find("`cnn` gains"), std::string::npos) << sn;
   std::string rq3 = all_sentences(a, "RQ3");
   EXPECT_NE(rq3.find("CPU power unavailable (/sys/class/powercap does not exist"), std::string::npos) << rq3;
+  // the reason is said once, with the first CPU cell; the others refer back to it
+  const std::string reason = "/sys/class/powercap does not exist";
+  EXPECT_EQ(rq3.find(reason, rq3.find(reason) + 1), std::string::npos) << rq3;
+  EXPECT_LT(rq3.find(reason), rq3.find("CPU power unavailable (as above)")) << rq3;
   EXPECT_NE(rq3.find("gpu1 23.0 W"), std::string::npos) << rq3;
   EXPECT_NE(rq3.find("gpu0 152 W"), std::string::npos) << rq3;
   std::string rq2 = all_sentences(a, "RQ2");
@@ -293,6 +297,9 @@ TEST(ReportRender, MarkdownHtmlAndConsole) {
   EXPECT_NE(con.find("RQ4"), std::string::npos);
   EXPECT_NE(con.find(" samples/s, n=3)"), std::string::npos) << con;  // the spread carries its unit
   EXPECT_NE(con.find("[cpu_faster]"), std::string::npos);
+  // the summary's columns are two spaces apart, so multi-word headers stay readable as one column
+  EXPECT_NE(con.find("  device  batch  samples/s"), std::string::npos) << con;
+  EXPECT_NE(con.find("  speed-up vs CPU  "), std::string::npos) << con;
   auto dir = tmpdir("render");
   auto f = write_report(in, dir);
   EXPECT_TRUE(file_exists(f.html_path));

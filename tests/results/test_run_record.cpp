@@ -6,6 +6,7 @@
 #include "results/record_json.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
+#include "trainscope/report.h"
 #include "trainscope/run_record.h"
 
 using namespace trainscope;
@@ -234,4 +235,20 @@ TEST(RunRecord, JsonFormFromTheFieldsListKeepsItsEmptyAndNullConventions) {
   EXPECT_EQ(to_json(provenance_from_json(pj)), pj);
   pj.erase("schema_version");
   EXPECT_EQ(provenance_from_json(pj).schema_version, 0);
+}
+
+// One rate, one spelling: the console table prints samples/s with the digits report.md and the
+// console summary print (it once printed "12.1 k" beside the report's "12061").
+TEST(ConsoleTable, SamplesPerSecondMatchTheReport) {
+  const std::vector<RunRecord> runs = {sample("cpu", 12061.4), sample("cuda:0", 1234567.8)};
+  const std::string table = format_matrix_table(runs);
+  ReportInput in;
+  in.runs = runs;
+  const std::string md = render_markdown(in, analyze(in));
+  for (const char* v : {"12061", "1234568"}) {
+    EXPECT_NE(table.find(v), std::string::npos) << v << "\n" << table;
+    EXPECT_NE(md.find(v), std::string::npos) << v << "\n" << md;
+  }
+  EXPECT_EQ(table.find(" k "), std::string::npos) << table;
+  EXPECT_EQ(format_rate(45.67), "45.7");
 }
