@@ -13,6 +13,8 @@
 # a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not. It also
 # prints the on-off and the off-on pairs' medians apart, and their geometric mean, which cancels an
 # order effect within pairs (the second run of a pair faster, as on the H200 in the ninth session).
+# Each pair is printed as it ends ("CELL: pair 3 (on-off) default 12061 off 12210 ratio 0.9878"),
+# so an invocation cut short by a time limit still leaves its pairs to pool.
 #
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
 #   default cells: cpu,mlp,128 cpu,cnn,128 (all threads); with a GPU also cuda:0,mlp,64
@@ -96,10 +98,12 @@ for cell in "${cells[@]}"; do
     # (which ends with inference) and one that follows a tools-off run each land on both sides.
     if [ $((i % 2)) -eq 1 ]; then side on; side off; order=on-off; else side off; side on; order=off-on; fi
     # each pair as it ends, so that an invocation cut short (a time limit) still leaves its pairs
-    # to pool with sampler_ab --verdict-of
-    awk -v c="$cell" -v i="$i" -v o="$order" -v a="${on_h[-1]}" -v b="${off_h[-1]}" \
-      'BEGIN { r = (a == "nan" || b == "nan" || b + 0 == 0) ? "nan" : sprintf("%.4f", a / b)
-               printf "%s: pair %d (%s) default %s off %s ratio %s\n", c, i, o, a, b, r }'
+    # to pool with sampler_ab --verdict-of (a pair with a nan side prints ratio nan; the summary
+    # below also drops a pair whose whole-run figure is missing)
+    awk -v c="$cell" -v i="$i" -v o="$order" -v a="${on_h[$((i - 1))]}" -v b="${off_h[$((i - 1))]}" \
+      'function f(x) { return x == "nan" ? "nan" : sprintf("%.0f", x) }
+       BEGIN { r = (a == "nan" || b == "nan" || b + 0 == 0) ? "nan" : sprintf("%.4f", a / b)
+               printf "%s: pair %d (%s) default %s off %s ratio %s\n", c, i, o, f(a), f(b), r }'
   done
   python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys

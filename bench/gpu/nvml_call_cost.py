@@ -5,36 +5,43 @@
 47.8 ms of wall time, bench/RESULTS.md tenth session); this script splits it by call. It calls
 each NVML function of src/telemetry/nvml_source.cpp's slow poll (total energy, PCIe TX and RX
 throughput, the process list, a GPM sample) and one fast call (power) REPEATS times, 0.1 s apart,
-through ctypes (the NVML class of nvml_stall.py, NVML index 0), and prints per call the median
-wall time and the median thread CPU time (time.thread_time_ns: CPU this thread used, so a call
-that sleeps in the driver costs wall time only, and one that spins costs both).
+through ctypes (bench/gpu/nvml_ctypes.py, NVML index 0), and prints per call the median wall
+time, the median thread CPU time (time.thread_time_ns: CPU this thread used, so a call that
+sleeps in the driver costs wall time only, and one that spins costs both) and how many calls
+failed (a nonzero NVML return code; a failed call is timed too). Not measured: the slow poll's
+nvmlGpmMetricsGet (its struct is large; telemetry_cost's whole slow poll includes it), and the
+calls run each in their own batch, not in a poll's order. Work the driver does outside the
+calling thread is not in its thread CPU time.
 
 A call whose CPU time is near its wall time holds a core for that long: on a CPU run that uses
 every core it delays the intra-op thread whose core it takes, and every other thread waiting for
 that one at the step's barrier.
 
-Usage: python3 bench/gpu/nvml_call_cost.py [--repeats 20]   (a GPU host with libnvidia-ml.so.1)
+Usage: python3 bench/gpu/nvml_call_cost.py [--repeats 20]   (run from bench/gpu; needs only
+libnvidia-ml.so.1, not PyTorch)
 Prints one JSON object.
 """
 import argparse
-import ctypes
 import json
 import statistics
 import time
 
-from nvml_stall import NVML
+from nvml_ctypes import NVML
 
 
 def cost(fn, repeats):
-    wall, cpu = [], []
+    wall, cpu, failed = [], [], 0
     for _ in range(repeats):
         w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-        fn()
+        rc = fn()
         cpu.append((time.thread_time_ns() - c0) / 1e3)
         wall.append((time.perf_counter_ns() - w0) / 1e3)
+        if rc is None:
+            return {"skipped": "this GPU has no GPM (nvmlGpmSampleAlloc failed)"}
+        failed += rc != 0
         time.sleep(0.1)
     return {"wall_us_median": statistics.median(wall), "cpu_us_median": statistics.median(cpu),
-            "cpu_us_max": max(cpu), "calls": repeats}
+            "cpu_us_max": max(cpu), "calls": repeats, "failed_calls": failed}
 
 
 def main():
@@ -43,10 +50,12 @@ def main():
     a = ap.parse_args()
     if a.repeats < 1:
         ap.error(f"--repeats {a.repeats}: use a whole number >= 1")
-    n = NVML()
-    v = ctypes.c_uint()
+    try:
+        n = NVML()
+    except (OSError, AssertionError) as e:
+        raise SystemExit(f"nvml_call_cost.py: NVML did not start ({e}): run it on a host with the NVIDIA driver")
     calls = {
-        "power (fast field)": lambda: n.lib.nvmlDeviceGetPowerUsage(n.h, ctypes.byref(v)),
+        "power (fast field)": n.power,
         "total energy": n.energy,
         "PCIe TX throughput": lambda: n.pcie(0),
         "PCIe RX throughput": lambda: n.pcie(1),

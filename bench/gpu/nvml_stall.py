@@ -22,7 +22,6 @@ Usage: python3 bench/gpu/nvml_stall.py [--rounds 10] [--block-s 2] [--batch 128]
 Prints one JSON object per measurement and a summary line.
 """
 import argparse
-import ctypes
 import json
 import random
 import statistics
@@ -32,43 +31,7 @@ import time
 import torch
 import torch.nn as nn
 
-
-class NVML:
-    def __init__(self):
-        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-        assert self.lib.nvmlInit_v2() == 0, "nvmlInit_v2 failed"
-        self.h = ctypes.c_void_p()
-        assert self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.h)) == 0
-        self.gpm = ctypes.c_void_p()
-        if self.lib.nvmlGpmSampleAlloc(ctypes.byref(self.gpm)) != 0:
-            self.gpm = None
-
-    def fast(self):
-        u = (ctypes.c_uint * 2)()
-        v = ctypes.c_uint()
-        mem = (ctypes.c_ulonglong * 3)()
-        self.lib.nvmlDeviceGetUtilizationRates(self.h, u)
-        self.lib.nvmlDeviceGetPowerUsage(self.h, ctypes.byref(v))
-        self.lib.nvmlDeviceGetTemperature(self.h, 0, ctypes.byref(v))
-        self.lib.nvmlDeviceGetClockInfo(self.h, 1, ctypes.byref(v))
-        self.lib.nvmlDeviceGetMemoryInfo(self.h, mem)
-
-    def energy(self):
-        e = ctypes.c_ulonglong()
-        self.lib.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(e))
-
-    def pcie(self, counter):
-        v = ctypes.c_uint()
-        self.lib.nvmlDeviceGetPcieThroughput(self.h, counter, ctypes.byref(v))
-
-    def gpm_sample(self):
-        if self.gpm is not None:
-            self.lib.nvmlGpmSampleGet(self.h, self.gpm)
-
-    def processes(self):
-        n = ctypes.c_uint(64)
-        buf = (ctypes.c_ulonglong * (64 * 6))()
-        self.lib.nvmlDeviceGetComputeRunningProcesses_v3(self.h, ctypes.byref(n), buf)
+from nvml_ctypes import NVML
 
 
 class Poller(threading.Thread):

@@ -94,7 +94,8 @@ struct MeasurementWindow {
   std::optional<double> sampler_cpu_pct_mean;   // telemetry thread CPU, 100 = one core (sampler/cpu_pct)
   std::optional<double> sampler_cpu_share_pct;  // sampler_cpu_pct_mean / intra_op_threads
   std::string sampler_scheduling;  // the sampler thread's policy, "SCHED_BATCH, nice +10" ("" without telemetry)
-  /// sampler_cpu_share_pct > 3 or profile_cost_pct > 3 (trainscope's instruments cost > 3 %).
+  /// sampler_cpu_pct_mean > 3 (of one core: the bound on the sampler's cost to a step whose
+  /// threads wait for each other, docs/telemetry.md#cost-to-the-workload) or profile_cost_pct > 3.
   bool instrumentation_over_3pct = false;
   template <class S, class V>
   static void fields(S& s, V&& v) {  // one list for JSON (src/results/record_json.h) and CSV

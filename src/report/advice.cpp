@@ -302,8 +302,8 @@ void variant_gain(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
     const int64_t steps = std::min(fewest_headline_steps(in, v.device, v.workload), fewest_headline_steps(in, v.device, eager));
     const bool few = steps < kMinHeadlineStepsForAdvice;
     const std::string action =
-        few ? fmt::format(" over only {} steady step(s) per run: measure with more steps (--max-steps) before choosing",
-                          steps)
+        few ? fmt::format(" over only {} per run: measure with more steps (--max-steps) before choosing",
+                          count_of(steps, "steady step"))
         : gain > 1 ? fmt::format("; train with --variants {}", variant)
                    : std::string(" (slower than eager: keep eager)");
     add(a, "variant_gain", &v,

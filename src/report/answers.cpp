@@ -43,20 +43,34 @@ struct Reasons {
   std::string no_gpu, nvml, rapl, hwmon;
 };
 
+// A missing reading's reason, given with the first sentence of an answer that lacks it; the
+// sentences after it refer back ("as above"): the reason is the same for every cell of a host,
+// and the console shows an answer's first sentence.
+class SayOnce {
+ public:
+  std::string operator()(const std::string& what, const std::string& reason) {
+    const bool first = said_.insert(reason).second;
+    return fmt::format("{} ({})", what, first ? reason : "as above");
+  }
+
+ private:
+  std::set<std::string> said_;
+};
+
 // Why a GPU cell has no SM activity: when another cell on the same device has it, GPM works
 // there and this cell's training window held too few GPM samples (two are needed, one
 // sampling period apart); otherwise GPM is not available.
 std::string sm_activity_absent(const Analysis& a, const Cell& c) {
   const bool gpm_works = std::any_of(a.cells.begin(), a.cells.end(),
                                      [&](const Cell& o) { return o.device == c.device && o.sm_activity_pct_mean.ok(); });
-  return gpm_works ? ", SM activity not measured (too few NVML GPM samples in this cell's training window: the run "
-                     "was too short)"
-                   : ", SM activity not measured (needs NVML GPM, Hopper or newer)";
+  return gpm_works ? "too few NVML GPM samples in this cell's training window: the run was too short"
+                   : "needs NVML GPM, Hopper or newer";
 }
 
 Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) {
   // ---- RQ1 utilisation
   Answer q1{"RQ1", "How busy are the CPU and the GPU while training, and how does the batch size change it?", {}};
+  SayOnce why_not;
   for (const auto& c : a.cells) {
     if (c.runs_ok == 0) continue;
     if (is_gpu(c.device)) {
@@ -66,12 +80,12 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
                          pct(c.gpu_util_pct_mean.median),
                          c.gpu_util_pct_max.ok() ? pct(c.gpu_util_pct_max.median) : "—");
       else
-        s += fmt::format("GPU utilisation not measured ({})", why.nvml.empty() ? "no NVML reading for this GPU" : why.nvml);
+        s += why_not("GPU utilisation not measured", why.nvml.empty() ? "no NVML reading for this GPU" : why.nvml);
       if (c.sm_activity_pct_mean.ok())
         s += fmt::format(", SM activity {} (share of SMs with work; the truer measure of how full the GPU is)",
                          pct(c.sm_activity_pct_mean.median));
       else
-        s += sm_activity_absent(a, c);
+        s += ", " + why_not("SM activity not measured", sm_activity_absent(a, c));
       if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
       q1.sentences.push_back(s + ".");
     } else {
@@ -79,7 +93,7 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
       if (c.cpu_util_pct_mean.ok())
         s += fmt::format("the machine's CPUs were {} busy on average", pct(c.cpu_util_pct_mean.median));
       else
-        s += fmt::format("CPU utilisation not measured ({})", [&] {
+        s += why_not("CPU utilisation not measured", [&] {
           auto why = source_reason(in.runs, "proc");
           // The source worked, but this cell's runs hold no utilisation: too few samples in
           // their training window (utilisation needs two /proc/stat readings).
@@ -141,14 +155,8 @@ Answer answer_rq2(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
 Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
   // ---- RQ3 power and temperature
   Answer q3{"RQ3", "How much power do the devices draw, how hot do they get, and how balanced are the GPUs?", {}};
-  // Why a reading is missing is the same for every cell of a host, so each reason is said once,
-  // with the first cell that lacks the reading (the console shows that sentence), and the cells
-  // after it refer back to it.
-  std::set<std::string> said;
-  auto lacks = [&](const std::string& what, const std::string& reason) {
-    const bool first = said.insert(what + "\n" + reason).second;
-    return fmt::format("{} unavailable ({})", what, first ? reason : "as above");
-  };
+  SayOnce why_not;
+  auto lacks = [&](const std::string& what, const std::string& reason) { return why_not(what + " unavailable", reason); };
   for (const auto& c : a.cells) {
     if (c.runs_ok == 0) continue;
     const bool gpu = is_gpu(c.device);
@@ -213,8 +221,8 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                       fmt_stat(g->samples_per_s, " samples/s"));
     }
     if (d.cpu_time_for_epochs_s && d.gpu_time_for_epochs_s)
-      s += fmt::format("; {} epoch{} take {} on the CPU and {} on the GPU{}", c->epochs_requested,
-                       c->epochs_requested == 1 ? "" : "s", fmt_time(*d.cpu_time_for_epochs_s),
+      s += fmt::format("; {} {} {} on the CPU and {} on the GPU{}", count_of(c->epochs_requested, "epoch"),
+                       c->epochs_requested == 1 ? "takes" : "take", fmt_time(*d.cpu_time_for_epochs_s),
                        fmt_time(*d.gpu_time_for_epochs_s),
                        c->time_for_epochs_is_estimate || g->time_for_epochs_is_estimate
                            ? " (estimated from the steady throughput of runs stopped early)"

@@ -63,7 +63,7 @@ std::string targets_of(const std::vector<const RunRecord*>& runs) {
 
 // Why a side of a cell has no value of `metric` (its runs are all ok: only the value is absent).
 std::string absent_reason(const std::vector<const RunRecord*>& runs, const std::string& metric) {
-  if (!per_target(metric)) return fmt::format("not recorded by its {} run(s)", runs.size());
+  if (!per_target(metric)) return fmt::format("not recorded by its {}", count_of(static_cast<long long>(runs.size()), "run"));
   std::optional<double> best;
   for (const auto* r : runs)
     if (r->time_to_accuracy && r->time_to_accuracy->best_accuracy_pct)

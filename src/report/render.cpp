@@ -223,8 +223,8 @@ std::vector<std::string> instrumentation_flags(const ReportInput& in) {
         cost && *cost < 0 ? "profiling window cost not measurable: its steps ran faster than the headline (noise)"
                           : fmt::format("profiling window {:.1f} % of the training time", cost.value_or(0));
     out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % (telemetry sampler {:.1f} % of "
-                              "the run's cores, {}); the headline excludes the profiled steps",
-                              r.run_id, r.measurement.sampler_cpu_share_pct.value_or(0), profiling));
+                              "one core, {}); the headline excludes the profiled steps",
+                              r.run_id, r.measurement.sampler_cpu_pct_mean.value_or(0), profiling));
   }
   return out;
 }

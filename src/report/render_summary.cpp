@@ -54,7 +54,7 @@ std::string to_target(const Cell& c) {
   if (!c.time_to_target_s.ok()) return c.runs_target_missed > 0 ? "not reached" : "—";
   std::string s = fmt_stat(c.time_to_target_s, " s");
   if (c.energy_to_target_j.ok()) s += ", " + fmt_stat(c.energy_to_target_j, " kJ", 1e-3);
-  if (c.runs_target_missed > 0) s += fmt::format(" ({} run(s) missed it)", c.runs_target_missed);
+  if (c.runs_target_missed > 0) s += fmt::format(" ({} missed it)", count_of(c.runs_target_missed, "run"));
   return s;
 }
 

@@ -609,6 +609,11 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
     rec.telemetry->headline.window = from_headline ? "headline" : "run";
     if (const MetricStats* cpu = rec.telemetry->summary.metric("sampler", "cpu_pct"); cpu && cpu->mean)
       rec.measurement.sampler_cpu_pct_mean = cpu->mean;
+    else  // sampler/cpu_pct needs two polls inside the run (the first sets the baseline)
+      rec.notes.push_back(
+          "the telemetry sampler's own CPU time was not measured: fewer than two of its polls fell inside the run "
+          "(a run shorter than --telemetry-interval, or a machine so busy that the sampler, which yields to "
+          "training, was not scheduled)");
     rec.measurement.sampler_scheduling = sampler->thread_scheduling();
     if (tdev.empty() && dev != "cpu")
       rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");

@@ -189,7 +189,7 @@ TEST(VariantAdvice, GainFromFewSteadyStepsAsksForMoreSteps) {
   for (const auto& x : a.advice)
     if (x.rule == "variant_gain") gain = &x;
   ASSERT_NE(gain, nullptr);
-  EXPECT_NE(gain->advice.find("over only 2 steady step(s) per run"), std::string::npos) << gain->advice;
+  EXPECT_NE(gain->advice.find("over only 2 steady steps per run"), std::string::npos) << gain->advice;
   EXPECT_EQ(gain->advice.find("train with --variants"), std::string::npos) << gain->advice;
 }
 
@@ -246,7 +246,7 @@ TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
       EXPECT_EQ(c.runs_not_applicable, 1);
     }
   const std::string md = render_markdown(in, a);
-  EXPECT_EQ(md.find("all 1 run(s) failed"), std::string::npos) << md;
+  EXPECT_EQ(md.find("its run failed"), std::string::npos) << md;
   EXPECT_NE(md.find("not applicable on cpu: graphs needs a CUDA device"), std::string::npos) << md;
 }
 

@@ -277,6 +277,26 @@ TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
   EXPECT_TRUE(fired(analyze(in), "noisy_headline").empty());
 }
 
+// A missing reading's reason is the same for every cell of a host: each answer gives it once,
+// with the first cell that lacks the reading, and the cells after it say "as above".
+TEST(ReportAnalysis, AnswersGiveEachMissingReadingsReasonOnce) {
+  auto a = analyze(load_run_folder(kStudy));
+  int referred_back = 0;
+  for (const auto& q : a.answers) {
+    std::map<std::string, int> seen;
+    for (const auto& sentence : q.sentences)
+      for (const std::string key : {"not measured (", "unavailable ("}) {
+        for (size_t at = sentence.find(key); at != std::string::npos; at = sentence.find(key, at + 1)) {
+          const size_t open = at + key.size();
+          const std::string reason = sentence.substr(open, sentence.find(')', open) - open);
+          if (reason == "as above") ++referred_back;
+          else EXPECT_EQ(++seen[reason], 1) << q.id << ": '" << reason << "' given again in: " << sentence;
+        }
+      }
+  }
+  EXPECT_GT(referred_back, 0);  // the fixture has several cells without CPU power or SM activity
+}
+
 TEST(ReportRender, MarkdownHtmlAndConsole) {
   auto in = load_run_folder(kStudy);
   auto a = analyze(in);

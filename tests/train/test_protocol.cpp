@@ -92,8 +92,10 @@ TEST(Protocol, AutoWindowSitsAfterTheHeadlineAndNeverOverlapsIt) {
   // Self-perturbation is recorded.
   EXPECT_TRUE(w.profile_step_time_ratio.has_value());
   EXPECT_TRUE(w.profile_cost_pct.has_value());
-  EXPECT_TRUE(w.sampler_cpu_pct_mean.has_value());
-  EXPECT_TRUE(w.sampler_cpu_share_pct.has_value());
+  // The sampler's CPU time, or why it is absent: at 1 ms the sampler, which yields to training
+  // (SCHED_BATCH, nice +10), can miss this short run entirely on a machine busy with a build.
+  if (w.sampler_cpu_pct_mean) EXPECT_TRUE(w.sampler_cpu_share_pct.has_value());
+  else EXPECT_TRUE(has_note(r, "sampler's own CPU time was not measured")) << "absent without its reason";
   // The second epoch held the profiled steps: its time is flagged, the total is an estimate.
   ASSERT_EQ(r.epochs.size(), 2u);
   EXPECT_EQ(r.epochs[0].profiled_steps, 0);
@@ -220,10 +222,17 @@ TEST(Protocol, InstrumentationAboveThreePercentIsFlagged) {
   EXPECT_TRUE(has_note(r, "telemetry sampler"));
   RunRecord q;
   q.intra_op_threads = 16;
-  q.measurement.sampler_cpu_pct_mean = 8.0;  // 0.5 %
+  q.measurement.sampler_cpu_pct_mean = 2.0;  // 2 % of one core: below the bound
   q.measurement.profile_cost_pct = 1.0;
   rate_instrumentation_cost(q);
   EXPECT_FALSE(q.measurement.instrumentation_over_3pct);
+  // 8 % of one core is 0.5 % of 16 cores, but a poll holding one intra-op thread's core holds up
+  // the other 15 at the step's barrier: the flag takes the worst case, one core's share
+  q.measurement.sampler_cpu_pct_mean = 8.0;
+  rate_instrumentation_cost(q);
+  EXPECT_DOUBLE_EQ(*q.measurement.sampler_cpu_share_pct, 0.5);
+  EXPECT_TRUE(q.measurement.instrumentation_over_3pct);
+  EXPECT_TRUE(has_note(q, "of one core"));
 }
 
 // The profiled steps in an epoch that never finished: no epoch time includes them, and the
