@@ -219,7 +219,7 @@ std::string md_advice(const Analysis& a) {
   const auto items = group_advice(a.advice);
   if (items.empty()) s += "No rule fired: no measurement points to a problem.\n";
   for (const auto& x : items) {
-    s += fmt::format("- **{}** ({} cell{}):", x.rule, x.fired_on.size(), x.fired_on.size() == 1 ? "" : "s");
+    s += fmt::format("- **{}** ({}):", x.rule, count_of(static_cast<long long>(x.fired_on.size()), "cell"));
     for (const auto& t : x.advice) s += " " + t;
     s += "\n";
     for (const auto& f : x.fired_on) s += "  - measured: " + f + "\n";

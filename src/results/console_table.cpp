@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 
+#include "common/text.h"
 #include "trainscope/report.h"
 #include "trainscope/variants.h"
 
@@ -42,7 +43,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   std::string out;
   out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
                      extra("variant", "MFU"), "rep", "samples/s", "epoch",
-                     fmt::format("time {} epoch{}", epochs, epochs == 1 ? "" : "s"), "test acc", "vs cpu", "status");
+                     "time " + count_of(epochs, "epoch"), "test acc", "vs cpu", "status");
   out += std::string(100 + (variants ? 21 : 0) + (mfu ? 8 : 0), '-') + "\n";
   for (const auto* r : order) {
     std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "common/text.h"
 #include "dist/rank.h"
 #include "dist/env.h"
 #include "dist/launch.h"
@@ -81,7 +82,7 @@ class ConsoleReporter final : public Reporter {
     fmt::print("trainscope {} · LibTorch {}{} · {} ({} logical CPUs, {} intra-op threads){}\n", p.trainscope_version,
                p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
                p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
-    fmt::print("run folder: {}\n{} run{} planned\n", dir, planned, planned == 1 ? "" : "s");
+    fmt::print("run folder: {}\n{} planned\n", dir, count_of(static_cast<long long>(planned), "run"));
   }
   // "cpu mlp [bf16] b32", "cpu mlp ×2 ranks b64": the cell as the report names it (model_label).
   static std::string cell(const RunRecord& r) { return fmt::format("{} {} b{}", r.device, workload_of(r).model, r.batch_size); }
