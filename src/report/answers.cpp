@@ -57,6 +57,9 @@ class SayOnce {
   std::set<std::string> said_;
 };
 
+// "1 epoch takes" / "20 epochs take": the subject and verb of RQ4's time sentences.
+std::string epochs_take(int64_t epochs) { return count_of(epochs, "epoch") + (epochs == 1 ? " takes" : " take"); }
+
 // Why a GPU cell has no SM activity: when another cell on the same device has it, GPM works
 // there and this cell's training window held too few GPM samples (two are needed, one
 // sampling period apart); otherwise GPM is not available.
@@ -221,8 +224,8 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                       fmt_stat(g->samples_per_s, " samples/s"));
     }
     if (d.cpu_time_for_epochs_s && d.gpu_time_for_epochs_s)
-      s += fmt::format("; {} {} {} on the CPU and {} on the GPU{}", count_of(c->epochs_requested, "epoch"),
-                       c->epochs_requested == 1 ? "takes" : "take", fmt_time(*d.cpu_time_for_epochs_s),
+      s += fmt::format("; {} {} on the CPU and {} on the GPU{}", epochs_take(c->epochs_requested),
+                       fmt_time(*d.cpu_time_for_epochs_s),
                        fmt_time(*d.gpu_time_for_epochs_s),
                        c->time_for_epochs_is_estimate || g->time_for_epochs_is_estimate
                            ? " (estimated from the steady throughput of runs stopped early)"
@@ -240,8 +243,7 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
         q4.sentences.push_back(fmt::format(
             "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size,
             fmt_stat(c.samples_per_s, " samples/s"),
-            c.time_for_epochs_s.ok() ? fmt::format("; {} {} {}{}", count_of(c.epochs_requested, "epoch"),
-                                                   c.epochs_requested == 1 ? "takes" : "take",
+            c.time_for_epochs_s.ok() ? fmt::format("; {} {}{}", epochs_take(c.epochs_requested),
                                                    fmt_time(c.time_for_epochs_s.median),
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")
                                      : "",

@@ -302,6 +302,22 @@ TEST(VariantAdvice, ReportHasTheDataParallelRankTable) {
   EXPECT_EQ(render_markdown(in, analyze(in)).find("Data-parallel ranks"), std::string::npos);
 }
 
+// RQ4's time sentence agrees in number: "1 epoch takes", "2 epochs take".
+TEST(VariantAdvice, EpochTimeSentenceAgreesInNumber) {
+  for (int64_t epochs : {1, 2}) {
+    ReportInput in;
+    RunRecord cpu = ok_run("cpu", "mlp", 64, "eager", 100), gpu = ok_run("cuda:0", "mlp", 64, "eager", 400);
+    for (RunRecord* r : {&cpu, &gpu}) {
+      r->epochs_requested = epochs;
+      r->time_for_requested_epochs_s = 10.0 * static_cast<double>(epochs);
+    }
+    in.runs = {cpu, gpu};
+    const std::string md = render_markdown(in, analyze(in));
+    EXPECT_NE(md.find(epochs == 1 ? "; 1 epoch takes " : "; 2 epochs take "), std::string::npos) << md;
+    EXPECT_EQ(md.find(epochs == 1 ? "1 epoch take " : "2 epochs takes"), std::string::npos) << md;
+  }
+}
+
 // Found by a walkthrough: a report over folders that asked for different epoch counts put a
 // 1-epoch time under a "2 epochs" header; each cell now names its own count.
 TEST(VariantAdvice, SummaryNamesEachCellsEpochsWhenTheyDiffer) {
