@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/text.h"
 #include "train/batch_source.h"
 #include "dist/grad_sync.h"
 #include "train/compat.h"
@@ -872,13 +873,14 @@ std::string profiled_epochs_note(const std::vector<EpochRecord>& epochs, int64_t
     if (e.profiled_steps > 0) ++(e.complete ? full : unfinished);
   }
   if (full > 0)
-    return fmt::format("{} epoch time(s) include the {} profiled step(s) (profiler cost included); the time for the "
-                       "requested epochs is estimated from the headline samples/s",
-                       full, profiled_steps);
+    return fmt::format("{} {} the {} (profiler cost included); the time for the requested epochs is estimated from "
+                       "the headline samples/s",
+                       count_of(full, "epoch time"), full == 1 ? "includes" : "include",
+                       count_of(profiled_steps, "profiled step"));
   if (unfinished == 0) return "";
-  return fmt::format("the {} profiled step(s) fell in an epoch that did not finish, so no measured epoch time includes "
+  return fmt::format("the {} fell in an epoch that did not finish, so no measured epoch time includes "
                      "them; {} estimated from the headline samples/s",
-                     profiled_steps,
+                     count_of(profiled_steps, "profiled step"),
                      complete > 0 ? "the time for the requested epochs is"
                                   : "no epoch finished: the epoch time and the time for the requested epochs are");
 }

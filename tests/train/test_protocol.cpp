@@ -101,7 +101,7 @@ TEST(Protocol, AutoWindowSitsAfterTheHeadlineAndNeverOverlapsIt) {
   EXPECT_EQ(r.epochs[0].profiled_steps, 0);
   EXPECT_EQ(r.epochs[1].profiled_steps, 7);
   EXPECT_TRUE(r.time_for_requested_epochs_is_estimate);
-  EXPECT_TRUE(has_note(r, "include the 7 profiled step(s)"));
+  EXPECT_TRUE(has_note(r, "1 epoch time includes the 7 profiled steps"));
   // Telemetry headline over the headline window; the whole run stays in the summary.
   // (A headline window too short for 5 samples keeps the whole run's figures and says so; on a
   // starved machine the sampler may fall that far behind even at 1 ms.)
@@ -243,7 +243,7 @@ TEST(Protocol, ProfiledEpochNoteSaysWhatIsTrue) {
   partial.complete = false;
   partial.profiled_steps = 7;
   auto note = profiled_epochs_note({partial}, 7);
-  EXPECT_EQ(note.find("include the 7 profiled step(s)"), std::string::npos) << note;
+  EXPECT_EQ(note.find("the 7 profiled steps (profiler cost included)"), std::string::npos) << note;
   EXPECT_NE(note.find("did not finish"), std::string::npos) << note;
   EXPECT_NE(note.find("no epoch finished: the epoch time and the time for the requested epochs are estimated"),
             std::string::npos)
@@ -252,7 +252,8 @@ TEST(Protocol, ProfiledEpochNoteSaysWhatIsTrue) {
   EXPECT_NE(note.find("the time for the requested epochs is estimated"), std::string::npos) << note;
   EXPECT_EQ(note.find("no epoch finished"), std::string::npos) << note;
   done.profiled_steps = 7;
-  EXPECT_NE(profiled_epochs_note({done}, 7).find("1 epoch time(s) include the 7 profiled step(s)"), std::string::npos);
+  EXPECT_NE(profiled_epochs_note({done}, 7).find("1 epoch time includes the 7 profiled steps"), std::string::npos);
+  EXPECT_NE(profiled_epochs_note({done, done}, 14).find("2 epoch times include the 14 profiled steps"), std::string::npos);
   EXPECT_EQ(profiled_epochs_note({EpochRecord{}}, 0), "");
 }
 
