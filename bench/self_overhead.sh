@@ -23,7 +23,9 @@
 #   mlp/cnn; resnet18 uses DATA_RESNET, default: DATA), N (pairs, 8: a verdict needs 8; an even N
 #   runs as many pairs on-first as off-first), EPOCHS (1), MAX_STEPS
 #   (0 = whole epochs), EXTRA (more flags for both sides; e.g. --no-inference takes inference out of
-#   both sides' ends, although the default side still ends with its profiling window).
+#   both sides' ends, although the default side still ends with its profiling window),
+#   CONTROL=1 (an A/A control: the "default" side runs with every tool off too, so the ratios
+#   show what this protocol reads on this host when nothing differs; the lines say "A/A").
 # Exit status: 0, 1 when a run measured nothing (its error is printed), 2 for bad input.
 set -euo pipefail
 TS=${TS:-./build/trainscope}
@@ -33,7 +35,12 @@ export SAB
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 DATA_RESNET=${DATA_RESNET:-$DATA}
 N=${N:-8}; EPOCHS=${EPOCHS:-1}; MAX_STEPS=${MAX_STEPS:-0}; EXTRA=${EXTRA:-}
+CONTROL=${CONTROL:-0}
 die() { echo "self_overhead.sh: $*" >&2; exit 2; }
+[[ $CONTROL =~ ^[01]$ ]] || die "CONTROL=$CONTROL: use 1 for an A/A control (both sides every tool off) or 0"
+OFF_FLAGS=(--no-telemetry --no-profile --no-inference)
+ON_FLAGS=()
+[ "$CONTROL" = 1 ] && ON_FLAGS=("${OFF_FLAGS[@]}") && echo "self_overhead.sh: A/A control: both sides run every tool off"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "N=$N: use a whole number of pairs >= 1 (8 or more for a verdict)"
 command -v "$TS" >/dev/null 2>&1 || die "TS=$TS is not an executable: build trainscope or set TS"
 cells=("$@")
@@ -74,10 +81,10 @@ PY
 side() {
   local name="$1-$i-${dev/:/}-$model-$batch" h w
   if [ "$1" = on ]; then
-    read -r h w < <(run "$name" "$dev" "$model" "$batch")
+    read -r h w < <(run "$name" "$dev" "$model" "$batch" ${ON_FLAGS[@]+"${ON_FLAGS[@]}"})
     on_h+=("$h"); on_w+=("$w")
   else
-    read -r h w < <(run "$name" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference)
+    read -r h w < <(run "$name" "$dev" "$model" "$batch" "${OFF_FLAGS[@]}")
     off_h+=("$h"); off_w+=("$w")
   fi
   if [ "$h" = nan ]; then
@@ -89,10 +96,11 @@ side() {
 
 for cell in "${cells[@]}"; do
   IFS=, read -r dev model batch <<<"$cell"
+  tag=$cell; [ "$CONTROL" = 1 ] && tag="$cell (A/A)"
   on_h=(); on_w=(); off_h=(); off_w=()
   # One discarded run first: the first run of a cell meets a cold device (an idle GPU's clocks,
   # cold caches); without it, that cost always fell on the same side.
-  run "warmup-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" --no-telemetry --no-profile --no-inference >/dev/null
+  run "warmup-${dev/:/}-$model-$batch" "$dev" "$model" "$batch" "${OFF_FLAGS[@]}" >/dev/null
   for i in $(seq "$N"); do
     # The order within a pair alternates (on-off, off-on, ...): a run that follows a tools-on run
     # (which ends with inference) and one that follows a tools-off run each land on both sides.
@@ -100,12 +108,12 @@ for cell in "${cells[@]}"; do
     # each pair as it ends, so that an invocation cut short (a time limit) still leaves its pairs
     # to pool with sampler_ab --verdict-of (a pair with a nan side prints ratio nan; the summary
     # below also drops a pair whose whole-run figure is missing)
-    awk -v c="$cell" -v i="$i" -v o="$order" -v a="${on_h[$((i - 1))]}" -v b="${off_h[$((i - 1))]}" \
+    awk -v c="$tag" -v i="$i" -v o="$order" -v a="${on_h[$((i - 1))]}" -v b="${off_h[$((i - 1))]}" \
       'function f(x) { return x == "nan" ? "nan" : sprintf("%.0f", x) }
        BEGIN { r = (a == "nan" || b == "nan" || b + 0 == 0) ? "nan" : sprintf("%.4f", a / b)
                printf "%s: pair %d (%s) default %s off %s ratio %s\n", c, i, o, f(a), f(b), r }'
   done
-  python3 - "$cell" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
+  python3 - "$tag" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys
 cell = sys.argv[1]
 on_h, on_w, off_h, off_w = ([float(x) for x in a.split()] for a in sys.argv[2:6])

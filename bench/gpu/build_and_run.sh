@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell self-cnn telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -118,6 +118,19 @@ for stage in "$@"; do
       # CELL=cuda:0,resnet18,128 STEPS=600 EPOCHS=2 N=12 (about 260 s for resnet18 with inference)
       TS=$TS DATA=$DATA N=${N:-12} EPOCHS=${EPOCHS:-2} MAX_STEPS=${STEPS:-600} EXTRA=${EXTRA:-} timeout ${CELL_TIMEOUT:-500} \
         bash bench/self_overhead.sh ${CELL:-cuda:0,resnet18,128} 2>&1 | tee -a "$OUT/self-cell.log";;
+    cpu-pin)
+      # issue 13: does binding the intra-op threads (libgomp's OMP_PROC_BIND/OMP_PLACES) narrow the
+      # run-to-run spread of an all-core CPU run (cpu cnn b128 spread 6.3-14.3 k samples/s, tenth
+      # session)? Every tool off, unbound and bound runs alternating; one line per run.
+      { for i in $(seq "${N:-6}"); do
+          for mode in free bound; do
+            envs=(); [ $mode = bound ] && envs=(OMP_PROC_BIND=close OMP_PLACES=cores)
+            env ${envs[@]+"${envs[@]}"} $TS run --data $DATA -d cpu -m cnn -b 128 --max-steps "${STEPS:-300}" --threads 0 \
+              --no-telemetry --no-profile --no-inference --no-progress --out /tmp/runs --name "pin-$mode-$i" >/dev/null 2>&1
+            python3 -c "import json;r=json.load(open('/tmp/runs/pin-$mode-$i/results.json'))['runs'][0];print('$mode', $i, round(r['steady_samples_per_s'] or 0))"
+          done
+        done
+      } 2>&1 | tee "$OUT/cpu-pin.log";;
     self-cnn)
       # issue 13's closest cell with more pairs
       TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \
