@@ -90,6 +90,11 @@ struct TelemetryField {
 TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::string& device,
                                      const std::vector<GpuInfo>& gpus);
 
+/// The run note for a headline whose mean steal time exceeds kStealNotePct (the hypervisor
+/// gave that share of a virtual machine's CPU time to other guests), else "" (no steal
+/// reading, bare metal, or steal at or below the threshold). h.window names the window.
+std::string steal_note(const TelemetryHeadline& h);
+
 /// The scenario telemetry of `device` in `s` (an inference scenario's window): the figures of
 /// telemetry_headline(s, device) that ScenarioTelemetry keeps (power, energy from both sources
 /// and their difference, the fewest-samples mark), or absent_reason when `device` has no

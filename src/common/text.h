@@ -1,7 +1,10 @@
 // Small text helpers shared by every writer (one place each): UTC timestamps and CSV fields.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace trainscope {
 
@@ -20,6 +23,15 @@ std::string format_number(double v);
 /// A count and its noun, singular for 1: (1, "epoch") -> "1 epoch", (2, "epoch") -> "2 epochs"
 /// (report sentences; nouns whose plural is not noun + "s" need their own wording).
 std::string count_of(long long n, const std::string& noun);
+
+/// Levenshtein distance between a and b: the fewest single-character insertions, deletions
+/// and substitutions that turn one into the other.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate nearest to `word` by edit_distance when it is a plausible misspelling (at
+/// most max(2, word.size() / 3) edits away; the first of equals), else "". For "did you mean"
+/// hints: ("--modles", {"--models", "--epochs"}) -> "--models".
+std::string nearest_spelling(std::string_view word, const std::vector<std::string>& candidates);
 
 /// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes
 /// doubled; CR and LF become spaces so every record stays on one line.

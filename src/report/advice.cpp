@@ -362,10 +362,10 @@ void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
                           "{} to feed the device.",
                           need, need, *p->workers);
     add_for_run(a, "stream_input", r, std::move(advice),
-                fmt::format("run {}: data phase {} of the step (threshold {} %); {} worker(s) decoded {} images/s "
+                fmt::format("run {}: data phase {} of the step (threshold {} %); {} decoded {} images/s "
                             "each; the device trains {} samples/s when not waiting (batch {} in {} ms); loader CPU "
                             "{}, trainer CPU {} (100 % = one core) of {} cores",
-                            r.run_id, pct(share), fmt_num(t.data_share_pct), *p->workers, fmt_num(rate),
+                            r.run_id, pct(share), fmt_num(t.data_share_pct), count_of(*p->workers, "worker"), fmt_num(rate),
                             fmt_num(device_rate), r.batch_size, fmt_num(compute_ms),
                             p->loader_cpu_pct ? pct(*p->loader_cpu_pct) : "?",
                             p->trainer_cpu_pct ? pct(*p->trainer_cpu_pct) : "?", p->cores.value_or(0)));

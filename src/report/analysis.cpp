@@ -152,7 +152,8 @@ std::string source_reason(const std::vector<RunRecord>& runs, const std::string&
       if (src.name == source) return src.available ? "" : (src.reason.empty() ? "unavailable" : src.reason);
   }
   bool any_telemetry = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.telemetry.has_value(); });
-  return any_telemetry ? source + " was not probed" : "telemetry was not recorded (--no-telemetry?)";
+  return any_telemetry ? source + " was not probed"
+                       : "no telemetry was recorded: the runs had --no-telemetry, or the sampler could not start";
 }
 
 std::optional<double> speedup(const Cell& gpu, const Cell& cpu) {

@@ -34,13 +34,21 @@ std::string gpu_absence(const ReportInput& in, const Analysis& a) {
   return "No GPU run finished successfully in these results, so there is no GPU number to compare with.";
 }
 
+// The same absence in RQ2-RQ4, after RQ1 gave it in full: one short sentence that refers back.
+std::string gpu_absence_again(const ReportInput& in, const Analysis& a) {
+  if (a.has_gpu) return "";
+  return in.provenance.gpus.empty() ? "No GPU run in these results (as in RQ1)."
+                                    : "No GPU run finished successfully (as in RQ1).";
+}
+
 }  // namespace
 
 namespace {
 
-// Why a source gave no number ("" when it did), shared by the answers.
+// Why a source gave no number ("" when it did), shared by the answers. no_gpu is said in full
+// by RQ1; no_gpu_again, the later answers' reference to it.
 struct Reasons {
-  std::string no_gpu, nvml, rapl, hwmon;
+  std::string no_gpu, no_gpu_again, nvml, rapl, hwmon;
 };
 
 // A missing reading's reason, given with the first sentence of an answer that lacks it; the
@@ -50,7 +58,16 @@ class SayOnce {
  public:
   std::string operator()(const std::string& what, const std::string& reason) {
     const bool first = said_.insert(reason).second;
-    return fmt::format("{} ({})", what, first ? reason : "as above");
+    return fmt::format("{} ({})", what, first ? flat(reason) : "as above");
+  }
+
+  // A reason that has its own parentheses (a source's text, "X does not exist (no driver)")
+  // reads "X does not exist: no driver" inside ours, never "((...))".
+  static std::string flat(std::string r) {
+    for (size_t i; (i = r.find(" (")) != std::string::npos;) r.replace(i, 2, ": ");
+    std::erase(r, '(');
+    std::erase(r, ')');
+    return r;
   }
 
  private:
@@ -151,7 +168,7 @@ Answer answer_rq2(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
   if (q2.sentences.empty())
     q2.sentences.push_back("Only one batch size per device and model was run, so memory cannot be compared across "
                            "batch sizes (use --batch-sizes 64,128).");
-  if (!why.no_gpu.empty()) q2.sentences.push_back(why.no_gpu);
+  if (!why.no_gpu.empty()) q2.sentences.push_back(why.no_gpu_again);
   return q2;
 }
 
@@ -195,7 +212,7 @@ Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
     }
     q3.sentences.push_back(s + ".");
   }
-  if (!why.no_gpu.empty()) q3.sentences.push_back(why.no_gpu);
+  if (!why.no_gpu.empty()) q3.sentences.push_back(why.no_gpu_again);
   return q3;
 }
 
@@ -215,11 +232,11 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                       g->device, d.model, d.batch_size, fmt_num(*d.speedup), fmt_stat(g->samples_per_s, " samples/s"),
                       fmt_stat(c->samples_per_s, " samples/s"));
     } else if (*d.speedup >= 1) {
-      s = fmt::format("On this machine the GPU ({}) trains `{}` {}× faster than the CPU at batch {} ({} vs {})",
+      s = fmt::format("On this machine the GPU, {}, trains `{}` {}× faster than the CPU at batch {}: {} vs {}",
                       label(*g), d.model, fmt_num(*d.speedup), d.batch_size, fmt_stat(g->samples_per_s, " samples/s"),
                       fmt_stat(c->samples_per_s, " samples/s"));
     } else {
-      s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU ({}) at batch {} ({} vs {})",
+      s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU, {}, at batch {}: {} vs {}",
                       d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, fmt_stat(c->samples_per_s, " samples/s"),
                       fmt_stat(g->samples_per_s, " samples/s"));
     }
@@ -236,8 +253,7 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                        fmt_num(*d.accuracy_diff_pct));
     q4.sentences.push_back(s + ".");
   }
-  if (!why.no_gpu.empty()) {
-    q4.sentences.push_back(why.no_gpu);
+  if (!why.no_gpu.empty()) {  // the CPU's figures first: the console shows an answer's first sentence
     for (const auto& c : a.cells)
       if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
         q4.sentences.push_back(fmt::format(
@@ -248,6 +264,7 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")
                                      : "",
             c.test_accuracy_pct.ok() ? fmt::format("; test accuracy {} %", fmt_num(c.test_accuracy_pct.median)) : ""));
+    q4.sentences.push_back(why.no_gpu_again);
   }
   return q4;
 }
@@ -262,7 +279,7 @@ Answer answer_rq5(const ReportInput& /*in*/, const Analysis& a, const Reasons& /
       s += fmt::format("one image takes {} ms (median; p99 {} ms)", fmt_num(c.latency_p50_ms.median),
                        c.latency_p99_ms.ok() ? fmt_num(c.latency_p99_ms.median) : "—");
     if (c.inference_samples_per_s.ok())
-      s += fmt::format("{}best offline throughput {} images/s", c.latency_p50_ms.ok() ? "; " : "",
+      s += fmt::format("{}best offline throughput {} samples/s", c.latency_p50_ms.ok() ? "; " : "",
                        fmt_num(c.inference_samples_per_s.median));
     q5.sentences.push_back(s + ".");
   }
@@ -299,7 +316,7 @@ Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const
       if (!(*d.speedup <= 1 || d.noise)) none = false;
       if (*d.speedup >= 1.5 && !d.noise) little = false;
       detail += fmt::format("{}{}× at batch {} on {}{}", detail.empty() ? "" : ", ", fmt_num(*d.speedup),
-                            d.batch_size, d.gpu_device, d.noise ? " (noise)" : "");
+                            d.batch_size, d.gpu_device, d.noise ? ", within the noise" : "");
     }
     if (detail.empty()) continue;
     if (none)
@@ -323,13 +340,33 @@ Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const
   return sn;
 }
 
+// The summary's "—" cells for energy and utilisation, with the reason the answers give.
+std::vector<std::string> summary_absences(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  bool cpu_energy = false, gpu_energy = false, cpu_util = false;
+  for (const auto& c : a.cells) {
+    if (c.runs_ok == 0) continue;
+    const bool gpu = is_gpu(c.device);
+    if (!c.energy_per_sample_j.ok()) (gpu ? gpu_energy : cpu_energy) = true;
+    if (!gpu && !c.cpu_util_pct_mean.ok()) cpu_util = true;
+  }
+  std::vector<std::string> out;
+  auto line = [&](const char* reading, const std::string& reason, const char* otherwise) {
+    out.push_back(fmt::format("{}: {}", reading, reason.empty() ? otherwise : reason));
+  };
+  if (cpu_energy) line("CPU energy", why.rapl, "RAPL gave no reading in the runs' windows");
+  if (gpu_energy) line("GPU energy", why.nvml, "NVML gave no energy or power reading in the runs' windows");
+  if (cpu_util) line("CPU utilisation", source_reason(in.runs, "proc"), "/proc gave no reading in the runs' windows");
+  return out;
+}
+
 }  // namespace
 
 void build_answers(const ReportInput& in, Analysis& a) {
-  const Reasons why{gpu_absence(in, a), source_reason(in.runs, "nvml"), source_reason(in.runs, "rapl"),
-                    source_reason(in.runs, "hwmon")};
+  const Reasons why{gpu_absence(in, a), gpu_absence_again(in, a), source_reason(in.runs, "nvml"),
+                    source_reason(in.runs, "rapl"), source_reason(in.runs, "hwmon")};
   for (auto* f : {answer_rq1, answer_rq2, answer_rq3, answer_rq4, answer_rq5, answer_simple_network})
     a.answers.push_back(f(in, a, why));
+  a.summary_absences = summary_absences(in, a, why);
 }
 
 }  // namespace trainscope::report_detail

@@ -766,6 +766,8 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     h += "<h2>Data-parallel ranks</h2>\n<pre>" + html_escape(t) + "</pre>\n";
   h += "<h2>Definitions</h2>\n<ul>\n";
   for (const auto& x : kDefinitions) h += "<li><b>" + html_escape(x[0]) + "</b>: " + html_escape(x[1]) + "</li>\n";
+  for (const auto& x : a.summary_absences)  // here, not under the summary: it keeps the first screen
+    h += "<li><b>— in the summary</b>: " + html_escape(x) + "</li>\n";
   for (const auto& n : a.notes) h += "<li>" + md_inline(n) + "</li>\n";
   for (const auto& f : instrumentation_flags(in)) h += "<li><b>instrumentation cost</b>: " + html_escape(f) + "</li>\n";
   h += "</ul>\n<p class=\"prov\">Charts: " + html_escape(chartjs_version()) + " (MIT), embedded.</p>\n";

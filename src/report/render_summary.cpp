@@ -169,6 +169,8 @@ std::string md_summary(const Analysis& a) {
   std::string s = "## Summary\n\nPer model, every device and batch size: median over repeats; speed-up = samples/s "
                   "over the CPU's for the same workload; — = not measured.\n\n";
   for (const auto& m : models_of(a)) s += fmt::format("### `{}`\n\n", m) + md_table(summary_table(a, m)) + "\n";
+  for (const auto& x : a.summary_absences) s += "- — " + x + "\n";
+  if (!a.summary_absences.empty()) s += "\n";
   for (const auto& h : a.host_comparisons) {
     s += fmt::format("## Across machines\n\nA = {}\nB = {}\n\n", h.host_a, h.host_b);
     for (const auto& d : h.differences) s += "- differs: " + d + "\n";
@@ -188,6 +190,7 @@ std::string md_summary(const Analysis& a) {
 std::string console_summary(const Analysis& a) {
   std::string s = "Summary (median over repeats; speed-up over the CPU of the same workload)\n";
   for (const auto& m : models_of(a)) s += fmt::format("{}\n", m) + text_table(summary_table(a, m));
+  for (const auto& x : a.summary_absences) s += "  — " + x + "\n";
   for (const auto& h : a.host_comparisons) {
     s += fmt::format("\nAcross machines: A = {}; B = {}\n", h.host_a, h.host_b);
     for (const auto& d : h.differences) s += "  differs: " + d + "\n";

@@ -41,17 +41,17 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     return (variants ? fmt::format(" {:<20}", v) : "") + (mfu ? fmt::format(" {:>7}", m) : "");
   };
   std::string out;
-  out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
+  out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>16} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
                      extra("variant", "MFU"), "rep", "samples/s", "epoch",
                      "time " + count_of(epochs, "epoch"), "test acc", "vs cpu", "status");
-  out += std::string(100 + (variants ? 21 : 0) + (mfu ? 8 : 0), '-') + "\n";
+  out += std::string(106 + (variants ? 21 : 0) + (mfu ? 8 : 0), '-') + "\n";
   for (const auto* r : order) {
     std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
     std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";
     std::string ep = r->mean_epoch_time_s ? format_duration(*r->mean_epoch_time_s)
                      : (r->stopped_early && r->steady_samples_per_s && r->steps_per_epoch > 0)
                          ? format_duration(static_cast<double>(r->steps_per_epoch * r->batch_size) /
-                                           *r->steady_samples_per_s) + "*"
+                                           *r->steady_samples_per_s) + " (est.)"
                          : "—";
     std::string tn = r->time_for_requested_epochs_s
                          ? format_duration(*r->time_for_requested_epochs_s) +
@@ -69,7 +69,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     }
     if (r->status == RunStatus::kOk && !r->variant_note.empty()) st += " (" + r->variant_note + ")";
     std::string mfu_cell = r->mfu_pct ? fmt::format("{:.2f} %", *r->mfu_pct) : "—";
-    out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>10} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
+    out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>16} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
                        r->device, extra(r->variant, mfu_cell), r->repeat, sps, ep, tn, acc, sp, st);
   }
   bool any_est = false, any_part = false, any_no_rate = false;
@@ -83,10 +83,10 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     out += "data-parallel runs (world size > 1): samples/s, epoch and times are rank 0's; the job's samples/s over all "
            "ranks is in the per-rank table below (\"all ranks\").\n";
   if (mfu) out += "MFU: 3 x forward FLOPs x samples/s over the device's dense peak for the variant's precision (docs/variants.md#mfu).\n";
-  if (any_est)
-    out += "(est.): estimated from the measured steady-state rate: the run stopped before the requested epochs, or an "
-           "epoch held profiled steps (their time is the profiler's, not the workload's).\n";
-  if (any_part) out += "*: epoch time estimated from the steady-state rate (the epoch did not finish).\n";
+  if (any_est || any_part)  // one mark for every figure estimated from the steady-state rate
+    out += "(est.): estimated from the measured steady-state rate: the epoch did not finish, the run stopped before "
+           "the requested epochs, or an epoch held profiled steps (their time is the profiler's, not the "
+           "workload's).\n";
   if (any_no_rate)
     out += "—: not measured; a run with no more steps than --warmup-steps has no steady-state rate (see notes in "
            "results.json).\n";

@@ -13,7 +13,9 @@ constexpr double kInf = 1e300;
 // Ranges are physical plausibility limits, not device specifications: a reading outside is a
 // sensor glitch or an undecoded sentinel (e.g. 0xFFFFFFFF mW = 4.29 MW).
 const std::vector<TelemetryField> kFields = {
-    {"util_pct", 0, 100, "Busy time share (GPU: kernel running; CPU: non-idle jiffies)"},
+    {"util_pct", 0, 100, "Busy time share (GPU: kernel running; CPU: jiffies neither idle, iowait nor stolen)"},
+    {"steal_pct", 0, 100,
+     "Share of a virtual machine's CPU time its hypervisor gave to others (/proc/stat steal; 0 on bare metal)"},
     {"mem_util_pct", 0, 100, "GPU device-memory read/write activity share"},
     {"mem_used_bytes", 0, 1e15, "Memory in use"},
     {"mem_reserved_bytes", 0, 1e15, "GPU memory reserved by the driver"},

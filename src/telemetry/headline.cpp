@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -65,11 +67,20 @@ TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::strin
     if ("gpu" + std::to_string(g.nvml_index) == device) h.power_limit_w = g.power_limit_w;
   h.cpu_util_pct_mean = stat(s, "cpu", "util_pct", &MetricStats::mean);
   h.cpu_util_pct_max = stat(s, "cpu", "util_pct", &MetricStats::max);
+  h.cpu_steal_pct_mean = stat(s, "cpu", "steal_pct", &MetricStats::mean);
   h.process_cpu_pct_mean = stat(s, "process", "cpu_pct", &MetricStats::mean);
   h.process_rss_bytes_max = stat(s, "process", "rss_bytes", &MetricStats::max);
   h.host_mem_used_bytes_max = stat(s, "cpu", "mem_used_bytes", &MetricStats::max);
   h.cpu_temp_c_max = stat(s, "cpu", "temp_c", &MetricStats::max);
   return h;
+}
+
+std::string steal_note(const TelemetryHeadline& h) {
+  if (!h.cpu_steal_pct_mean || *h.cpu_steal_pct_mean <= kStealNotePct) return "";
+  return fmt::format(
+      "the hypervisor gave {:.1f} % of this virtual machine's CPU time to other guests during the {} (steal time, "
+      "/proc/stat): the samples/s here is lower than this machine's own and varies with their load",
+      *h.cpu_steal_pct_mean, h.window == "headline" ? "headline window" : "run");
 }
 
 ScenarioTelemetry scenario_telemetry(const TelemetrySummary& s, const std::string& device) {

@@ -88,7 +88,8 @@ std::map<std::string, CpuJiffies> parse_proc_stat(std::string_view text) {
     }
     CpuJiffies j;
     for (size_t i = 0; i < 8; ++i) j.total += v[i];
-    j.busy = j.total - v[3] - v[4];  // minus idle, iowait
+    j.steal = v[7];
+    j.busy = j.total - v[3] - v[4] - v[7];  // minus idle, iowait, steal
     out[std::string(f[0])] = j;
   });
   return out;
@@ -144,6 +145,13 @@ std::optional<double> cpu_util_pct(const CpuJiffies& a, const CpuJiffies& b) {
   if (db > dt) return std::nullopt;
   // 100 * db / dt can round to 100 + 1 ulp when db == dt (found by fuzzing): clamp.
   return std::min(100.0, 100.0 * static_cast<double>(db) / static_cast<double>(dt));
+}
+
+std::optional<double> cpu_steal_pct(const CpuJiffies& a, const CpuJiffies& b) {
+  if (b.total <= a.total || b.steal < a.steal) return std::nullopt;
+  uint64_t dt = b.total - a.total, ds = b.steal - a.steal;
+  if (ds > dt) return std::nullopt;
+  return std::min(100.0, 100.0 * static_cast<double>(ds) / static_cast<double>(dt));
 }
 
 }  // namespace trainscope::telemetry

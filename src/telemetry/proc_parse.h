@@ -10,10 +10,13 @@
 
 namespace trainscope::telemetry {
 
-/// Jiffies of one "cpu"/"cpuN" line of /proc/stat. busy excludes idle and iowait; total is
-/// user+nice+system+idle+iowait+irq+softirq+steal (guest time is already inside user/nice).
+/// Jiffies of one "cpu"/"cpuN" line of /proc/stat (proc(5)). total is
+/// user+nice+system+idle+iowait+irq+softirq+steal (guest time is already inside user/nice);
+/// steal is the 8th value (0 when the line has fewer): time a virtual machine's vCPU was ready
+/// but the hypervisor ran something else. busy excludes idle, iowait and steal: stolen time is
+/// not work this machine did (top(1) shows it apart, as "st").
 struct CpuJiffies {
-  uint64_t busy = 0, total = 0;
+  uint64_t busy = 0, total = 0, steal = 0;
 };
 /// Keys "cpu" (all) and "cpu0".."cpuN". Malformed lines are skipped.
 std::map<std::string, CpuJiffies> parse_proc_stat(std::string_view text);
@@ -49,5 +52,9 @@ std::optional<int64_t> parse_i64(std::string_view text);
 /// Busy share in percent between two readings; nullopt when total did not advance or the
 /// counters went backwards (CPU hot-unplug resets them).
 std::optional<double> cpu_util_pct(const CpuJiffies& before, const CpuJiffies& after);
+
+/// Steal share in percent between two readings (100 * steal delta / total delta); nullopt as
+/// for cpu_util_pct.
+std::optional<double> cpu_steal_pct(const CpuJiffies& before, const CpuJiffies& after);
 
 }  // namespace trainscope::telemetry

@@ -31,7 +31,7 @@ class ProcSource final : public TelemetrySource {
     if (!cpus.count("cpu")) return {false, proc_ + "/stat: no 'cpu' line (not a procfs stat file)"};
     for (const auto& [name, j] : cpus)
       if (name != "cpu") cpu_names_.push_back(name);
-    fields_ = {"util_pct"};
+    fields_ = {"util_pct", "steal_pct"};
     has_self_stat_ = parse_self_stat(read_(proc_ + "/self/stat").text.value_or("")).has_value();
     if (has_self_stat_) fields_.insert(fields_.end(), {"cpu_pct", "threads_count"});
     else notes_.push_back(proc_ + "/self/stat unreadable");
@@ -88,6 +88,7 @@ class ProcSource final : public TelemetrySource {
         auto it = last_jiffies_.find(name);
         if (it != last_jiffies_.end()) {
           if (auto u = cpu_util_pct(it->second, j)) out.add(name, "util_pct", *u);
+          if (auto st = cpu_steal_pct(it->second, j); st && name == "cpu") out.add(name, "steal_pct", *st);
         }
         last_jiffies_[name] = j;
       }

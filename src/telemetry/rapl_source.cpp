@@ -34,7 +34,7 @@ class RaplSource final : public TelemetrySource {
   SourceProbe probe() override {
     fs::path dir = fs::path(sys_) / "class" / "powercap";
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return {false, dir.string() + " does not exist (no RAPL powercap driver, or a virtual machine)"};
+    if (!fs::is_directory(dir, ec)) return {false, dir.string() + " does not exist: no RAPL powercap driver, or a virtual machine"};
     std::vector<std::string> zones;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       auto n = e.path().filename().string();

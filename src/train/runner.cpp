@@ -205,9 +205,8 @@ void Matrix::check_inputs() {
   validate(cfg_);
   int64_t threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int64_t>(std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(std::max<int64_t>(threads, 1)));
-  std::string msg;
-  devices_ = resolve_devices(cfg_.devices, &msg);
-  if (!msg.empty()) notice(msg);
+  std::string device_note;
+  devices_ = resolve_devices(cfg_.devices, &device_note);
   // Data first: a bad path or corrupt file stops us before any training.
   workload_.emplace(make_workload(load_datasets(cfg_.data, cfg_.train.seed)));
   const auto& tr = workload_->data.train;
@@ -222,6 +221,7 @@ void Matrix::check_inputs() {
   check_variants();
   planned_ = devices_.size() * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats) *
              variants_.size();
+  if (!device_note.empty()) notice(device_note);  // after the input checks: a bad input's error comes alone
 }
 
 // Variants (docs/variants.md#applicability): a GPU-only variant asked for explicitly on CPU-only
@@ -615,6 +615,7 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
           "(a run shorter than --telemetry-interval, or a machine so busy that the sampler, which yields to "
           "training, was not scheduled)");
     rec.measurement.sampler_scheduling = sampler->thread_scheduling();
+    if (auto note = steal_note(rec.telemetry->headline); !note.empty()) rec.notes.push_back(note);
     if (tdev.empty() && dev != "cpu")
       rec.notes.push_back("GPU telemetry absent: NVML did not report a GPU with this device's PCI bus id");
   }

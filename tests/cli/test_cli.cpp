@@ -1,6 +1,8 @@
 // End-to-end tests of the `trainscope` binary: exit statuses, bad input before training,
 // SIGINT mid-matrix, SIGKILL then --resume.
 #include <gtest/gtest.h>
+
+#include "common/text.h"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -123,6 +125,7 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("batch size 0"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--models", "nosuchnet", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("unknown model 'nosuchnet'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("note:"), std::string::npos) << "a bad input's error comes alone: " << out;
   EXPECT_EQ(run({"run", "--no-such-option"}, &out), 2);
   EXPECT_EQ(run({"run", "--data", "/nonexistent", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("/nonexistent"), std::string::npos) << out;
@@ -168,6 +171,34 @@ TEST(Cli, NewUserMistakesGetMessagesNamingTheSettingAndTheFix) {
   std::ofstream(cfg) << "devices = [\"cuda:0\"]\n";
   EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("key 'devices' in the config file " + cfg), std::string::npos) << out;
+}
+
+// A misspelt option or command gets trainscope's error prefix, the nearest spelling and where
+// the options are listed, with the usage exit status.
+TEST(Cli, MisspeltOptionsAndCommandsGetTheNearestSpelling) {
+  std::string out;
+  EXPECT_EQ(run({"run", "--modles", "mlp"}, &out), 2);
+  EXPECT_EQ(out.rfind("trainscope: error (usage): ", 0), 0u) << out;
+  EXPECT_NE(out.find("did you mean --models for --modles?"), std::string::npos) << out;
+  EXPECT_NE(out.find("Run 'trainscope run --help' for the options."), std::string::npos) << out;
+  EXPECT_EQ(run({"runn", "--models", "mlp"}, &out), 2);
+  EXPECT_NE(out.find("unknown command 'runn'; commands: run, devices"), std::string::npos) << out;
+  EXPECT_NE(out.find("(did you mean 'run'?)"), std::string::npos) << out;
+  EXPECT_EQ(run({}, &out), 2);
+  EXPECT_NE(out.find("trainscope: error (usage): name a command: run, devices"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--zzzzzzzzzz"}, &out), 2);  // nothing near: no guess
+  EXPECT_EQ(out.find("did you mean"), std::string::npos) << out;
+  EXPECT_EQ(run({"--help"}, &out), 0);  // help is not an error
+  EXPECT_EQ(out.find("trainscope: error"), std::string::npos) << out;
+}
+
+TEST(Text, NearestSpellingIsAPlausibleMisspellingOrNothing) {
+  EXPECT_EQ(trainscope::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(trainscope::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(trainscope::edit_distance("same", "same"), 0u);
+  EXPECT_EQ(trainscope::nearest_spelling("--modles", {"--epochs", "--models", "--model"}), "--models");
+  EXPECT_EQ(trainscope::nearest_spelling("runn", {"run", "devices"}), "run");
+  EXPECT_EQ(trainscope::nearest_spelling("--xyz", {"--models", "--epochs"}), "");
 }
 
 // --name is one folder under --out: a path is refused (exit 2) before anything is created.

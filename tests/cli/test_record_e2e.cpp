@@ -165,6 +165,7 @@ TEST(RecordE2e, FieldsTheAnalysisAndRenderersReadAreWrittenByTheRunner) {
     const auto& h = r.telemetry->headline;
     EXPECT_EQ(h.device, "cpu");
     EXPECT_TRUE(h.cpu_util_pct_mean) << r.run_id;       // analysis: cpu_util_pct_mean
+    EXPECT_TRUE(h.cpu_steal_pct_mean) << r.run_id;      // /proc/stat steal (0 on bare metal), beside it
     EXPECT_TRUE(h.process_rss_bytes_max) << r.run_id;   // analysis: rss fallback
     EXPECT_EQ(r.world_size, 1);
     // The renderer's operator chart reads the profiler's op table (self CPU time on the CPU).

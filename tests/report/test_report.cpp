@@ -163,6 +163,58 @@ TEST(ReportAnalysis, CpuOnlyDataSaysWhyThereIsNoGpuNumber) {
   EXPECT_TRUE(a.device_comparisons.empty());
   EXPECT_NE(all_sentences(a, "RQ4").find("No GPU run in these results"), std::string::npos);
   EXPECT_TRUE(fired(a, "cpu_faster").empty());
+  // The reason is given in full once (RQ1); RQ2-RQ4 refer back to it in one short sentence.
+  const std::string full = "the machine reported no CUDA device";
+  EXPECT_NE(all_sentences(a, "RQ1").find(full), std::string::npos);
+  for (const char* q : {"RQ2", "RQ3", "RQ4"}) {
+    EXPECT_EQ(all_sentences(a, q).find(full), std::string::npos) << q;
+    EXPECT_NE(all_sentences(a, q).find("No GPU run in these results (as in RQ1)."), std::string::npos) << q;
+  }
+}
+
+// A reason sits in one pair of parentheses: no answer nests them ("(telemetry was not recorded
+// (--no-telemetry?))" read badly), with telemetry, without GPUs, and without telemetry at all.
+TEST(ReportAnalysis, AnswersNeverNestParentheses) {
+  auto depth = [](const std::string& s) {
+    int d = 0, most = 0;
+    for (char ch : s) {
+      if (ch == '(') most = std::max(most, ++d);
+      if (ch == ')') --d;
+    }
+    return most;
+  };
+  auto full = load_run_folder(kStudy);
+  auto cpu_only = full;
+  std::erase_if(cpu_only.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  cpu_only.provenance.gpus.clear();
+  auto no_telemetry = cpu_only;
+  for (auto& r : no_telemetry.runs) r.telemetry.reset();
+  for (const auto* in : {&full, &cpu_only, &no_telemetry}) {
+    const auto a = analyze(*in);
+    for (const auto& q : a.answers)
+      for (const auto& s : q.sentences) EXPECT_LE(depth(s), 1) << q.id << ": " << s;
+  }
+  const std::string rq3 = all_sentences(analyze(no_telemetry), "RQ3");
+  EXPECT_NE(rq3.find("no telemetry was recorded: the runs had --no-telemetry"), std::string::npos) << rq3;
+}
+
+// The summary's "—" for energy and utilisation comes with its reason under the table (the
+// same reason as the answers), in report.md and on the console; a measured reading has none.
+TEST(ReportSummary, AbsentEnergyAndUtilisationSayWhy) {
+  auto in = load_run_folder(kStudy);
+  std::erase_if(in.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  in.provenance.gpus.clear();
+  for (auto& r : in.runs) r.telemetry.reset();
+  auto a = analyze(in);
+  const std::string md = render_markdown(in, a), con = render_console(in, a);
+  for (const char* line : {"— CPU energy: no telemetry was recorded", "— CPU utilisation: no telemetry was recorded"}) {
+    EXPECT_NE(md.find(std::string("- ") + line), std::string::npos) << md;
+    EXPECT_NE(con.find(line), std::string::npos) << con;
+  }
+  EXPECT_EQ(md.find("GPU energy:"), std::string::npos) << "no GPU cell, no GPU line";
+  auto with = load_run_folder(kStudy);
+  auto b = analyze(with);
+  for (const auto& x : b.summary_absences) EXPECT_EQ(x.find("CPU utilisation"), std::string::npos) << x;
 }
 
 TEST(ReportAdvice, EachRuleFiresOnItsFixture) {

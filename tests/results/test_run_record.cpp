@@ -93,6 +93,21 @@ TEST(ConsoleTable, SpeedupAgainstCpu) {
   EXPECT_NE(t.find("88.5 %"), std::string::npos);
 }
 
+// An epoch that did not finish (a run stopped early) has its epoch time estimated from the
+// steady rate: the same "(est.)" mark as the time for the requested epochs, one legend line.
+TEST(ConsoleTable, EveryEstimateCarriesTheSameMark) {
+  RunRecord r = sample("cpu", 1000);
+  r.mean_epoch_time_s.reset();
+  r.stopped_early = true;
+  r.stop_reason = "time budget";
+  r.steps_per_epoch = 100;  // 100 steps x 64 samples / 1000 samples/s = 6.4 s
+  const auto t = format_matrix_table({r});
+  EXPECT_NE(t.find("6.40 s (est.)"), std::string::npos) << t;
+  EXPECT_EQ(t.find('*'), std::string::npos) << t;
+  EXPECT_EQ(t.find("(est.): estimated"), t.rfind("(est.): estimated")) << t;  // one legend line
+  EXPECT_NE(t.find("the epoch did not finish"), std::string::npos) << t;
+}
+
 // The CPU row is the baseline only when a GPU ran the same workload, as in report.md.
 TEST(ConsoleTable, CpuOnlyRunHasNoBaseline) {
   auto t = format_matrix_table({sample("cpu", 1000)});

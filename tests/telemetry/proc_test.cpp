@@ -7,6 +7,7 @@
 
 #include "telemetry/proc_parse.h"
 #include "telemetry/source.h"
+#include "trainscope/telemetry.h"
 #include "test_util.h"
 
 using namespace trainscope::telemetry;
@@ -32,8 +33,24 @@ TEST(telemetry_ProcParse, ProcStatRealFormat) {
   ASSERT_EQ(cpus.size(), 3u);  // cpu, cpu0, cpu1; intr/ctxt/softirq ignored
   // cpu: user 10090 nice 0 system 2304 idle 148095 iowait 367 irq 0 softirq 95 steal 14
   EXPECT_EQ(cpus["cpu"].total, 10090u + 2304 + 148095 + 367 + 95 + 14);
-  EXPECT_EQ(cpus["cpu"].busy, 10090u + 2304 + 95 + 14);
-  EXPECT_EQ(cpus["cpu1"].busy, 4094u + 1016 + 56 + 6);
+  EXPECT_EQ(cpus["cpu"].busy, 10090u + 2304 + 95);  // steal is not this machine's work
+  EXPECT_EQ(cpus["cpu"].steal, 14u);
+  EXPECT_EQ(cpus["cpu1"].busy, 4094u + 1016 + 56);
+  EXPECT_EQ(cpus["cpu1"].steal, 6u);
+  // An old kernel's 7-value line has no steal column: steal 0, busy as before.
+  EXPECT_EQ(parse_proc_stat("cpu  10 0 5 100 1 0 2\n")["cpu"].steal, 0u);
+  EXPECT_EQ(parse_proc_stat("cpu  10 0 5 100 1 0 2\n")["cpu"].busy, 17u);
+}
+
+// A virtual machine whose hypervisor ran other guests: over 100 jiffies, 30 of this machine's
+// work, 20 stolen, 50 idle. Utilisation counts only the 30 (top's us+sy+...); steal reads 20 %.
+TEST(telemetry_ProcParse, StealIsNeitherBusyNorIdle) {
+  auto a = parse_proc_stat("cpu  1000 0 0 5000 0 0 0 300 0 0\n")["cpu"];
+  auto b = parse_proc_stat("cpu  1030 0 0 5050 0 0 0 320 0 0\n")["cpu"];
+  EXPECT_DOUBLE_EQ(cpu_util_pct(a, b).value(), 30.0);
+  EXPECT_DOUBLE_EQ(cpu_steal_pct(a, b).value(), 20.0);
+  EXPECT_FALSE(cpu_steal_pct(b, a).has_value());  // counters went backwards
+  EXPECT_FALSE(cpu_steal_pct(a, a).has_value());  // no time passed
 }
 
 TEST(telemetry_ProcParse, CpuUtilDeltasAndBackwardsCounters) {
@@ -41,6 +58,24 @@ TEST(telemetry_ProcParse, CpuUtilDeltasAndBackwardsCounters) {
   EXPECT_DOUBLE_EQ(cpu_util_pct(a, b).value(), 50.0);
   EXPECT_FALSE(cpu_util_pct(b, a).has_value());  // went backwards (hot-unplug)
   EXPECT_FALSE(cpu_util_pct(a, a).has_value());  // no time passed
+}
+
+// The run note on steal: none without a reading or at the threshold, the share and the window
+// above it.
+TEST(telemetry_Headline, StealAboveTheThresholdEarnsANote) {
+  trainscope::TelemetryHeadline h;
+  h.window = "headline";
+  EXPECT_EQ(trainscope::steal_note(h), "");  // no steal reading (no /proc/stat steal column)
+  h.cpu_steal_pct_mean = 0.4;
+  EXPECT_EQ(trainscope::steal_note(h), "");
+  h.cpu_steal_pct_mean = trainscope::kStealNotePct;
+  EXPECT_EQ(trainscope::steal_note(h), "");  // at the threshold: no note
+  h.cpu_steal_pct_mean = 7.3;
+  const std::string n = trainscope::steal_note(h);
+  EXPECT_NE(n.find("7.3 % of this virtual machine's CPU time"), std::string::npos) << n;
+  EXPECT_NE(n.find("during the headline window"), std::string::npos) << n;
+  h.window = "run";
+  EXPECT_NE(trainscope::steal_note(h).find("during the run ("), std::string::npos) << trainscope::steal_note(h);
 }
 
 TEST(telemetry_ProcParse, SelfStatWithParenthesesInComm) {
@@ -95,6 +130,8 @@ TEST(telemetry_ProcSource, UtilisationMemoryFrequencyFromFakeTree) {
   EXPECT_DOUBLE_EQ(value(b2, "cpu0", "util_pct").value(), 100.0 * 30 / 60);
   EXPECT_DOUBLE_EQ(value(b2, "cpu1", "util_pct").value(), 0.0);
   EXPECT_DOUBLE_EQ(value(b2, "cpu", "util_pct").value(), 100.0 * 30 / 100);
+  EXPECT_DOUBLE_EQ(value(b2, "cpu", "steal_pct").value(), 0.0);  // steal stayed at 14
+  EXPECT_FALSE(value(b2, "cpu0", "steal_pct"));                   // the machine-wide line only
   EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
 }
 

@@ -454,7 +454,7 @@ TEST(StreamAdvice, ConsoleLineForStreamedRunsOnly) {
   for (const auto& r : in.runs) {
     auto s = format_input_pipeline(r);
     if (r.input_pipeline) {
-      EXPECT_NE(s.find("2 worker(s)"), std::string::npos) << s;
+      EXPECT_NE(s.find("2 workers ("), std::string::npos) << s;
       EXPECT_NE(s.find("500 images/s per worker"), std::string::npos) << s;
       ++lines;
     } else {

@@ -1,12 +1,62 @@
 // trainscope CLI entry point: registers the sub-commands and maps errors to exit statuses.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.h"
+#include "common/text.h"
 #include "trainscope/error.h"
 #include "trainscope/build_info.h"
+
+namespace {
+
+// The command `first` names, or nullptr; `names` gets every command's name.
+CLI::App* find_command(CLI::App& app, const std::string& first, std::vector<std::string>& names) {
+  CLI::App* sub = nullptr;
+  for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(s->get_name());
+    if (s->get_name() == first) sub = s;
+  }
+  return sub;
+}
+
+// " (did you mean --models for --modles?)" for each unknown long option of `sub` in argv.
+std::string option_hints(const CLI::App& sub, int argc, char** argv) {
+  std::vector<std::string> options;
+  for (const CLI::Option* o : sub.get_options())
+    for (const auto& l : o->get_lnames()) options.push_back("--" + l);
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i], name = arg.substr(0, arg.find('='));
+    if (name.rfind("--", 0) != 0 || name == "--" || sub.get_option_no_throw(name)) continue;
+    if (auto n = trainscope::nearest_spelling(name, options); !n.empty())
+      out += fmt::format(" (did you mean {} for {}?)", n, name);
+  }
+  return out;
+}
+
+// A usage error CLI11 found, worded as trainscope's other errors: the prefix, a "did you mean"
+// for a misspelt command or long option, and where the options are listed.
+std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const std::string first = argc > 1 ? argv[1] : "";
+  std::vector<std::string> commands;
+  const CLI::App* sub = find_command(app, first, commands);
+  std::string msg = e.what();
+  if (sub) {
+    msg += option_hints(*sub, argc, argv);
+  } else if (first.empty()) {
+    msg = fmt::format("name a command: {}", fmt::join(commands, ", "));
+  } else if (first[0] != '-') {
+    msg = fmt::format("unknown command '{}'; commands: {}", first, fmt::join(commands, ", "));
+    if (auto n = trainscope::nearest_spelling(first, commands); !n.empty()) msg += fmt::format(" (did you mean '{}'?)", n);
+  }
+  return fmt::format("trainscope: error (usage): {}\nRun 'trainscope {}--help' for the options.\n", msg,
+                     sub ? sub->get_name() + " " : "");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace trainscope;
@@ -27,8 +77,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : cli::kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    fmt::print(stderr, "{}", usage_error(app, e, argc, argv));
+    return cli::kExitUsage;
   } catch (const Error& e) {
     fmt::print(stderr, "trainscope: error ({}): {}\n", to_string(e.kind()), e.what());
     if (e.kind() == ErrorKind::kInterrupted) return cli::kExitInterrupted;
