@@ -40,7 +40,12 @@ die() { echo "self_overhead.sh: $*" >&2; exit 2; }
 [[ $CONTROL =~ ^[01]$ ]] || die "CONTROL=$CONTROL: use 1 for an A/A control (both sides every tool off) or 0"
 OFF_FLAGS=(--no-telemetry --no-profile --no-inference)
 ON_FLAGS=()
-[ "$CONTROL" = 1 ] && ON_FLAGS=("${OFF_FLAGS[@]}") && echo "self_overhead.sh: A/A control: both sides run every tool off"
+# the sides' names in the output: "default" and "off", or A and B in an A/A control
+export ON_LABEL=default OFF_LABEL=off
+if [ "$CONTROL" = 1 ]; then
+  ON_FLAGS=("${OFF_FLAGS[@]}"); ON_LABEL=A; OFF_LABEL=B
+  echo "self_overhead.sh: A/A control: both sides (A, B) run every tool off; a verdict below is the host's, not a cost"
+fi
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "N=$N: use a whole number of pairs >= 1 (8 or more for a verdict)"
 command -v "$TS" >/dev/null 2>&1 || die "TS=$TS is not an executable: build trainscope or set TS"
 cells=("$@")
@@ -108,10 +113,10 @@ for cell in "${cells[@]}"; do
     # each pair as it ends, so that an invocation cut short (a time limit) still leaves its pairs
     # to pool with sampler_ab --verdict-of (a pair with a nan side prints ratio nan; the summary
     # below also drops a pair whose whole-run figure is missing)
-    awk -v c="$tag" -v i="$i" -v o="$order" -v a="${on_h[$((i - 1))]}" -v b="${off_h[$((i - 1))]}" \
+    awk -v c="$tag" -v i="$i" -v o="$order" -v la="$ON_LABEL" -v lb="$OFF_LABEL" -v a="${on_h[$((i - 1))]}" -v b="${off_h[$((i - 1))]}" \
       'function f(x) { return x == "nan" ? "nan" : sprintf("%.0f", x) }
        BEGIN { r = (a == "nan" || b == "nan" || b + 0 == 0) ? "nan" : sprintf("%.4f", a / b)
-               printf "%s: pair %d (%s) default %s off %s ratio %s\n", c, i, o, f(a), f(b), r }'
+               printf "%s: pair %d (%s) %s %s %s %s ratio %s\n", c, i, o, la, f(a), lb, f(b), r }'
   done
   python3 - "$tag" "${on_h[*]}" "${on_w[*]}" "${off_h[*]}" "${off_w[*]}" <<'PY'
 import math, os, statistics, subprocess, sys
@@ -135,13 +140,14 @@ def interval():
         return f"no interval ({os.environ['SAB']}: {e}; build it with cmake --build build --target sampler_ab)"
     except subprocess.CalledProcessError as e:
         return f"no interval ({os.environ['SAB']}: {e.stderr.strip()})"
-print(f"{cell}: pairs (default/off headline samples/s): " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(on_h, off_h)))
+A, B = os.environ["ON_LABEL"], os.environ["OFF_LABEL"]
+print(f"{cell}: pairs ({A}/{B} headline samples/s): " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(on_h, off_h)))
 if not kept:
     print(f"{cell}: no pair measured (of {len(on_h)}): see the errors above")
     sys.exit(0)
 mh, mw, fh, fw = med(on_h), med(on_w), med(off_h), med(off_w)
-print(f"{cell}: headline samples/s default {mh:.0f} off {fh:.0f} ratio {mh / fh:.3f}, {interval()}; "
-      f"whole-run samples/s default {mw:.0f} off {fw:.0f} ratio {mw / fw:.3f} (medians of the {len(kept)} of "
+print(f"{cell}: headline samples/s {A} {mh:.0f} {B} {fh:.0f} ratio {mh / fh:.3f}, {interval()}; "
+      f"whole-run samples/s {A} {mw:.0f} {B} {fw:.0f} ratio {mw / fw:.3f} (medians of the {len(kept)} of "
       f"{len(on_h)} pairs where both runs measured)")
 # The order effect: pairs 1, 3, ... ran on-off, pairs 2, 4, ... off-on. If the second run of a
 # pair tends to be faster, on-off pairs read low and off-on pairs high; the geometric mean of the

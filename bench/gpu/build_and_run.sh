@@ -125,8 +125,10 @@ for stage in "$@"; do
       { for i in $(seq "${N:-6}"); do
           for mode in free bound; do
             envs=(); [ $mode = bound ] && envs=(OMP_PROC_BIND=close OMP_PLACES=cores)
+            rm -rf "/tmp/runs/pin-$mode-$i"  # a warm machine may hold an earlier call's folder
             env ${envs[@]+"${envs[@]}"} $TS run --data $DATA -d cpu -m cnn -b 128 --max-steps "${STEPS:-300}" --threads 0 \
-              --no-telemetry --no-profile --no-inference --no-progress --out /tmp/runs --name "pin-$mode-$i" >/dev/null 2>&1
+              --no-telemetry --no-profile --no-inference --no-progress --out /tmp/runs --name "pin-$mode-$i" \
+              >"$OUT/pin-$mode-$i.log" 2>&1
             python3 -c "import json;r=json.load(open('/tmp/runs/pin-$mode-$i/results.json'))['runs'][0];print('$mode', $i, round(r['steady_samples_per_s'] or 0))"
           done
         done

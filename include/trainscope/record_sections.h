@@ -46,9 +46,10 @@ using OptI = std::optional<int64_t>;
 /// Fewest readings behind a mean or maximum that is presented as one: below it, statistics are
 /// kept but marked too_few_samples and shown as "n=3, too few" (docs/telemetry.md#energy).
 inline constexpr int64_t kMinStatsSamples = 5;
-/// A headline window whose mean steal time (TelemetryHeadline::cpu_steal_pct_mean, % of the
-/// VM's CPU time) exceeds this earns the run a note: the hypervisor slowed the steps by up to
-/// that share, unevenly. 2 % is trainscope's choice: below the 3 % cost issue 13 resolves.
+/// A headline window whose stolen share (stolen_share_pct: steal over busy + steal, the share
+/// of the time this VM's CPUs had work that the hypervisor gave to other guests) exceeds this
+/// earns the run a note: the steps waited about that long, unevenly. 2 % is trainscope's
+/// choice, below the 3 % of the self-perturbation flag (docs/profiling.md#measurement-protocol).
 inline constexpr double kStealNotePct = 2.0;
 inline bool too_few_samples(int64_t count) { return count < kMinStatsSamples; }
 

@@ -254,8 +254,9 @@ struct Analysis {
   std::vector<BatchComparison> batch_comparisons;
   std::vector<GpuBalance> balance;
   std::vector<Answer> answers;
-  /// Why the summary's energy and utilisation cells read "—": one "reading: reason" line per
-  /// reading absent from some measured cell, with the reason the answers give.
+  /// Why the summary's energy and CPU utilisation cells read "—": one "reading: reason" line
+  /// per reading absent from some measured cell whose telemetry source gave no reading at all
+  /// (its reason: unavailable, not probed, telemetry off).
   std::vector<std::string> summary_absences;
   std::vector<Advice> advice;
   std::vector<BatchScaling> batch_scaling;

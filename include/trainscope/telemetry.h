@@ -90,9 +90,14 @@ struct TelemetryField {
 TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::string& device,
                                      const std::vector<GpuInfo>& gpus);
 
-/// The run note for a headline whose mean steal time exceeds kStealNotePct (the hypervisor
-/// gave that share of a virtual machine's CPU time to other guests), else "" (no steal
-/// reading, bare metal, or steal at or below the threshold). h.window names the window.
+/// The share, in percent, of the time a virtual machine's CPUs had work that its hypervisor gave
+/// to other guests: steal / (busy + steal), from the headline's means of the machine-wide
+/// cpu_steal_pct and cpu_util_pct (both shares of all CPU time, idle included; an idle vCPU
+/// accrues no steal, so steal alone understates what a busy one lost). nullopt without both.
+std::optional<double> stolen_share_pct(const TelemetryHeadline& h);
+
+/// The run note for a headline whose stolen_share_pct exceeds kStealNotePct, else "" (no
+/// steal reading, bare metal, or at or below the threshold). h.window names the window.
 std::string steal_note(const TelemetryHeadline& h);
 
 /// The scenario telemetry of `device` in `s` (an inference scenario's window): the figures of

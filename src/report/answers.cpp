@@ -26,19 +26,24 @@ const Cell* find(const Analysis& a, const std::string& d, const std::string& m, 
   return nullptr;
 }
 
-std::string gpu_absence(const ReportInput& in, const Analysis& a) {
-  if (a.has_gpu) return "";
-  if (in.provenance.gpus.empty())
-    return "No GPU run in these results: the machine reported no CUDA device (provenance lists no GPU), so there is "
-           "no GPU number to compare with.";
-  return "No GPU run finished successfully in these results, so there is no GPU number to compare with.";
-}
+// Why these results hold no GPU number, said in full (RQ1) and as the later answers' short
+// reference to it; both empty when a GPU run succeeded.
+struct GpuAbsence {
+  std::string full, again;
+};
 
-// The same absence in RQ2-RQ4, after RQ1 gave it in full: one short sentence that refers back.
-std::string gpu_absence_again(const ReportInput& in, const Analysis& a) {
-  if (a.has_gpu) return "";
-  return in.provenance.gpus.empty() ? "No GPU run in these results (as in RQ1)."
-                                    : "No GPU run finished successfully (as in RQ1).";
+GpuAbsence gpu_absence(const ReportInput& in, const Analysis& a) {
+  if (a.has_gpu) return {};
+  const bool asked = std::any_of(a.cells.begin(), a.cells.end(), [](const Cell& c) { return is_gpu(c.device); });
+  if (in.provenance.gpus.empty())
+    return {"No GPU run in these results: the machine reported no CUDA device (provenance lists no GPU), so there is "
+            "no GPU number to compare with.",
+            "No GPU run in these results (as in RQ1)."};
+  if (!asked)
+    return {"No GPU run in these results: none was asked for (--devices), so there is no GPU number to compare with.",
+            "No GPU run in these results (as in RQ1)."};
+  return {"No GPU run finished successfully in these results, so there is no GPU number to compare with.",
+          "No GPU run finished successfully (as in RQ1)."};
 }
 
 }  // namespace
@@ -315,7 +320,7 @@ Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const
       if (d.model != m || !d.speedup) continue;
       if (!(*d.speedup <= 1 || d.noise)) none = false;
       if (*d.speedup >= 1.5 && !d.noise) little = false;
-      detail += fmt::format("{}{}× at batch {} on {}{}", detail.empty() ? "" : ", ", fmt_num(*d.speedup),
+      detail += fmt::format("{}{}× at batch {} on {}{}", detail.empty() ? "" : "; ", fmt_num(*d.speedup),
                             d.batch_size, d.gpu_device, d.noise ? ", within the noise" : "");
     }
     if (detail.empty()) continue;
@@ -349,21 +354,24 @@ std::vector<std::string> summary_absences(const ReportInput& in, const Analysis&
     if (!c.energy_per_sample_j.ok()) (gpu ? gpu_energy : cpu_energy) = true;
     if (!gpu && !c.cpu_util_pct_mean.ok()) cpu_util = true;
   }
+  // Only a source that gave no reading at all has one reason for every cell; a cell-specific
+  // absence (a window too short, a data-parallel cell) is explained in the answers.
   std::vector<std::string> out;
-  auto line = [&](const char* reading, const std::string& reason, const char* otherwise) {
-    out.push_back(fmt::format("{}: {}", reading, reason.empty() ? otherwise : reason));
+  auto line = [&](bool absent, const char* reading, const std::string& reason) {
+    if (absent && !reason.empty()) out.push_back(fmt::format("{}: {}", reading, reason));
   };
-  if (cpu_energy) line("CPU energy", why.rapl, "RAPL gave no reading in the runs' windows");
-  if (gpu_energy) line("GPU energy", why.nvml, "NVML gave no energy or power reading in the runs' windows");
-  if (cpu_util) line("CPU utilisation", source_reason(in.runs, "proc"), "/proc gave no reading in the runs' windows");
+  line(cpu_energy, "CPU energy", why.rapl);
+  line(gpu_energy, "GPU energy", why.nvml);
+  line(cpu_util, "CPU utilisation", source_reason(in.runs, "proc"));
   return out;
 }
 
 }  // namespace
 
 void build_answers(const ReportInput& in, Analysis& a) {
-  const Reasons why{gpu_absence(in, a), gpu_absence_again(in, a), source_reason(in.runs, "nvml"),
-                    source_reason(in.runs, "rapl"), source_reason(in.runs, "hwmon")};
+  const GpuAbsence no_gpu = gpu_absence(in, a);
+  const Reasons why{no_gpu.full, no_gpu.again, source_reason(in.runs, "nvml"), source_reason(in.runs, "rapl"),
+                    source_reason(in.runs, "hwmon")};
   for (auto* f : {answer_rq1, answer_rq2, answer_rq3, answer_rq4, answer_rq5, answer_simple_network})
     a.answers.push_back(f(in, a, why));
   a.summary_absences = summary_absences(in, a, why);

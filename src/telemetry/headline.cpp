@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope {
@@ -75,12 +76,19 @@ TelemetryHeadline telemetry_headline(const TelemetrySummary& s, const std::strin
   return h;
 }
 
+std::optional<double> stolen_share_pct(const TelemetryHeadline& h) {
+  if (!h.cpu_steal_pct_mean || !h.cpu_util_pct_mean) return std::nullopt;
+  const double demanded = *h.cpu_util_pct_mean + *h.cpu_steal_pct_mean;
+  return demanded > 0 ? std::optional<double>(100.0 * *h.cpu_steal_pct_mean / demanded) : std::nullopt;
+}
+
 std::string steal_note(const TelemetryHeadline& h) {
-  if (!h.cpu_steal_pct_mean || *h.cpu_steal_pct_mean <= kStealNotePct) return "";
+  const auto share = stolen_share_pct(h);
+  if (!share || *share <= kStealNotePct) return "";
   return fmt::format(
-      "the hypervisor gave {:.1f} % of this virtual machine's CPU time to other guests during the {} (steal time, "
-      "/proc/stat): the samples/s here is lower than this machine's own and varies with their load",
-      *h.cpu_steal_pct_mean, h.window == "headline" ? "headline window" : "run");
+      "the hypervisor gave other guests {} % of the time this virtual machine's CPUs had work during the {} (steal "
+      "time, /proc/stat): samples/s may be lower than on an uncontended host and varies with their load",
+      format_number(*share), h.window == "headline" ? "headline window" : "run");
 }
 
 ScenarioTelemetry scenario_telemetry(const TelemetrySummary& s, const std::string& device) {

@@ -601,10 +601,10 @@ void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {
         rec.telemetry->headline = std::move(h);
       else
         rec.notes.push_back(fmt::format(
-            "telemetry headline covers the whole run: the headline window ({:.2f} s) held {} telemetry sample(s), "
-            "fewer than {}; train longer (--max-steps, --epochs) or sample faster (--telemetry-interval)",
-            static_cast<double>(mw.headline_end_ns - mw.headline_start_ns) * 1e-9, h.stats_samples_min.value_or(0),
-            kMinStatsSamples));
+            "telemetry headline covers the whole run: the headline window ({:.2f} s) held {}, fewer than {}; train "
+            "longer (--max-steps, --epochs) or sample faster (--telemetry-interval)",
+            static_cast<double>(mw.headline_end_ns - mw.headline_start_ns) * 1e-9,
+            count_of(h.stats_samples_min.value_or(0), "telemetry sample"), kMinStatsSamples));
     }
     rec.telemetry->headline.window = from_headline ? "headline" : "run";
     if (const MetricStats* cpu = rec.telemetry->summary.metric("sampler", "cpu_pct"); cpu && cpu->mean)

@@ -170,6 +170,13 @@ TEST(ReportAnalysis, CpuOnlyDataSaysWhyThereIsNoGpuNumber) {
     EXPECT_EQ(all_sentences(a, q).find(full), std::string::npos) << q;
     EXPECT_NE(all_sentences(a, q).find("No GPU run in these results (as in RQ1)."), std::string::npos) << q;
   }
+  // A GPU host where only the CPU was asked for: not a failure, and RQ1 says so.
+  auto cpu_asked = load_run_folder(kStudy);
+  std::erase_if(cpu_asked.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  ASSERT_FALSE(cpu_asked.provenance.gpus.empty());
+  const std::string rq1 = all_sentences(analyze(cpu_asked), "RQ1");
+  EXPECT_NE(rq1.find("none was asked for (--devices)"), std::string::npos) << rq1;
+  EXPECT_EQ(rq1.find("finished successfully"), std::string::npos) << rq1;
 }
 
 // A reason sits in one pair of parentheses: no answer nests them ("(telemetry was not recorded
@@ -212,9 +219,10 @@ TEST(ReportSummary, AbsentEnergyAndUtilisationSayWhy) {
     EXPECT_NE(con.find(line), std::string::npos) << con;
   }
   EXPECT_EQ(md.find("GPU energy:"), std::string::npos) << "no GPU cell, no GPU line";
-  auto with = load_run_folder(kStudy);
-  auto b = analyze(with);
-  for (const auto& x : b.summary_absences) EXPECT_EQ(x.find("CPU utilisation"), std::string::npos) << x;
+  // The study fixture measured CPU utilisation but recorded no RAPL: one line, CPU energy.
+  auto b = analyze(load_run_folder(kStudy));
+  ASSERT_EQ(b.summary_absences.size(), 1u) << ::testing::PrintToString(b.summary_absences);
+  EXPECT_EQ(b.summary_absences[0].rfind("CPU energy: ", 0), 0u) << b.summary_absences[0];
 }
 
 TEST(ReportAdvice, EachRuleFiresOnItsFixture) {

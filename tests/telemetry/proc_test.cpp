@@ -60,22 +60,30 @@ TEST(telemetry_ProcParse, CpuUtilDeltasAndBackwardsCounters) {
   EXPECT_FALSE(cpu_util_pct(a, a).has_value());  // no time passed
 }
 
-// The run note on steal: none without a reading or at the threshold, the share and the window
-// above it.
-TEST(telemetry_Headline, StealAboveTheThresholdEarnsANote) {
+// The run note on steal: the share of the time the CPUs had work (steal over busy + steal),
+// none without both readings or at the threshold, the share and the window above it. A VM that
+// trains on 2 of 16 vCPUs with 20 % of their time stolen reads about 2.5 % steal machine-wide,
+// yet its steps lost 20 %.
+TEST(telemetry_Headline, StealOfTheTimeTheCpusHadWorkEarnsANote) {
   trainscope::TelemetryHeadline h;
   h.window = "headline";
-  EXPECT_EQ(trainscope::steal_note(h), "");  // no steal reading (no /proc/stat steal column)
-  h.cpu_steal_pct_mean = 0.4;
-  EXPECT_EQ(trainscope::steal_note(h), "");
-  h.cpu_steal_pct_mean = trainscope::kStealNotePct;
-  EXPECT_EQ(trainscope::steal_note(h), "");  // at the threshold: no note
-  h.cpu_steal_pct_mean = 7.3;
+  EXPECT_EQ(trainscope::steal_note(h), "");  // no steal reading (telemetry off, or fewer than two polls)
+  h.cpu_steal_pct_mean = 2.5;
+  EXPECT_FALSE(trainscope::stolen_share_pct(h));  // no utilisation beside it
+  h.cpu_util_pct_mean = 10.0;                     // 2 of 16 vCPUs busy 80 % of the time
+  EXPECT_DOUBLE_EQ(trainscope::stolen_share_pct(h).value(), 20.0);
   const std::string n = trainscope::steal_note(h);
-  EXPECT_NE(n.find("7.3 % of this virtual machine's CPU time"), std::string::npos) << n;
+  EXPECT_NE(n.find("gave other guests 20.0 % of the time this virtual machine's CPUs had work"), std::string::npos)
+      << n;
   EXPECT_NE(n.find("during the headline window"), std::string::npos) << n;
   h.window = "run";
   EXPECT_NE(trainscope::steal_note(h).find("during the run ("), std::string::npos) << trainscope::steal_note(h);
+  h.cpu_util_pct_mean = 98.0;
+  h.cpu_steal_pct_mean = 2.0;  // 2 / 100: at the threshold, no note
+  EXPECT_DOUBLE_EQ(trainscope::stolen_share_pct(h).value(), trainscope::kStealNotePct);
+  EXPECT_EQ(trainscope::steal_note(h), "");
+  h.cpu_steal_pct_mean = 0.0;  // bare metal
+  EXPECT_EQ(trainscope::steal_note(h), "");
 }
 
 TEST(telemetry_ProcParse, SelfStatWithParenthesesInComm) {
@@ -132,6 +140,15 @@ TEST(telemetry_ProcSource, UtilisationMemoryFrequencyFromFakeTree) {
   EXPECT_DOUBLE_EQ(value(b2, "cpu", "util_pct").value(), 100.0 * 30 / 100);
   EXPECT_DOUBLE_EQ(value(b2, "cpu", "steal_pct").value(), 0.0);  // steal stayed at 14
   EXPECT_FALSE(value(b2, "cpu0", "steal_pct"));                   // the machine-wide line only
+  // Then the hypervisor takes 25 of the next 100 jiffies; 25 more are this machine's work.
+  ts_test::write_file(root / "proc/stat",
+                      "cpu  10145 0 2304 148215 367 0 95 39 0 0\n"
+                      "cpu0 6040 0 1298 72991 214 0 39 32 0 0\n"
+                      "cpu1 4094 0 1016 75259 152 0 56 6 0 0\n");
+  SampleBatch b3;
+  src->sample(4'000'000'000, b3);
+  EXPECT_DOUBLE_EQ(value(b3, "cpu", "steal_pct").value(), 25.0);
+  EXPECT_DOUBLE_EQ(value(b3, "cpu", "util_pct").value(), 25.0);  // the stolen 25 are not busy
   EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
 }
 

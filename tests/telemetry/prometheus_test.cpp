@@ -21,7 +21,8 @@ TelemetrySnapshot snapshot() {
   s.readings = {{"gpu0", "power_w", 152.5},   {"gpu0", "util_pct", 70},      {"gpu1", "power_w", 23},
                 {"gpu0", "temp_c", 69},       {"gpu0", "energy_j", 1234.5},  {"cpu", "util_pct", 60},
                 {"cpu3", "util_pct", 12.5},   {"cpu", "mem_used_bytes", 1e9}, {"process", "rss_bytes", 5e8},
-                {"cpu", "freq_mhz", 2100},    {"hwmon:coretemp:Package \"0\"", "temp_c", 45}};
+                {"cpu", "freq_mhz", 2100},    {"hwmon:coretemp:Package \"0\"", "temp_c", 45},
+                {"cpu", "steal_pct", 1.5}};
   return s;
 }
 
@@ -79,6 +80,7 @@ TEST(telemetry_Prometheus, ConventionalNamesUnitsAndLabels) {
   EXPECT_NE(text.find("trainscope_gpu_temperature_celsius{gpu=\"0\""), std::string::npos);
   EXPECT_NE(text.find("trainscope_cpu_utilization_ratio{cpu=\"all\"} 0.6"), std::string::npos);
   EXPECT_NE(text.find("trainscope_cpu_utilization_ratio{cpu=\"3\"} 0.125"), std::string::npos);
+  EXPECT_NE(text.find("trainscope_cpu_steal_ratio{cpu=\"all\"} 0.015"), std::string::npos) << text;
   EXPECT_NE(text.find("trainscope_host_memory_used_bytes 1000000000"), std::string::npos);
   EXPECT_NE(text.find("trainscope_process_resident_memory_bytes 500000000"), std::string::npos);
   EXPECT_NE(text.find("trainscope_cpu_frequency_hertz{cpu=\"all\"} 2100000000"), std::string::npos);

@@ -48,7 +48,9 @@ std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
     msg += option_hints(*sub, argc, argv);
   } else if (first.empty()) {
     msg = fmt::format("name a command: {}", fmt::join(commands, ", "));
-  } else if (first[0] != '-') {
+  } else if (first[0] == '-') {  // an unknown option before any command
+    msg += fmt::format("; name a command first: {}", fmt::join(commands, ", "));
+  } else {
     msg = fmt::format("unknown command '{}'; commands: {}", first, fmt::join(commands, ", "));
     if (auto n = trainscope::nearest_spelling(first, commands); !n.empty()) msg += fmt::format(" (did you mean '{}'?)", n);
   }
