@@ -13,7 +13,7 @@
 # a host whose runs spread ±10 % (bench/RESULTS.md, H200 sixth session) 5 pairs do not. It also
 # prints the on-off and the off-on pairs' medians apart, and their geometric mean, which cancels an
 # order effect within pairs (the second run of a pair faster, as on the H200 in the ninth session).
-# Each pair is printed as it ends ("CELL: pair 3 (on-off) default 12061 off 12210 ratio 0.9878"),
+# Each pair is printed as it ends ("CELL: pair 3 (default-off) default 12061 off 12210 ratio 0.9878"),
 # so an invocation cut short by a time limit still leaves its pairs to pool.
 #
 # Usage: bench/self_overhead.sh [CELL ...]      CELL = device,model,batch  e.g. cuda:0,resnet18,128
@@ -109,7 +109,7 @@ for cell in "${cells[@]}"; do
   for i in $(seq "$N"); do
     # The order within a pair alternates (on-off, off-on, ...): a run that follows a tools-on run
     # (which ends with inference) and one that follows a tools-off run each land on both sides.
-    if [ $((i % 2)) -eq 1 ]; then side on; side off; order=on-off; else side off; side on; order=off-on; fi
+    if [ $((i % 2)) -eq 1 ]; then side on; side off; order=$ON_LABEL-$OFF_LABEL; else side off; side on; order=$OFF_LABEL-$ON_LABEL; fi
     # each pair as it ends, so that an invocation cut short (a time limit) still leaves its pairs
     # to pool with sampler_ab --verdict-of (a pair with a nan side prints ratio nan; the summary
     # below also drops a pair whose whole-run figure is missing)
@@ -155,8 +155,9 @@ print(f"{cell}: headline samples/s {A} {mh:.0f} {B} {fh:.0f} ratio {mh / fh:.3f}
 by_order = {name: [on_h[i] / off_h[i] for i in kept if i % 2 == first] for name, first in (("on-off", 0), ("off-on", 1))}
 if all(by_order.values()):
     a, b = (statistics.median(v) for v in by_order.values())
-    print(f"{cell}: median pair ratio of the on-off pairs {a:.3f} ({len(by_order['on-off'])}), of the off-on pairs "
-          f"{b:.3f} ({len(by_order['off-on'])}), their geometric mean {math.sqrt(a * b):.3f}")
+    n1, n2 = len(by_order['on-off']), len(by_order['off-on'])
+    print(f"{cell}: median pair ratio of the {A}-{B} pairs {a:.3f} ({n1} pair{'s' if n1 != 1 else ''}), of the {B}-{A} "
+          f"pairs {b:.3f} ({n2} pair{'s' if n2 != 1 else ''}), their geometric mean {math.sqrt(a * b):.3f}")
 PY
 done
 [ "$failed" = 0 ] || { echo "self_overhead.sh: some runs measured nothing (errors above)" >&2; exit 1; }

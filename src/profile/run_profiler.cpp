@@ -337,7 +337,7 @@ std::string format_op_table(const ProfileSection& p, int64_t top_n) {
   for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < top_n; ++i) s += op_line(*v[i], dev);
   if (rows.size() > static_cast<size_t>(std::max<int64_t>(top_n, 0)))
     s += fmt::format("({} more operators in the CSV/JSON)\n", rows.size() - static_cast<size_t>(top_n));
-  if (!any_flops) s += "GFLOP — : not recorded; --profile-flops counts them (it records input shapes: more overhead)\n";
+  if (!any_flops) s += "GFLOP —: not recorded; --profile-flops counts them (it records input shapes: more overhead)\n";
   for (const auto& w : p.warnings) s += "warning: " + w + "\n";
   return s;
 }

@@ -258,16 +258,17 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
     const bool slow_headline = m.profile_step_time_ratio && *m.profile_step_time_ratio < t.noisy_headline_ratio;
     if (!slow_headline) continue;
     add_for_run(a, "noisy_headline", r,
-                "The headline window was disturbed: its steps ran slower than the profiled steps, which do extra "
-                "work, so something else (another process, frequency scaling) slowed it. Treat this run's samples/s "
-                "as noisy, not clean: measure again on a quiet machine, with repeats to see the spread.",
-                fmt::format("run {}: profiled steps {} ms vs headline steps {} ms on average; median profiled / "
-                            "median headline step time: profile_step_time_ratio {} (threshold < {}); the profiler's "
-                            "cost from the means: {} %",
-                            r.run_id, m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
+                "The headline window was disturbed: its median step ran slower than the median profiled step, "
+                "which does extra work, so something else (another process, frequency scaling) slowed it. Treat "
+                "this run's samples/s as noisy, not clean: measure again on a quiet machine, with repeats to see the "
+                "spread.",
+                fmt::format("run {}: median profiled / median headline step time: profile_step_time_ratio {:.3f} "
+                            "(threshold < {}); the means, which a few slow steps move: profiled steps {} ms, "
+                            "headline steps {} ms; from the means, the profiling window added {} % to the training "
+                            "time",
+                            r.run_id, *m.profile_step_time_ratio, fmt_num(t.noisy_headline_ratio),
+                            m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
                             m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?",
-                            m.profile_step_time_ratio ? fmt_num(*m.profile_step_time_ratio) : "?",
-                            fmt_num(t.noisy_headline_ratio),
                             m.profile_cost_pct ? fmt_num(*m.profile_cost_pct) : "?"));
   }
 }

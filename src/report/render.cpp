@@ -221,10 +221,15 @@ std::vector<std::string> instrumentation_flags(const ReportInput& in) {
     // A negative cost is noise (the headline steps were slowed by something else), never a cost.
     const std::string profiling =
         cost && *cost < 0 ? "profiling window cost not measurable: its steps ran faster than the headline (noise)"
-                          : fmt::format("profiling window {:.1f} % of the training time", cost.value_or(0));
-    out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % (telemetry sampler {:.1f} % of "
-                              "one core, {}); the headline excludes the profiled steps",
-                              r.run_id, r.measurement.sampler_cpu_pct_mean.value_or(0), profiling));
+          : cost ? fmt::format("profiling window {:.1f} % of the training time", *cost)
+                 : std::string("profiling window cost not measured");
+    const auto& sampler = r.measurement.sampler_cpu_pct_mean;  // absent: telemetry off or unmeasured, never 0
+    out.push_back(fmt::format("{}: trainscope's own instruments cost more than 3 % ({}, {}); the headline excludes "
+                              "the profiled steps",
+                              r.run_id,
+                              sampler ? fmt::format("telemetry sampler {:.1f} % of one core", *sampler)
+                                      : std::string("telemetry sampler's CPU time not measured"),
+                              profiling));
   }
   return out;
 }
@@ -254,7 +259,7 @@ namespace {
 
 std::string md_summary_table(const Analysis& a) {
   std::string s;
-  s += "## Details per device, model and batch size\n\n";
+  s += "\n## Details per device, model and batch size\n\n";
   s += "Median over repeats; (±half the spread, n = repeats) where there are several. — = not measured.\n\n";
   s += "| model | batch | device | runs ok/failed | samples/s | speed-up | epoch time | time for N epochs | test acc. | "
        "GPU util | SM activity | CPU util | GPU peak alloc. | GPU peak reserved | host RSS | power mean | power peak | "

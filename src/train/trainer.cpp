@@ -902,7 +902,7 @@ void rate_instrumentation_cost(RunRecord& r) {
                                   *m.sampler_cpu_pct_mean, m.sampler_cpu_share_pct.value_or(0), r.intra_op_threads));
   if (profiler_over)
     r.notes.push_back(fmt::format("the profiling window added {:.1f} % to the training time (> 3 %; its steps took "
-                                  "{:.2f}x the headline step time on average); the headline figures exclude it",
+                                  "{:.2f}× the headline step time on average); the headline figures exclude it",
                                   *m.profile_cost_pct, *m.profiled_step_ms_mean / *m.headline_step_ms_mean));
 }
 

@@ -319,11 +319,18 @@ TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
   m.instrumentation_over_3pct = true;  // as a sampler over 3 % would set it
   auto a = analyze(in);
   ASSERT_EQ(fired(a, "noisy_headline").size(), 1u);
-  EXPECT_NE(fired(a, "noisy_headline")[0]->evidence.find("profile_step_time_ratio 0.80"), std::string::npos)
+  EXPECT_NE(fired(a, "noisy_headline")[0]->evidence.find("profile_step_time_ratio 0.800"), std::string::npos)
       << fired(a, "noisy_headline")[0]->evidence;
   std::string md = render_markdown(in, a);
   EXPECT_EQ(md.find("profiling window -4"), std::string::npos);
   EXPECT_NE(md.find("profiling window cost not measurable"), std::string::npos);
+  // the sampler's CPU share: its measured value, or "not measured", never a 0 it did not read
+  m.sampler_cpu_pct_mean = 3.4;
+  EXPECT_NE(render_markdown(in, analyze(in)).find("telemetry sampler 3.4 % of one core"), std::string::npos);
+  m.sampler_cpu_pct_mean.reset();
+  md = render_markdown(in, analyze(in));
+  EXPECT_NE(md.find("telemetry sampler's CPU time not measured"), std::string::npos) << md;
+  EXPECT_EQ(md.find("telemetry sampler 0.0 %"), std::string::npos) << md;
   std::string con = render_console(in, a);
   EXPECT_NE(con.find("[noisy_headline]"), std::string::npos);
   EXPECT_EQ(con.find("profiling window -4"), std::string::npos);

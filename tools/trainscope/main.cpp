@@ -22,19 +22,20 @@ CLI::App* find_command(CLI::App& app, const std::string& first, std::vector<std:
   return sub;
 }
 
-// " (did you mean --models for --modles?)" for each unknown long option of `sub` in argv.
-std::string option_hints(const CLI::App& sub, int argc, char** argv) {
-  std::vector<std::string> options;
+// "unknown option --modles (did you mean --models?)" for each unknown long option of `sub` in
+// argv, joined by "; "; "" when there is none (the error was about something else).
+std::string unknown_options(const CLI::App& sub, int argc, char** argv) {
+  std::vector<std::string> options, out;
   for (const CLI::Option* o : sub.get_options())
     for (const auto& l : o->get_lnames()) options.push_back("--" + l);
-  std::string out;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i], name = arg.substr(0, arg.find('='));
-    if (name.rfind("--", 0) != 0 || name == "--" || sub.get_option_no_throw(name)) continue;
-    if (auto n = trainscope::nearest_spelling(name, options); !n.empty())
-      out += fmt::format(" (did you mean {} for {}?)", n, name);
+    if (name == "--") break;  // what follows is positional
+    if (name.rfind("--", 0) != 0 || sub.get_option_no_throw(name)) continue;
+    const std::string n = trainscope::nearest_spelling(name, options);
+    out.push_back("unknown option " + name + (n.empty() ? "" : " (did you mean " + n + "?)"));
   }
-  return out;
+  return fmt::format("{}", fmt::join(out, "; "));
 }
 
 // A usage error CLI11 found, worded as trainscope's other errors: the prefix, a "did you mean"
@@ -45,7 +46,7 @@ std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
   const CLI::App* sub = find_command(app, first, commands);
   std::string msg = e.what();
   if (sub) {
-    msg += option_hints(*sub, argc, argv);
+    if (auto unknown = unknown_options(*sub, argc, argv); !unknown.empty()) msg = unknown;
   } else if (first.empty()) {
     msg = fmt::format("name a command: {}", fmt::join(commands, ", "));
   } else if (first[0] == '-') {  // an unknown option before any command
@@ -54,8 +55,8 @@ std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
     msg = fmt::format("unknown command '{}'; commands: {}", first, fmt::join(commands, ", "));
     if (auto n = trainscope::nearest_spelling(first, commands); !n.empty()) msg += fmt::format(" (did you mean '{}'?)", n);
   }
-  return fmt::format("trainscope: error (usage): {}\nRun 'trainscope {}--help' for the options.\n", msg,
-                     sub ? sub->get_name() + " " : "");
+  return fmt::format("trainscope: error (usage): {}\nRun 'trainscope {}--help' for the {}.\n", msg,
+                     sub ? sub->get_name() + " " : "", sub ? "options" : "commands");
 }
 
 }  // namespace
