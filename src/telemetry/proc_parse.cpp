@@ -139,19 +139,24 @@ std::vector<double> parse_cpuinfo_mhz(std::string_view text) {
   return out;
 }
 
+namespace {
+// 100 * (part delta) / (total delta) between two readings of one /proc/stat line; nullopt when
+// total did not advance or a counter went backwards (CPU hot-unplug resets them).
+std::optional<double> share_pct(uint64_t part_a, uint64_t part_b, uint64_t total_a, uint64_t total_b) {
+  if (total_b <= total_a || part_b < part_a) return std::nullopt;
+  uint64_t dt = total_b - total_a, dp = part_b - part_a;
+  if (dp > dt) return std::nullopt;
+  // 100 * dp / dt can round to 100 + 1 ulp when dp == dt (found by fuzzing): clamp.
+  return std::min(100.0, 100.0 * static_cast<double>(dp) / static_cast<double>(dt));
+}
+}  // namespace
+
 std::optional<double> cpu_util_pct(const CpuJiffies& a, const CpuJiffies& b) {
-  if (b.total <= a.total || b.busy < a.busy) return std::nullopt;
-  uint64_t dt = b.total - a.total, db = b.busy - a.busy;
-  if (db > dt) return std::nullopt;
-  // 100 * db / dt can round to 100 + 1 ulp when db == dt (found by fuzzing): clamp.
-  return std::min(100.0, 100.0 * static_cast<double>(db) / static_cast<double>(dt));
+  return share_pct(a.busy, b.busy, a.total, b.total);
 }
 
 std::optional<double> cpu_steal_pct(const CpuJiffies& a, const CpuJiffies& b) {
-  if (b.total <= a.total || b.steal < a.steal) return std::nullopt;
-  uint64_t dt = b.total - a.total, ds = b.steal - a.steal;
-  if (ds > dt) return std::nullopt;
-  return std::min(100.0, 100.0 * static_cast<double>(ds) / static_cast<double>(dt));
+  return share_pct(a.steal, b.steal, a.total, b.total);
 }
 
 }  // namespace trainscope::telemetry

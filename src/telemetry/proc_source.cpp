@@ -88,7 +88,8 @@ class ProcSource final : public TelemetrySource {
         auto it = last_jiffies_.find(name);
         if (it != last_jiffies_.end()) {
           if (auto u = cpu_util_pct(it->second, j)) out.add(name, "util_pct", *u);
-          if (auto st = cpu_steal_pct(it->second, j); st && name == "cpu") out.add(name, "steal_pct", *st);
+          if (name == "cpu")  // the machine-wide line only
+            if (auto st = cpu_steal_pct(it->second, j)) out.add(name, "steal_pct", *st);
         }
         last_jiffies_[name] = j;
       }

@@ -146,7 +146,7 @@ TEST(telemetry_ProcSource, UtilisationMemoryFrequencyFromFakeTree) {
                       "cpu0 6040 0 1298 72991 214 0 39 32 0 0\n"
                       "cpu1 4094 0 1016 75259 152 0 56 6 0 0\n");
   SampleBatch b3;
-  src->sample(4'000'000'000, b3);
+  src->sample(4000000000, b3);  // 4 s (no digit separators: pmccabe reads ' as a quote)
   EXPECT_DOUBLE_EQ(value(b3, "cpu", "steal_pct").value(), 25.0);
   EXPECT_DOUBLE_EQ(value(b3, "cpu", "util_pct").value(), 25.0);  // the stolen 25 are not busy
   EXPECT_NEAR(value(b2, "process", "cpu_pct").value(), 50.0, 1e-9);  // 1 s CPU in 2 s wall
