@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell rundev self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -133,6 +133,14 @@ for stage in "$@"; do
           done
         done
       } 2>&1 | tee "$OUT/cpu-pin.log";;
+    rundev)
+      # issue 13: NVML's slow fields only for the run's GPU (docs/telemetry.md). A cpu run and a
+      # cuda:0 run in one matrix; prints, per run window, which gpu0 fields telemetry.csv.gz holds,
+      # and the cuda run's energy method (the counter, read from the run's start).
+      rm -rf /tmp/runs/rundev
+      $TS run --data $DATA -d cpu,cuda:0 -m mlp -b 128 --max-steps 400 --threads 0 --no-inference --no-progress \
+        --out /tmp/runs --name rundev > "$OUT/rundev.log" 2>&1; tail -3 "$OUT/rundev.log"
+      python3 bench/gpu/run_devices_check.py /tmp/runs/rundev 2>&1 | tee -a "$OUT/rundev.log";;
     self-cnn)
       # issue 13's closest cell with more pairs
       TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \

@@ -1,6 +1,8 @@
 // NVIDIA GPUs through NVML (dlopen). Cheap fields (us per call, bench/RESULTS.md "Peer figures")
 // are polled every sample; the ms-slow ones (total energy 3.8 ms, PCIe 20.8 ms, process list, GPM)
-// every slow_interval. A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
+// every slow_interval, and only for the GPUs a run uses (set_run_devices): on the H200 host a slow
+// poll holds a core for 7.7 ms a second (bench/RESULTS.md, tenth session), a cost to an all-core
+// CPU run for fields that run does not use. A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
 // that field unsupported for that GPU: counted once as dropped, never polled again. GPU_IS_LOST
 // retires the GPU; the others go on.
 #include <unistd.h>
@@ -28,6 +30,8 @@ struct Gpu {
   bool gpm = false;
   nvmlGpmSample_t gpm_prev = nullptr, gpm_cur = nullptr;
   bool gpm_have_prev = false;
+  bool run_device = true;  // a run uses this GPU (or no run said which): its slow fields are read
+  bool slow_now = false;   // just became a run device: read its slow fields at the next poll
 };
 
 class NvmlSource final : public TelemetrySource {
@@ -130,7 +134,24 @@ class NvmlSource final : public TelemetrySource {
     for (auto& g : gpus_) {
       if (g.lost) continue;
       sample_fast(g, t_ns, out);
-      if (slow && !g.lost) sample_slow(g, t_ns, out);
+      if ((slow || g.slow_now) && g.run_device && !g.lost) {
+        sample_slow(g, t_ns, out);
+        g.slow_now = false;
+      }
+    }
+  }
+
+  // A GPU that becomes a run device gets its slow fields at the next poll (its energy counter
+  // at the run's start), and a fresh GPM baseline, so its first SM activity does not average
+  // over the time it was not read.
+  void set_run_devices(const std::optional<std::set<std::string>>& devices) override {
+    for (auto& g : gpus_) {
+      const bool use = !devices || devices->count(dev(g));
+      if (use && !g.run_device) {
+        g.slow_now = true;
+        g.gpm_have_prev = false;
+      }
+      g.run_device = use;
     }
   }
 

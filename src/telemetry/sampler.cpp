@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <pthread.h>
@@ -196,6 +197,7 @@ struct TelemetrySampler::Impl {
 
   std::mutex poll_mu;
   bool probed = false;
+  std::optional<std::set<std::string>> run_devices;  // poll_mu; set_run_devices()
 
   mutable std::mutex data_mu;
   std::map<FieldKey, FieldStore> store;
@@ -272,6 +274,7 @@ struct TelemetrySampler::Impl {
     consider("rapl", off(opt.enable_rapl, "enable_rapl = false"), [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
     consider("hwmon", off(opt.enable_hwmon, "enable_hwmon = false"),
              [&] { return telemetry::make_hwmon_source(opt.sys_root, {}); });
+    for (const auto& s : sources) s->set_run_devices(run_devices);
     std::vector<GpuInfo> g;
     for (const auto& s : sources) {
       auto more = s->gpus();
@@ -429,6 +432,13 @@ TelemetrySnapshot TelemetrySampler::sample_now() {
   return impl_->poll(true);
 }
 
+
+void TelemetrySampler::set_run_devices(std::optional<std::vector<std::string>> devices) {
+  std::lock_guard poll_lock(impl_->poll_mu);
+  impl_->run_devices.reset();
+  if (devices) impl_->run_devices.emplace(devices->begin(), devices->end());
+  for (const auto& s : impl_->sources) s->set_run_devices(impl_->run_devices);
+}
 
 std::vector<GpuInfo> TelemetrySampler::gpus() const {
   std::lock_guard lk(impl_->data_mu);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,9 @@ class TelemetrySource {
   /// One poll. Never throws for hardware trouble: records drops instead. Calls are serialised.
   virtual void sample(int64_t t_ns, SampleBatch& out) = 0;
   virtual std::vector<GpuInfo> gpus() const { return {}; }
+  /// The telemetry devices ("gpu0", "cpu") a run uses now (TelemetrySampler::set_run_devices);
+  /// a source may skip its costly reads of the others. nullopt: every device (the default).
+  virtual void set_run_devices(const std::optional<std::set<std::string>>& devices) { (void)devices; }
   /// Source-specific facts (versions, lost devices, unavailable parts), JSON object.
   virtual nlohmann::json details() const { return nlohmann::json::object(); }
 };

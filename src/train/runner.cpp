@@ -133,6 +133,7 @@ class Matrix {
                 const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
   void fill_run_telemetry(const std::string& dev, RunRecord& rec);
+  void focus_telemetry(const std::string& dev);
   std::unique_ptr<dist::StallWatch> watch_stalls(const RunSpec& spec, TrainHooks& hooks);
   std::string recent_telemetry(const std::string& dev);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
@@ -312,6 +313,7 @@ void Matrix::start_telemetry() {
     to.proc_root = cfg_.telemetry.proc_root;
     to.sys_root = cfg_.telemetry.sys_root;
     sampler_ = std::make_unique<TelemetrySampler>(to, origin_);
+    sampler_->set_run_devices(std::vector<std::string>{});  // no run yet: no GPU's slow fields
     sampler_->start();
     telemetry_gpus_ = sampler_->gpus();
     for (const auto& src : sampler_->sources())
@@ -423,6 +425,7 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
     return;
   }
   spec.device = dev;
+  focus_telemetry(dev);
   spec.model = model;
   spec.batch_size = batch;
   spec.repeat = rep;
@@ -535,6 +538,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
     for (auto& n : stall->notes()) rec.notes.push_back(n);
   stall.reset();
   fill_run_telemetry(dev, rec);
+  focus_telemetry("");
   finish_run_profile(profiler, rec);
   rate_instrumentation_cost(rec);
   dist::finish_run_record(rec);  // data-parallel runs: rank 0's record gets every rank's figures
@@ -571,6 +575,16 @@ std::string Matrix::recent_telemetry(const std::string& dev) {
   if (!tdev.empty() && tdev != "cpu")
     out = fmt::format("{} ({}): util {} %, power {} W; ", dev, tdev, mean(tdev, "util_pct"), mean(tdev, "power_w"));
   return out + fmt::format("cpu util {} %", mean("cpu", "util_pct"));
+}
+
+// NVML's slow fields for the run's GPU only (TelemetrySampler::set_run_devices, docs/telemetry.md
+// "Slow fields only for the run's GPU"); dev "" (between runs) or "cpu": for no GPU.
+void Matrix::focus_telemetry(const std::string& dev) {
+  if (!sampler_) return;
+  if (dev.empty() || dev == "cpu") return sampler_->set_run_devices(std::vector<std::string>{});
+  const std::string tdev = telemetry_device(dev, res_.provenance, telemetry_gpus_);
+  // a GPU that NVML could not be matched to: every GPU's slow fields, as before, rather than none
+  sampler_->set_run_devices(tdev.empty() ? std::nullopt : std::optional(std::vector<std::string>{tdev}));
 }
 
 void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {

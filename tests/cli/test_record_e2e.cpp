@@ -17,6 +17,7 @@
 
 #include "results/record_json.h"
 #include "tboard/tfevents_reader.h"
+#include "trainscope/fs.h"
 #include "trainscope/report.h"
 
 namespace fs = std::filesystem;
@@ -27,10 +28,11 @@ namespace {
 
 const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
 
-// GPU 0 draws 150 W, GPU 1 idles at 23 W.
+// GPU 0 draws 150 W and has an energy counter and a process list (slow fields), GPU 1 idles at 23 W.
 const char* kTwoGpus = R"({"driver_version": "580.0", "nvml_version": "13.580.0", "devices": [
   {"name": "Fake H200", "uuid": "GPU-aaaa", "pci_bus_id": "00000000:19:00.0", "power_limit_mw": 700000,
-   "readings": {"util_gpu": 90, "util_mem": 5, "mem_total": 150000000000, "mem_used": 6000000000, "power_mw": 150000, "temp_c": 60}},
+   "readings": {"util_gpu": 90, "util_mem": 5, "mem_total": 150000000000, "mem_used": 6000000000, "power_mw": 150000, "temp_c": 60,
+                "energy_mj": [1000000, 1500000], "process_mem_bytes": 4096}},
   {"name": "Fake H200", "uuid": "GPU-bbbb", "pci_bus_id": "00000000:2A:00.0", "power_limit_mw": 700000,
    "readings": {"util_gpu": 0, "util_mem": 0, "mem_total": 150000000000, "mem_used": 500000000, "power_mw": 23000, "temp_c": 31}}]})";
 
@@ -114,6 +116,18 @@ TEST(RecordE2e, EverySectionTheRunnerWroteRoundTripsThroughTheTypedForm) {
 // The TensorBoard reporter of `trainscope run` (trainscope/tensorboard.h): one event file per run
 // in <run folder>/tensorboard/<run_id>/, read back with the tests' independent reader; the loss
 // curve is the record's loss_checks, placed on the wall clock by clock_origin_unix_ns.
+// CPU runs read the GPUs' fast fields but not their slow ones (docs/telemetry.md "Slow fields only
+// for the run's GPU"): the fake gpu0's energy counter and process list are never read.
+TEST(RecordE2e, CpuRunsReadTheGpusFastFieldsButNotTheirSlowOnes) {
+  const auto bytes = read_file_bytes(run_folder() + "/telemetry.csv.gz");
+  const std::string csv(bytes.begin(), bytes.end());
+  EXPECT_NE(csv.find(",gpu0,power_w,"), std::string::npos);
+  EXPECT_NE(csv.find(",gpu1,power_w,"), std::string::npos);
+  EXPECT_NE(csv.find(",cpu,util_pct,"), std::string::npos);
+  EXPECT_EQ(csv.find(",gpu0,energy_j,"), std::string::npos);
+  EXPECT_EQ(csv.find(",gpu0,process_mem_bytes,"), std::string::npos);
+}
+
 TEST(RecordE2e, TensorBoardEventFilesHoldEachRunsLossCurveEpochsAndTelemetry) {
   auto j = results();
   ASSERT_EQ(j["runs"].size(), 2u);

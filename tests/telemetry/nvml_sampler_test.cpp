@@ -149,6 +149,51 @@ TEST(telemetry_Nvml, EnergyCounterPreferredAndGpmAfterTwoSamples) {
   EXPECT_NEAR(e1["energy_j"].get<double>(), 23.0 * static_cast<double>(b.t_ns - a.t_ns) * 1e-9, 1e-6);
 }
 
+// The slow fields only for the run's GPU (TelemetrySampler::set_run_devices): none before a run,
+// at the first poll after a GPU becomes the run's GPU even when the slow interval is not due, and
+// with a fresh GPM baseline then.
+TEST(telemetry_Nvml, SlowFieldsOnlyForTheRunsGpuAndAtOnceWhenItBecomesOne) {
+  write_config("rundev", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());  // slow: first poll only
+  s.set_run_devices(std::vector<std::string>{});  // before the probe: applies at it
+  auto a = s.sample_now();                        // the slow fields are due, but no GPU is the run's
+  EXPECT_TRUE(a.get("gpu0", "power_w"));
+  EXPECT_FALSE(a.get("gpu0", "energy_j"));
+  EXPECT_FALSE(a.get("gpu0", "process_mem_bytes"));
+  s.set_run_devices(std::vector<std::string>{"gpu0"});
+  auto b = s.sample_now();  // not due for an hour, but gpu0 just became the run's GPU
+  EXPECT_DOUBLE_EQ(b.get("gpu0", "energy_j").value(), 1000.0);
+  EXPECT_DOUBLE_EQ(b.get("gpu0", "process_mem_bytes").value(), 4096.0);
+  EXPECT_FALSE(b.get("gpu0", "sm_activity_pct"));  // GPM's first sample is the baseline
+  auto c = s.sample_now();
+  EXPECT_FALSE(c.get("gpu0", "energy_j"));  // once, not on every poll
+  EXPECT_TRUE(c.get("gpu0", "power_w"));
+}
+
+TEST(telemetry_Nvml, GpmStartsAFreshBaselineWhenItsGpuBecomesTheRunsAgain) {
+  write_config("rundev_gpm", kTwoGpus);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = opt.interval_s = 1e-3;  // every poll reads the slow fields of run GPUs
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  auto poll = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return s.sample_now();
+  };
+  EXPECT_FALSE(poll().get("gpu0", "sm_activity_pct"));  // nullopt (every GPU): the baseline
+  EXPECT_TRUE(poll().get("gpu0", "sm_activity_pct"));
+  s.set_run_devices(std::vector<std::string>{});
+  auto off = poll();
+  EXPECT_FALSE(off.get("gpu0", "sm_activity_pct"));
+  EXPECT_FALSE(off.get("gpu0", "energy_j"));
+  s.set_run_devices(std::vector<std::string>{"gpu0"});
+  auto back = poll();
+  EXPECT_TRUE(back.get("gpu0", "energy_j"));
+  EXPECT_FALSE(back.get("gpu0", "sm_activity_pct"));  // not a value spanning the time it was not read
+  EXPECT_DOUBLE_EQ(poll().get("gpu0", "sm_activity_pct").value(), 55.5);
+  s.set_run_devices(std::nullopt);  // every GPU again
+  EXPECT_TRUE(poll().get("gpu0", "energy_j"));
+}
+
 TEST(telemetry_Nvml, RunSectionHeadlineCarriesThePowerLimitOfTheRunsGpu) {
   write_config("limit", kTwoGpus);
   TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());
