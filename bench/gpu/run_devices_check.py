@@ -4,7 +4,8 @@
 Usage: run_devices_check.py RUN_FOLDER
 Since NVML's slow fields are read only for the run's GPU (docs/telemetry.md, "Slow fields only
 for the run's GPU"), a cpu run's window should hold gpu0's fast fields (power_w) but no
-energy_j, pcie_* or sm_activity_pct rows, and a cuda:0 run's window all of them. Prints one line
+energy_j, pcie_* or sm_activity_pct rows, and a cuda:0 run's window (widened by 2 s either side:
+its first slow read comes at the run's start, before its first epoch) all of them. Prints one line
 per run and exits 1 when a window holds what it should not or lacks what it should.
 """
 import csv
@@ -22,9 +23,11 @@ def main(folder):
     bad = 0
     for r in runs:
         t0, t1 = r["epochs"][0]["start_ns"], r["epochs"][-1]["end_ns"]
+        gpu_run = r["device"].startswith("cuda")
+        if gpu_run:  # the first slow read comes at the run's start, before its first epoch: 2 s either side
+            t0, t1 = t0 - 2e9, t1 + 2e9
         got = sorted({m for t, d, m in rows if d == "gpu0" and t0 <= t <= t1})
         slow = [m for m in got if m in SLOW]
-        gpu_run = r["device"].startswith("cuda")
         ok = ("power_w" in got) and (bool(slow) == gpu_run)
         bad += not ok
         method = ((r.get("telemetry") or {}).get("headline") or {}).get("energy_method")
