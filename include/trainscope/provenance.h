@@ -38,7 +38,10 @@ struct Provenance {
   std::string nvml_version;     // "" when unknown
   std::string cuda_runtime;     // "" without CUDA
   std::string libtorch_version; // e.g. "1.13.0"
-  std::string trainscope_version, git_commit, build_type, compiler;
+  std::string trainscope_version, build_type, compiler;
+  /// The commit of the source built, 12 hex digits, read on every build (cmake/git_commit.cmake);
+  /// "<commit>-dirty" when tracked files differed from it; "unknown" outside a git checkout.
+  std::string git_commit;
   std::string command_line;
   uint64_t seed = 0;
   int64_t intra_op_threads = 0;

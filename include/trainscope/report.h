@@ -259,6 +259,9 @@ struct Analysis {
   /// (its reason: unavailable, not probed, telemetry off).
   std::vector<std::string> summary_absences;
   std::vector<Advice> advice;
+  /// Advice rules that read telemetry and could not look at some ok runs because those recorded
+  /// none: "cpu_contention, for 3 CPU runs: <no_telemetry_cause>"; empty when every rule could.
+  std::vector<std::string> advice_not_checked;
   std::vector<BatchScaling> batch_scaling;
   std::vector<HostComparison> host_comparisons;
   bool multi_host = false;          // the runs come from several hosts (cells name them)

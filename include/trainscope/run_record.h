@@ -226,6 +226,9 @@ struct RunRecord {
   int64_t start_ns = 0, end_ns = 0;  // steady clock, ns since the matrix started
   std::string checkpoint_path;       // relative to the run folder; "" when none was written
   std::vector<std::string> notes;    // why a value is absent, warnings
+  /// The note (then the error) of a run whose telemetry was on but whose sampler could not start;
+  /// the report tells it from --no-telemetry by it.
+  static constexpr const char* kSamplerFailedNote = "no telemetry: the sampler could not start: ";
   MeasurementWindow measurement;     // which steps fed the headline, which were profiled
 
   // sections filled by other components (trainscope/record_sections.h; null when absent)

@@ -136,8 +136,9 @@ class TelemetrySampler {
   /// only for the GPUs listed; the others keep their fast fields (power, utilisation, memory,
   /// temperature, clocks). An empty list: no GPU's slow fields (between runs, on a CPU run).
   /// nullopt: every GPU's (the default; `monitor`, `infer`). Why: a slow poll holds a core for
-  /// about 7.7 ms a second on the H200 host (bench/RESULTS.md, tenth session), and an all-core
-  /// CPU run waits for that core. Takes effect at the next poll; callable before start().
+  /// about 7.7 ms a second on the H200 host (bench/RESULTS.md, tenth session), which an all-core
+  /// CPU run may wait for (a possible cost, not a measured one). Takes effect at the next poll
+  /// (sample_now() to read a new run GPU's slow fields at once); callable before start().
   void set_run_devices(std::optional<std::vector<std::string>> devices);
   /// The sources as probed; reason is "" when available. NVML details carry driver/NVML
   /// versions and lost GPUs. While sampling runs, details are refreshed once per slow interval

@@ -373,6 +373,26 @@ void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
   }
 }
 
+// The rules that read telemetry, and the ok runs they could not look at for want of it: the CPU
+// rule (cpu_contention) and the GPU rules (low_utilisation, throttling, unbalanced_gpus).
+// unbalanced_gpus only where it applies: data-parallel runs (world size > 1).
+void add_not_checked(const ReportInput& in, Analysis& a) {
+  int64_t cpu = 0, gpu = 0;
+  bool multi_gpu = false;
+  for (const auto& r : in.runs) {
+    if (r.status != RunStatus::kOk || r.telemetry) continue;
+    ++(r.device == "cpu" ? cpu : gpu);
+    multi_gpu = multi_gpu || (r.device != "cpu" && r.world_size > 1);
+  }
+  const std::string why = no_telemetry_cause(in.runs);
+  if (cpu > 0) a.advice_not_checked.push_back(fmt::format("cpu_contention, for {}: {}", count_of(cpu, "CPU run"), why));
+  if (gpu > 0)
+    a.advice_not_checked.push_back(fmt::format("{}, for {}: {}",
+                                               multi_gpu ? "low_utilisation, throttling and unbalanced_gpus"
+                                                         : "low_utilisation and throttling",
+                                               count_of(gpu, "GPU run"), why));
+}
+
 using CellRule = void (*)(const Cell&, const AdviceThresholds&, Analysis&);
 using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&);
 
@@ -391,6 +411,7 @@ void add_advice(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
     for (CellRule rule : kCellRules) rule(c, t, a);
   }
   for (RunRule rule : kRunRules) rule(in, t, a);
+  add_not_checked(in, a);
 }
 
 }  // namespace report_detail

@@ -152,8 +152,19 @@ std::string source_reason(const std::vector<RunRecord>& runs, const std::string&
       if (src.name == source) return src.available ? "" : (src.reason.empty() ? "unavailable" : src.reason);
   }
   bool any_telemetry = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.telemetry.has_value(); });
-  return any_telemetry ? source + " was not probed"
-                       : "no telemetry was recorded: the runs had --no-telemetry, or the sampler could not start";
+  return any_telemetry ? source + " was not probed" : no_telemetry_reason(runs);
+}
+
+std::string no_telemetry_cause(const std::vector<RunRecord>& runs) {
+  const std::string failed = RunRecord::kSamplerFailedNote;
+  for (const auto& r : runs)
+    for (const auto& n : r.notes)
+      if (n.rfind(failed, 0) == 0) return "the sampler could not start: " + n.substr(failed.size());
+  return "the runs had telemetry off, by --no-telemetry or telemetry.enabled = false";
+}
+
+std::string no_telemetry_reason(const std::vector<RunRecord>& runs) {
+  return "no telemetry was recorded: " + no_telemetry_cause(runs);
 }
 
 std::optional<double> speedup(const Cell& gpu, const Cell& cpu) {

@@ -216,37 +216,50 @@ std::string html_summary(const Analysis& a) {
   return h;
 }
 
+// With rules left unchecked, "nothing fired" is not "no problem".
+std::string no_rule_fired(const Analysis& a) {
+  return a.advice_not_checked.empty() ? "No rule fired: no measurement points to a problem"
+                                      : "No rule fired on what was measured";
+}
+
+std::string lower_first(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
 std::string md_advice(const Analysis& a) {
   std::string s = "## Advice\n\nOne item per rule, listing every cell it fired on with the measurement (thresholds and "
                   "their sources: docs/report.md#advice-rules).\n\n";
   const auto items = group_advice(a.advice);
-  if (items.empty()) s += "No rule fired: no measurement points to a problem.\n";
+  if (items.empty()) s += fmt::format("{}.\n", no_rule_fired(a));
   for (const auto& x : items) {
     s += fmt::format("- **{}** ({}):", x.rule, count_of(static_cast<long long>(x.fired_on.size()), "cell"));
     for (const auto& t : x.advice) s += " " + t;
     s += "\n";
     for (const auto& f : x.fired_on) s += "  - measured: " + f + "\n";
   }
+  for (const auto& n : a.advice_not_checked) s += "\nNot checked: " + n + ".\n";
   return s;
 }
 
 std::string console_advice(const Analysis& a) {
   std::string s = "\nAdvice (one item per rule)\n";
   const auto items = group_advice(a.advice);
-  if (items.empty()) s += "  (no rule fired: no measurement points to a problem)\n";
+  if (items.empty()) s += fmt::format("  ({})\n", lower_first(no_rule_fired(a)));
   for (const auto& x : items) {
     s += fmt::format("  - [{}]", x.rule);
     for (const auto& t : x.advice) s += " " + t;
     s += "\n";
     for (const auto& f : x.fired_on) s += fmt::format("      because {}\n", f);
   }
+  for (const auto& n : a.advice_not_checked) s += "  not checked: " + n + "\n";
   return s;
 }
 
 std::string html_advice(const Analysis& a) {
   std::string h = "<h2>Advice</h2>\n<ul id=\"advice\">\n";
   const auto items = group_advice(a.advice);
-  if (items.empty()) h += "<li>No rule fired: no measurement points to a problem.</li>\n";
+  if (items.empty()) h += "<li>" + html_escape(no_rule_fired(a)) + ".</li>\n";
   for (const auto& x : items) {
     h += "<li class=\"advice\" data-rule=\"" + html_escape(x.rule) + "\"><span class=\"rule\">" + html_escape(x.rule) +
          "</span>:";
@@ -255,6 +268,7 @@ std::string html_advice(const Analysis& a) {
     for (const auto& f : x.fired_on) h += "<li class=\"ev\">measured: " + md_inline(f) + "</li>\n";
     h += "</ul></li>\n";
   }
+  for (const auto& n : a.advice_not_checked) h += "<li class=\"not-checked\">Not checked: " + html_escape(n) + ".</li>\n";
   return h + "</ul>\n";
 }
 

@@ -21,6 +21,11 @@ inline std::string fmt_time(double s) { return format_duration(s); }
 std::string fmt_stat(const Stat& s, const std::string& unit, double scale = 1);
 /// "" when the telemetry source (nvml, proc, rapl, hwmon) was available in some run, else its reason.
 std::string source_reason(const std::vector<RunRecord>& runs, const std::string& source);
+/// Why no run recorded telemetry: "the sampler could not start: <error>" from a run's
+/// RunRecord::kSamplerFailedNote, else telemetry off. no_telemetry_reason: the same after
+/// "no telemetry was recorded: ".
+std::string no_telemetry_cause(const std::vector<RunRecord>& runs);
+std::string no_telemetry_reason(const std::vector<RunRecord>& runs);
 
 /// Speed-up = GPU cell's median steady samples/s / CPU cell's (trainscope/report.h); the one
 /// place it is computed (the report and the console table use it).

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <utility>
 
 #include "trainscope/error.h"
@@ -35,14 +37,19 @@ RunStatus run_status_from_string(const std::string& s) {
 namespace {
 
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
+// A whole number (a byte count, a peak read from a counter) in full, as spreadsheets read it
+// back exactly; any other value to 6 significant digits. 2^53: the largest such a double holds.
+std::string num(double v) {
+  if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.6g}", v);
+}
 template <typename T>
 std::string num(const std::optional<T>& v) {
   return v ? fmt::format("{}", *v) : std::string();
 }
-std::string numd(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); }
+std::string numd(const std::optional<double>& v) { return v ? num(*v) : std::string(); }
 
-// CSV cell of a headline field (numbers: 6 significant digits; absent: empty).
+// CSV cell of a headline field (numbers: whole ones in full, others 6 significant digits; absent: empty).
 struct CsvCell {
   std::vector<std::string>* out;
   std::string operator()(const std::string& v) const { return csv_field(v); }

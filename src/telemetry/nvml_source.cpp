@@ -32,6 +32,7 @@ struct Gpu {
   bool gpm_have_prev = false;
   bool run_device = true;  // a run uses this GPU (or no run said which): its slow fields are read
   bool slow_now = false;   // just became a run device: read its slow fields at the next poll
+  int64_t gpm_not_before_ns = 0;  // the first GPM value after that: a whole slow interval after its baseline
 };
 
 class NvmlSource final : public TelemetrySource {
@@ -135,6 +136,7 @@ class NvmlSource final : public TelemetrySource {
       if (g.lost) continue;
       sample_fast(g, t_ns, out);
       if ((slow || g.slow_now) && g.run_device && !g.lost) {
+        if (g.slow_now) g.gpm_not_before_ns = t_ns + slow_.period_ns() - slow_.period_ns() / 20;
         sample_slow(g, t_ns, out);
         g.slow_now = false;
       }
@@ -377,6 +379,7 @@ class NvmlSource final : public TelemetrySource {
   }
 
   void sample_gpm(Gpu& g, int64_t t, SampleBatch& out) {
+    if (g.gpm_have_prev && t < g.gpm_not_before_ns) return;  // keep the baseline: a value over a whole slow interval
     nvmlReturn_t rc = api().gpm_sample_get(g.handle, g.gpm_cur);
     if (!check(g, rc, "sm_activity_pct", t, out)) return;
     if (g.gpm_have_prev) {

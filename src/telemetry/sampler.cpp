@@ -94,9 +94,13 @@ std::optional<CounterEnergy> counter_energy(const std::map<std::string, const Fi
     int64_t a = covers ? t0 : *b, z = covers ? t1 : *(en - 1);
     double j = interpolate(*f, z) - interpolate(*f, a);
     if (j < 0) continue;  // counter reset (driver reload): not usable
-    // A counter's effective resolution is the larger of its update and polling periods.
-    double poll_s = f->t.size() >= 2 ? static_cast<double>(f->t.back() - f->t.front()) * 1e-9 / static_cast<double>(f->t.size() - 1) : 0;
-    double upd_s = mean_update_period_s(f->change_t, f->t.front(), f->t.back()).value_or(poll_s);
+    // A counter's effective resolution is the larger of its update and polling periods, from the
+    // readings in the window and the one on each side of it: a GPU's counter is read only while
+    // a run uses that GPU (set_run_devices), and the gaps between its runs are not its period.
+    const auto lo = b == f->t.begin() ? b : b - 1, hi = en == f->t.end() ? en : en + 1;
+    const auto n = hi - lo;
+    double poll_s = n >= 2 ? static_cast<double>(*(hi - 1) - *lo) * 1e-9 / static_cast<double>(n - 1) : 0;
+    double upd_s = mean_update_period_s(f->change_t, *lo, *(hi - 1)).value_or(poll_s);
     c.period_s = std::max({c.period_s, poll_s, upd_s});
     c.parts[metric] = j;
     c.j += j;

@@ -35,16 +35,19 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& request
   auto add = [&](const std::string& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
+  auto no_cuda = [&](const std::string& r) {  // a GPU asked for where none is visible: one message
+    throw_error(ErrorKind::kDevice, fmt::format("device '{}' was asked for but no CUDA device is visible; devices "
+                                                "found: {}. Use --devices cpu, or run on a machine with an "
+                                                "NVIDIA GPU and a CUDA build of LibTorch",
+                                                r, listing()));
+  };
   for (const auto& r : requested) {
     if (r == "cpu") add("cpu");
     else if (r == "cuda" || r == "gpu") {
-      if (vis.size() == 1)
-        throw_error(ErrorKind::kDevice, fmt::format("device '{}' was asked for but no CUDA device is visible; devices "
-                                                    "found: {}. Use --devices cpu, or run on a machine with an "
-                                                    "NVIDIA GPU and a CUDA build of LibTorch",
-                                                    r, listing()));
+      if (vis.size() == 1) no_cuda(r);
       for (size_t i = 1; i < vis.size(); ++i) add(vis[i]);
     } else if (r.rfind("cuda:", 0) == 0) {
+      if (vis.size() == 1) no_cuda(r);
       if (std::find(vis.begin(), vis.end(), r) == vis.end())
         throw_error(ErrorKind::kDevice,
                     fmt::format("device '{}' does not exist; devices found: {}", r, listing()));

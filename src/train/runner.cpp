@@ -134,6 +134,7 @@ class Matrix {
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
   void fill_run_telemetry(const std::string& dev, RunRecord& rec);
   void focus_telemetry(const std::string& dev);
+  void telemetry_failed(const std::string& why);
   std::unique_ptr<dist::StallWatch> watch_stalls(const RunSpec& spec, TrainHooks& hooks);
   std::string recent_telemetry(const std::string& dev);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
@@ -162,6 +163,7 @@ class Matrix {
   std::map<std::string, RunRecord> done_;  // --resume: runs already measured as ok
   std::string kept_telemetry_;             // --resume: the earlier sessions' telemetry rows
   std::unique_ptr<TelemetrySampler> sampler_;
+  std::string sampler_failure_;  // why telemetry was on but its sampler could not start
   std::vector<GpuInfo> telemetry_gpus_;
   std::vector<std::string> variants_;           // canonical names (trainscope/variants.h)
   std::map<std::string, bool> model_has_4d_;    // per model: has convolution kernels (channels_last applies)
@@ -327,9 +329,17 @@ void Matrix::start_telemetry() {
       }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInvalidArgument) throw;
-    notice(fmt::format("telemetry disabled: {}", e.what()));
-    sampler_.reset();
+    telemetry_failed(e.what());
+  } catch (const std::exception& e) {  // std::thread's std::system_error, a source's bad_alloc
+    telemetry_failed(e.what());
   }
+}
+
+// The sampler could not start: training goes on without telemetry, and each run says why.
+void Matrix::telemetry_failed(const std::string& why) {
+  notice(fmt::format("telemetry disabled: {}", why));
+  sampler_failure_ = why;
+  sampler_.reset();
 }
 
 void Matrix::run_cells() {
@@ -425,7 +435,6 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
     return;
   }
   spec.device = dev;
-  focus_telemetry(dev);
   spec.model = model;
   spec.batch_size = batch;
   spec.repeat = rep;
@@ -452,6 +461,7 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
     return;
   }
   report([&](Reporter& r) { r.run_started(rec); });
+  focus_telemetry(dev);
   train_cell(spec, rec, progress);
   progress.end();
   merge_run(std::move(rec));
@@ -538,6 +548,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
     for (auto& n : stall->notes()) rec.notes.push_back(n);
   stall.reset();
   fill_run_telemetry(dev, rec);
+  if (!sampler_failure_.empty()) rec.notes.push_back(RunRecord::kSamplerFailedNote + sampler_failure_);
   focus_telemetry("");
   finish_run_profile(profiler, rec);
   rate_instrumentation_cost(rec);
@@ -585,6 +596,7 @@ void Matrix::focus_telemetry(const std::string& dev) {
   const std::string tdev = telemetry_device(dev, res_.provenance, telemetry_gpus_);
   // a GPU that NVML could not be matched to: every GPU's slow fields, as before, rather than none
   sampler_->set_run_devices(tdev.empty() ? std::nullopt : std::optional(std::vector<std::string>{tdev}));
+  sampler_->sample_now();  // its energy counter and GPM baseline now, before the run's first step
 }
 
 void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {

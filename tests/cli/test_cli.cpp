@@ -125,13 +125,27 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("batch size 0"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--models", "nosuchnet", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("unknown model 'nosuchnet'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("did you mean"), std::string::npos) << "nothing is near 'nosuchnet': " << out;
   // a bad input's error comes alone (on a machine without CUDA the no-GPU note used to come first)
   EXPECT_EQ(out.find("note:"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--models", "restnet18", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("unknown model 'restnet18' (did you mean resnet18?)"), std::string::npos) << out;
+  // a value of the wrong type, in the option's words rather than CLI11's "Could not convert"
+  EXPECT_EQ(run({"run", "--max-steps", "abc"}, &out), 2);
+  EXPECT_NE(out.find("--max-steps takes a whole number, not 'abc'"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--lr", "fast"}, &out), 2);
+  EXPECT_NE(out.find("--lr takes a number, not 'fast'"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--no-such-option"}, &out), 2);
   EXPECT_EQ(run({"run", "--data", "/nonexistent", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("/nonexistent"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--devices", "cuda:9", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("devices found: cpu"), std::string::npos) << out;
+  // without CUDA (no cuda:0 among the devices found), cuda:N gets the same advice as --devices gpu
+  if (out.find("cuda:0") == std::string::npos) {
+    EXPECT_NE(out.find("no CUDA device is visible"), std::string::npos) << out;
+    EXPECT_NE(out.find("Use --devices cpu"), std::string::npos) << out;
+    EXPECT_EQ(out.find("does not exist"), std::string::npos) << out;
+  }
   // Refused before training: no history database is left behind either.
   const std::string fresh = test_path("cli_bad_out");
   fs::remove_all(fresh);

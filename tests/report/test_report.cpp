@@ -202,7 +202,37 @@ TEST(ReportAnalysis, AnswersNeverNestParentheses) {
       for (const auto& s : q.sentences) EXPECT_LE(depth(s), 1) << q.id << ": " << s;
   }
   const std::string rq3 = all_sentences(analyze(no_telemetry), "RQ3");
-  EXPECT_NE(rq3.find("no telemetry was recorded: the runs had --no-telemetry"), std::string::npos) << rq3;
+  EXPECT_NE(rq3.find("no telemetry was recorded: the runs had telemetry off, by --no-telemetry"), std::string::npos) << rq3;
+}
+
+// Without telemetry the reason names what happened, not a guess between two causes, and the
+// advice says which rules could not look at the runs (the report cannot tell "no problem" from
+// "not checked" otherwise).
+TEST(ReportAdvice, RulesThatNeedTelemetrySayTheyWereNotCheckedAndWhy) {
+  auto in = load_run_folder(kStudy);
+  std::erase_if(in.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  in.provenance.gpus.clear();
+  for (auto& r : in.runs) r.telemetry.reset();
+  const auto off = analyze(in);
+  ASSERT_EQ(off.advice_not_checked.size(), 1u) << ::testing::PrintToString(off.advice_not_checked);
+  EXPECT_EQ(off.advice_not_checked[0].rfind("cpu_contention, for ", 0), 0u) << off.advice_not_checked[0];
+  EXPECT_NE(off.advice_not_checked[0].find("the runs had telemetry off, by --no-telemetry"), std::string::npos);
+  EXPECT_EQ(off.advice_not_checked[0].find("sampler"), std::string::npos) << "no hedge between two causes";
+  const std::string md = render_markdown(in, off);
+  EXPECT_NE(md.find("Not checked: cpu_contention, for "), std::string::npos) << md;
+  if (off.advice.empty()) EXPECT_NE(md.find("No rule fired on what was measured."), std::string::npos) << md;
+  EXPECT_EQ(md.find("no measurement points to a problem"), std::string::npos) << "not while a rule was left unchecked";
+  EXPECT_NE(render_console(in, off).find("not checked: cpu_contention, for "), std::string::npos);
+  EXPECT_NE(render_html(in, off, {}).find("Not checked: cpu_contention, for "), std::string::npos);
+  // A run whose sampler failed to start carries the runner's note: the reason is that error.
+  in.runs[0].notes.push_back(std::string(RunRecord::kSamplerFailedNote) + "cannot create thread");
+  const auto failed = analyze(in);
+  ASSERT_EQ(failed.advice_not_checked.size(), 1u);
+  EXPECT_NE(failed.advice_not_checked[0].find("the sampler could not start: cannot create thread"), std::string::npos)
+      << failed.advice_not_checked[0];
+  EXPECT_NE(all_sentences(failed, "RQ3").find("the sampler could not start: cannot create thread"), std::string::npos);
+  // With telemetry every rule could look: nothing is listed.
+  EXPECT_TRUE(analyze(load_run_folder(kStudy)).advice_not_checked.empty());
 }
 
 // The summary's "—" for energy and utilisation comes with its reason under the table (the

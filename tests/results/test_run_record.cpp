@@ -156,6 +156,23 @@ TEST(RunRecord, CsvHasEveryTelemetryHeadlineColumn) {
   EXPECT_EQ(at("world_size"), "1");
 }
 
+// Byte counts are whole numbers and come out in full (6 significant digits lost 2 MB of a 793 MB
+// peak: 7.93833e+08); fractional figures keep 6 significant digits.
+TEST(RunRecord, CsvWritesWholeNumbersInFull) {
+  auto r = sample("cpu", 1000);
+  TelemetrySection t;
+  t.headline.host_mem_used_bytes_max = 793833472.0;
+  t.headline.cpu_util_pct_mean = 12.345678;
+  r.telemetry = t;
+  r.train_flops_per_s = 2722551234.5;
+  auto h = csv_header();
+  auto row = csv_row(r);
+  auto at = [&](const char* col) { return row[static_cast<size_t>(std::find(h.begin(), h.end(), col) - h.begin())]; };
+  EXPECT_EQ(at("telemetry_host_mem_used_bytes_max"), "793833472");
+  EXPECT_EQ(at("telemetry_cpu_util_pct_mean"), "12.3457");
+  EXPECT_EQ(at("train_flops_per_s"), "2.72255e+09");
+}
+
 TEST(RunRecord, TypedSectionsRoundTripThroughJson) {
   auto r = sample("cuda:0", 1000);
   TelemetrySection t;

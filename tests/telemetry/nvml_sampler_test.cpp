@@ -165,6 +165,8 @@ TEST(telemetry_Nvml, SlowFieldsOnlyForTheRunsGpuAndAtOnceWhenItBecomesOne) {
   EXPECT_DOUBLE_EQ(b.get("gpu0", "energy_j").value(), 1000.0);
   EXPECT_DOUBLE_EQ(b.get("gpu0", "process_mem_bytes").value(), 4096.0);
   EXPECT_FALSE(b.get("gpu0", "sm_activity_pct"));  // GPM's first sample is the baseline
+  EXPECT_TRUE(b.get("gpu1", "power_w"));
+  EXPECT_FALSE(b.get("gpu1", "energy_j"));  // gpu1 is not the run's GPU
   auto c = s.sample_now();
   EXPECT_FALSE(c.get("gpu0", "energy_j"));  // once, not on every poll
   EXPECT_TRUE(c.get("gpu0", "power_w"));
@@ -190,7 +192,11 @@ TEST(telemetry_Nvml, GpmStartsAFreshBaselineWhenItsGpuBecomesTheRunsAgain) {
   EXPECT_TRUE(back.get("gpu0", "energy_j"));
   EXPECT_FALSE(back.get("gpu0", "sm_activity_pct"));  // not a value spanning the time it was not read
   EXPECT_DOUBLE_EQ(poll().get("gpu0", "sm_activity_pct").value(), 55.5);
-  s.set_run_devices(std::nullopt);  // every GPU again
+  s.set_run_devices(std::vector<std::string>{"gpu1"});  // gpu0 no longer the run's
+  auto other = poll();
+  EXPECT_FALSE(other.get("gpu0", "energy_j"));
+  EXPECT_TRUE(other.get("gpu0", "power_w"));
+  s.set_run_devices(std::nullopt);  // every GPU again: gpu0's slow fields come back
   EXPECT_TRUE(poll().get("gpu0", "energy_j"));
 }
 

@@ -9,6 +9,7 @@
 #include "common/text.h"
 #include "trainscope/error.h"
 #include "trainscope/build_info.h"
+#include "trainscope/git_commit.h"
 
 namespace {
 
@@ -38,6 +39,23 @@ std::string unknown_options(const CLI::App& sub, int argc, char** argv) {
   return fmt::format("{}", fmt::join(out, "; "));
 }
 
+// CLI11's "Could not convert: --max-steps = abc" in the words of the option's type: "--max-steps
+// takes a whole number, not 'abc'"; "" for any other message.
+std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
+  const std::string head = "Could not convert: ";
+  const auto eq = what.find(" = ");
+  if (what.rfind(head, 0) != 0 || eq == std::string::npos) return "";
+  const std::string name = what.substr(head.size(), eq - head.size()), value = what.substr(eq + 3);
+  const CLI::Option* opt = sub.get_option_no_throw(name);
+  const std::string type = opt ? opt->get_type_name() : "";
+  const std::string kind = type == "INT"     ? "a whole number"
+                           : type == "UINT"  ? "a whole number >= 0"
+                           : type == "FLOAT" ? "a number"
+                           : type.empty()                   ? "a value of its type"
+                                                            : "a value of type " + type;
+  return fmt::format("{} takes {}, not '{}'", name, kind, value);
+}
+
 // A usage error CLI11 found, worded as trainscope's other errors: the prefix, a "did you mean"
 // for a misspelt command or long option, and where the options are listed.
 std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
@@ -47,6 +65,7 @@ std::string usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
   std::string msg = e.what();
   if (sub) {
     if (auto unknown = unknown_options(*sub, argc, argv); !unknown.empty()) msg = unknown;
+    else if (auto bad = unconvertible_value(*sub, msg); !bad.empty()) msg = bad;
   } else if (first.empty()) {
     msg = fmt::format("name a command: {}", fmt::join(commands, ", "));
   } else if (first[0] == '-') {  // an unknown option before any command
