@@ -250,6 +250,15 @@ void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& 
   }
 }
 
+// What the profiling window's means say about its cost; a negative cost is noise, not a gain.
+std::string profile_cost_words(const MeasurementWindow& m) {
+  if (!m.profile_cost_pct) return "the profiling window's cost to the training time was not measured";
+  if (*m.profile_cost_pct < 0)
+    return fmt::format("from the means, the profiled steps were faster, by {} % of the training time: noise, not a cost",
+                       fmt_num(-*m.profile_cost_pct));
+  return fmt::format("from the means, the profiling window added {} % to the training time", fmt_num(*m.profile_cost_pct));
+}
+
 // The profiled steps, which do extra work, ran faster than the headline steps: something else
 // slowed the headline window, so its figure is not a clean measurement.
 void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
@@ -264,12 +273,10 @@ void noisy_headline(const ReportInput& in, const AdviceThresholds& t, Analysis& 
                 "spread.",
                 fmt::format("run {}: median profiled / median headline step time: profile_step_time_ratio {:.3f} "
                             "(threshold < {}); the means, which a few slow steps move: profiled steps {} ms, "
-                            "headline steps {} ms; from the means, the profiling window added {} % to the training "
-                            "time",
+                            "headline steps {} ms; {}",
                             r.run_id, *m.profile_step_time_ratio, fmt_num(t.noisy_headline_ratio),
                             m.profiled_step_ms_mean ? fmt_num(*m.profiled_step_ms_mean) : "?",
-                            m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?",
-                            m.profile_cost_pct ? fmt_num(*m.profile_cost_pct) : "?"));
+                            m.headline_step_ms_mean ? fmt_num(*m.headline_step_ms_mean) : "?", profile_cost_words(m)));
   }
 }
 
@@ -376,16 +383,29 @@ void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
 // The rules that read telemetry, and the ok runs they could not look at for want of it: the CPU
 // rule (cpu_contention) and the GPU rules (low_utilisation, throttling, unbalanced_gpus).
 // unbalanced_gpus only where it applies: data-parallel runs (world size > 1).
+// cpu_contention also where telemetry ran but gave no CPU utilisation (no /proc/stat, as in
+// some containers, or too few samples in the headline window).
 void add_not_checked(const ReportInput& in, Analysis& a) {
-  int64_t cpu = 0, gpu = 0;
+  int64_t cpu = 0, gpu = 0, cpu_unread = 0;
   bool multi_gpu = false;
   for (const auto& r : in.runs) {
-    if (r.status != RunStatus::kOk || r.telemetry) continue;
+    if (r.status != RunStatus::kOk) continue;
+    if (r.telemetry) {
+      const auto& h = r.telemetry->headline;
+      cpu_unread += r.device == "cpu" && (!h.cpu_util_pct_mean || !h.process_cpu_pct_mean);
+      continue;
+    }
     ++(r.device == "cpu" ? cpu : gpu);
     multi_gpu = multi_gpu || (r.device != "cpu" && r.world_size > 1);
   }
   const std::string why = no_telemetry_cause(in.runs);
   if (cpu > 0) a.advice_not_checked.push_back(fmt::format("cpu_contention, for {}: {}", count_of(cpu, "CPU run"), why));
+  if (cpu_unread > 0) {
+    const std::string proc = source_reason(in.runs, "proc");
+    a.advice_not_checked.push_back(fmt::format(
+        "cpu_contention, for {} whose telemetry has no CPU utilisation: {}", count_of(cpu_unread, "CPU run"),
+        proc.empty() ? "their windows held no reading of it" : "the proc source: " + proc));
+  }
   if (gpu > 0)
     a.advice_not_checked.push_back(fmt::format("{}, for {}: {}",
                                                multi_gpu ? "low_utilisation, throttling and unbalanced_gpus"

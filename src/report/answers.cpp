@@ -82,6 +82,22 @@ class SayOnce {
 // "1 epoch takes" / "20 epochs take": the subject and verb of RQ4's time sentences.
 std::string epochs_take(int64_t epochs) { return count_of(epochs, "epoch") + (epochs == 1 ? " takes" : " take"); }
 
+// Why a CPU cell has no utilisation, from that cell's own runs: a report may merge folders run
+// with different settings (one with --no-telemetry, one without /proc/stat).
+std::string cpu_util_absent(const ReportInput& in, const Cell& c) {
+  std::vector<RunRecord> runs;
+  for (const auto& r : in.runs)
+    if (r.device == c.device && std::find(c.run_ids.begin(), c.run_ids.end(), r.run_id) != c.run_ids.end()) runs.push_back(r);
+  if (std::none_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.telemetry.has_value(); }))
+    return no_telemetry_reason(runs);
+  const auto why = source_reason(runs, "proc");
+  // The source worked, but the runs hold no utilisation: too few samples in their training
+  // window (utilisation needs two /proc/stat readings).
+  return why.empty() ? "no two /proc/stat samples inside the training window: the run was shorter than the sampling "
+                       "interval allows"
+                     : why;
+}
+
 // Why a GPU cell has no SM activity: when another cell on the same device has it, GPM works
 // there and this cell's training window held too few GPM samples (two are needed, one
 // sampling period apart); otherwise GPM is not available.
@@ -118,14 +134,7 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
       if (c.cpu_util_pct_mean.ok())
         s += fmt::format("the machine's CPUs were {} busy on average", pct(c.cpu_util_pct_mean.median));
       else
-        s += why_not("CPU utilisation not measured", [&] {
-          auto why = source_reason(in.runs, "proc");
-          // The source worked, but this cell's runs hold no utilisation: too few samples in
-          // their training window (utilisation needs two /proc/stat readings).
-          return why.empty() ? std::string("no two /proc/stat samples inside the training window: the run was "
-                                           "shorter than the sampling interval allows")
-                             : why;
-        }());
+        s += why_not("CPU utilisation not measured", cpu_util_absent(in, c));
       if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
       q1.sentences.push_back(s + ".");
     }

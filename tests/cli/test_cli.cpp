@@ -135,6 +135,10 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("--max-steps takes a whole number, not 'abc'"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--lr", "fast"}, &out), 2);
   EXPECT_NE(out.find("--lr takes a number, not 'fast'"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--batch-sizes", "64,abc"}, &out), 2);
+  EXPECT_NE(out.find("--batch-sizes: 'abc' in '64,abc' is not a whole number"), std::string::npos) << out;
+  EXPECT_EQ(run({"run", "--models", "MLP", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
+  EXPECT_NE(out.find("(did you mean mlp?)"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--no-such-option"}, &out), 2);
   EXPECT_EQ(run({"run", "--data", "/nonexistent", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("/nonexistent"), std::string::npos) << out;

@@ -231,8 +231,46 @@ TEST(ReportAdvice, RulesThatNeedTelemetrySayTheyWereNotCheckedAndWhy) {
   EXPECT_NE(failed.advice_not_checked[0].find("the sampler could not start: cannot create thread"), std::string::npos)
       << failed.advice_not_checked[0];
   EXPECT_NE(all_sentences(failed, "RQ3").find("the sampler could not start: cannot create thread"), std::string::npos);
-  // With telemetry every rule could look: nothing is listed.
-  EXPECT_TRUE(analyze(load_run_folder(kStudy)).advice_not_checked.empty());
+  // With telemetry every rule could look: nothing is listed. (The fixture predates the process's
+  // CPU share, which cpu_contention reads; without it the rule says it could not look.)
+  auto full = load_run_folder(kStudy);
+  EXPECT_FALSE(analyze(full).advice_not_checked.empty());
+  for (auto& r : full.runs)
+    if (r.telemetry && r.telemetry->headline.cpu_util_pct_mean) r.telemetry->headline.process_cpu_pct_mean = 50;
+  EXPECT_TRUE(analyze(full).advice_not_checked.empty()) << ::testing::PrintToString(analyze(full).advice_not_checked);
+}
+
+// A report over folders run with different settings gives each cell the reason of its own runs:
+// a --no-telemetry cell beside measured ones is "telemetry off", not "too few samples".
+TEST(ReportAnalysis, MissingCpuUtilisationHasTheReasonOfTheCellsOwnRuns) {
+  auto in = load_run_folder(kStudy);
+  std::erase_if(in.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  in.provenance.gpus.clear();
+  ASSERT_GE(in.runs.size(), 2u);
+  const std::string off_model = in.runs[0].model;
+  const int64_t off_batch = in.runs[0].batch_size;
+  size_t kept = 0;
+  for (auto& r : in.runs) {
+    if (r.model == off_model && r.batch_size == off_batch) r.telemetry.reset();
+    else kept += r.telemetry.has_value();
+  }
+  ASSERT_GT(kept, 0u) << "other cells keep their telemetry";
+  const std::string rq1 = all_sentences(analyze(in), "RQ1");
+  const std::string cell = "`" + off_model + "` at batch " + std::to_string(off_batch) + " on the CPU: CPU utilisation not measured";
+  const auto at = rq1.find(cell);
+  ASSERT_NE(at, std::string::npos) << rq1;
+  EXPECT_EQ(rq1.substr(at + cell.size()).rfind(" (no telemetry was recorded: the runs had", 0), 0u) << rq1.substr(at);
+  // telemetry that ran without CPU utilisation leaves cpu_contention unchecked too, and says so
+  auto unread = load_run_folder(kStudy);
+  std::erase_if(unread.runs, [](const RunRecord& r) { return r.device != "cpu" || !r.telemetry; });
+  ASSERT_FALSE(unread.runs.empty());
+  for (auto& r : unread.runs) r.telemetry->headline.process_cpu_pct_mean = 50;  // the fixture predates it
+  unread.runs[0].telemetry->headline.cpu_util_pct_mean.reset();
+  const auto a = analyze(unread);
+  ASSERT_EQ(a.advice_not_checked.size(), 1u) << ::testing::PrintToString(a.advice_not_checked);
+  EXPECT_NE(a.advice_not_checked[0].find("cpu_contention, for 1 CPU run whose telemetry has no CPU utilisation"),
+            std::string::npos)
+      << a.advice_not_checked[0];
 }
 
 // The summary's "—" for energy and utilisation comes with its reason under the table (the
@@ -350,6 +388,11 @@ TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
   auto a = analyze(in);
   ASSERT_EQ(fired(a, "noisy_headline").size(), 1u);
   EXPECT_NE(fired(a, "noisy_headline")[0]->evidence.find("profile_step_time_ratio 0.800"), std::string::npos)
+      << fired(a, "noisy_headline")[0]->evidence;
+  // the means' negative "cost" is named as noise, not printed as time the window "added"
+  EXPECT_EQ(fired(a, "noisy_headline")[0]->evidence.find("added -"), std::string::npos) << fired(a, "noisy_headline")[0]->evidence;
+  EXPECT_NE(fired(a, "noisy_headline")[0]->evidence.find("faster, by 4.00 % of the training time: noise, not a cost"),
+            std::string::npos)
       << fired(a, "noisy_headline")[0]->evidence;
   std::string md = render_markdown(in, a);
   EXPECT_EQ(md.find("profiling window -4"), std::string::npos);

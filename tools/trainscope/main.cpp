@@ -3,7 +3,10 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "commands.h"
 #include "common/text.h"
@@ -39,6 +42,21 @@ std::string unknown_options(const CLI::App& sub, int argc, char** argv) {
   return fmt::format("{}", fmt::join(out, "; "));
 }
 
+// The first element of a comma-separated value that is not a number of CLI11's `type` (INT,
+// UINT, FLOAT); none for a value without commas or a type this does not check.
+std::optional<std::string> bad_list_item(const std::string& value, const std::string& type) {
+  if (value.find(',') == std::string::npos || (type != "INT" && type != "UINT" && type != "FLOAT")) return std::nullopt;
+  for (size_t b = 0, e = 0; b <= value.size(); b = e + 1) {
+    e = std::min(value.find(',', b), value.size());
+    const std::string item = value.substr(b, e - b);
+    char* end = nullptr;
+    (void)std::strtod(item.c_str(), &end);
+    const bool number = !item.empty() && end && *end == '\0';
+    if (!number || (type != "FLOAT" && item.find_first_of(".eE") != std::string::npos)) return item;
+  }
+  return std::nullopt;
+}
+
 // CLI11's "Could not convert: --max-steps = abc" in the words of the option's type: "--max-steps
 // takes a whole number, not 'abc'"; "" for any other message.
 std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
@@ -53,6 +71,8 @@ std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
                            : type == "FLOAT" ? "a number"
                            : type.empty()                   ? "a value of its type"
                                                             : "a value of type " + type;
+  if (auto item = bad_list_item(value, type))  // a list option: "64,abc"
+    return fmt::format("{}: '{}' in '{}' is not {}", name, *item, value, kind);
   return fmt::format("{} takes {}, not '{}'", name, kind, value);
 }
 
