@@ -386,13 +386,15 @@ void stream_input(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
 // cpu_contention also where telemetry ran but gave no CPU utilisation (no /proc/stat, as in
 // some containers, or too few samples in the headline window).
 void add_not_checked(const ReportInput& in, Analysis& a) {
-  int64_t cpu = 0, gpu = 0, cpu_unread = 0;
+  int64_t cpu = 0, gpu = 0;
+  std::vector<RunRecord> unread;  // CPU runs with telemetry but without what cpu_contention reads
   bool multi_gpu = false;
   for (const auto& r : in.runs) {
     if (r.status != RunStatus::kOk) continue;
     if (r.telemetry) {
       const auto& h = r.telemetry->headline;
-      cpu_unread += r.device == "cpu" && (!h.cpu_util_pct_mean || !h.process_cpu_pct_mean);
+      if (r.device == "cpu" && r.intra_op_threads > 0 && (!h.cpu_util_pct_mean || !h.process_cpu_pct_mean))
+        unread.push_back(r);
       continue;
     }
     ++(r.device == "cpu" ? cpu : gpu);
@@ -400,11 +402,12 @@ void add_not_checked(const ReportInput& in, Analysis& a) {
   }
   const std::string why = no_telemetry_cause(in.runs);
   if (cpu > 0) a.advice_not_checked.push_back(fmt::format("cpu_contention, for {}: {}", count_of(cpu, "CPU run"), why));
-  if (cpu_unread > 0) {
-    const std::string proc = source_reason(in.runs, "proc");
+  if (!unread.empty()) {
+    const std::string proc = source_reason(unread, "proc");
     a.advice_not_checked.push_back(fmt::format(
-        "cpu_contention, for {} whose telemetry has no CPU utilisation: {}", count_of(cpu_unread, "CPU run"),
-        proc.empty() ? "their windows held no reading of it" : "the proc source: " + proc));
+        "cpu_contention, for {} whose telemetry has no CPU utilisation or process CPU share: {}",
+        count_of(static_cast<int64_t>(unread.size()), "CPU run"),
+        proc.empty() ? "their windows held no reading of them" : "the proc source: " + proc));
   }
   if (gpu > 0)
     a.advice_not_checked.push_back(fmt::format("{}, for {}: {}",

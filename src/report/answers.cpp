@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "report/report_util.h"
@@ -61,9 +63,13 @@ struct Reasons {
 // and the console shows an answer's first sentence.
 class SayOnce {
  public:
+  // "as above" only when the same reading's last absence had the same reason: cells of one
+  // answer may differ in theirs (a report over folders run with different settings).
   std::string operator()(const std::string& what, const std::string& reason) {
-    const bool first = said_.insert(reason).second;
-    return fmt::format("{} ({})", what, first ? flat(reason) : "as above");
+    auto [it, first] = last_.try_emplace(what, reason);
+    const bool again = !first && it->second == reason;
+    it->second = reason;
+    return fmt::format("{} ({})", what, again ? "as above" : flat(reason));
   }
 
   // A reason that has its own parentheses (a source's text, "X does not exist (no driver)")
@@ -76,7 +82,7 @@ class SayOnce {
   }
 
  private:
-  std::set<std::string> said_;
+  std::map<std::string, std::string> last_;  // reading -> the reason its last absence gave
 };
 
 // "1 epoch takes" / "20 epochs take": the subject and verb of RQ4's time sentences.
@@ -84,10 +90,15 @@ std::string epochs_take(int64_t epochs) { return count_of(epochs, "epoch") + (ep
 
 // Why a CPU cell has no utilisation, from that cell's own runs: a report may merge folders run
 // with different settings (one with --no-telemetry, one without /proc/stat).
+// Runs are matched as cells group them (host, device, workload), not by run id, which folders share.
 std::string cpu_util_absent(const ReportInput& in, const Cell& c) {
   std::vector<RunRecord> runs;
-  for (const auto& r : in.runs)
-    if (r.device == c.device && std::find(c.run_ids.begin(), c.run_ids.end(), r.run_id) != c.run_ids.end()) runs.push_back(r);
+  for (size_t i = 0; i < in.runs.size(); ++i) {
+    const RunRecord& r = in.runs[i];
+    if (r.status == RunStatus::kOk && r.device == c.device && provenance_of(in, i).host == c.host &&
+        workload_of(r) == c.workload)
+      runs.push_back(r);
+  }
   if (std::none_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.telemetry.has_value(); }))
     return no_telemetry_reason(runs);
   const auto why = source_reason(runs, "proc");

@@ -3,6 +3,7 @@
 
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <cctype>
 #include <functional>
 #include <unordered_set>
 

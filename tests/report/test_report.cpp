@@ -260,6 +260,14 @@ TEST(ReportAnalysis, MissingCpuUtilisationHasTheReasonOfTheCellsOwnRuns) {
   const auto at = rq1.find(cell);
   ASSERT_NE(at, std::string::npos) << rq1;
   EXPECT_EQ(rq1.substr(at + cell.size()).rfind(" (no telemetry was recorded: the runs had", 0), 0u) << rq1.substr(at);
+  // a second folder with the same run ids (another seed, telemetry on): still this cell's reason
+  auto other = load_run_folder(kStudy);
+  std::erase_if(other.runs, [](const RunRecord& r) { return r.device != "cpu"; });
+  for (auto& r : other.runs) r.seed += 1;
+  const std::string merged = all_sentences(analyze(merge_inputs({in, other})), "RQ1");
+  const auto at2 = merged.find(cell);
+  ASSERT_NE(at2, std::string::npos) << merged;
+  EXPECT_EQ(merged.substr(at2 + cell.size()).rfind(" (no telemetry was recorded: the runs had", 0), 0u) << merged.substr(at2);
   // telemetry that ran without CPU utilisation leaves cpu_contention unchecked too, and says so
   auto unread = load_run_folder(kStudy);
   std::erase_if(unread.runs, [](const RunRecord& r) { return r.device != "cpu" || !r.telemetry; });
