@@ -576,7 +576,7 @@ std::unique_ptr<dist::StallWatch> Matrix::watch_stalls(const RunSpec& spec, Trai
 std::string Matrix::recent_telemetry(const std::string& dev) {
   if (!sampler_) return "";
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin_).count();
-  const auto s = sampler_->summarize(now - 5'000'000'000, now);
+  const auto s = sampler_->summarize(now - int64_t{5000000000}, now);  // the last 5 s
   auto mean = [&](const std::string& d, const char* m) {
     const MetricStats* x = s.metric(d, m);
     return x && x->mean ? fmt::format("{:.0f}", *x->mean) : std::string("—");
