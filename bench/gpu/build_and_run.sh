@@ -136,9 +136,10 @@ for stage in "$@"; do
     rundev)
       # issue 13: NVML's slow fields only for the run's GPU (docs/telemetry.md). A cpu run and a
       # cuda:0 run in one matrix; prints, per run window, which gpu0 fields telemetry.csv.gz holds,
-      # and the cuda run's energy method (the counter, read from the run's start).
+      # and the cuda run's energy (the counter, read from the run's start; STEPS=4000 gives a
+      # window of several seconds, longer than the counter's update period: short window false).
       rm -rf /tmp/runs/rundev
-      $TS run --data $DATA -d cpu,cuda:0 -m mlp -b 128 --max-steps 400 --threads 0 --no-inference --no-progress \
+      $TS run --data $DATA -d cpu,cuda:0 -m mlp -b 128 --max-steps "${STEPS:-4000}" --threads 0 --no-inference --no-progress \
         --out /tmp/runs --name rundev > "$OUT/rundev.log" 2>&1; tail -3 "$OUT/rundev.log"
       python3 bench/gpu/run_devices_check.py /tmp/runs/rundev 2>&1 | tee -a "$OUT/rundev.log";;
     self-cnn)

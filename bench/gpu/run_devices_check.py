@@ -30,9 +30,12 @@ def main(folder):
         slow = [m for m in got if m in SLOW]
         ok = ("power_w" in got) and (bool(slow) == gpu_run)
         bad += not ok
-        method = ((r.get("telemetry") or {}).get("headline") or {}).get("energy_method")
+        h = (r.get("telemetry") or {}).get("headline") or {}
+        energy = (f"energy_method {h.get('energy_method')}, short window {h.get('energy_short_window')}, "
+                  f"{h.get('energy_j')} J (power integration {h.get('energy_power_integration_j')} J, "
+                  f"sources differ {h.get('energy_sources_diff_pct')} %)")
         print(f"{r['run_id']}: gpu0 slow fields in the window: {', '.join(slow) or 'none'}; "
-              f"fast power_w: {'yes' if 'power_w' in got else 'no'}; energy_method {method}; {'ok' if ok else 'WRONG'}")
+              f"fast power_w: {'yes' if 'power_w' in got else 'no'}; {energy}; {'ok' if ok else 'WRONG'}")
     return 1 if bad else 0
 
 
