@@ -25,7 +25,10 @@
 #   (0 = whole epochs), EXTRA (more flags for both sides; e.g. --no-inference takes inference out of
 #   both sides' ends, although the default side still ends with its profiling window),
 #   CONTROL=1 (an A/A control: the "default" side runs with every tool off too, so the ratios
-#   show what this protocol reads on this host when nothing differs; the lines say "A/A").
+#   show what this protocol reads on this host when nothing differs; the lines say "A/A"),
+#   A_FLAGS and B_FLAGS (an A/B of two settings instead of default/off: A_FLAGS replaces the
+#   default side's flags, B_FLAGS the off side's; the ratios are A/B, e.g. A_FLAGS="--no-profile"
+#   B_FLAGS="--no-profile --telemetry-slow-interval 3600": what NVML's slow fields cost).
 # Exit status: 0, 1 when a run measured nothing (its error is printed), 2 for bad input.
 set -euo pipefail
 TS=${TS:-./build/trainscope}
@@ -42,9 +45,17 @@ OFF_FLAGS=(--no-telemetry --no-profile --no-inference)
 ON_FLAGS=()
 # the sides' names in the output: "default" and "off", or A and B in an A/A control
 export ON_LABEL=default OFF_LABEL=off
+A_FLAGS=${A_FLAGS:-}; B_FLAGS=${B_FLAGS:-}
+if [ "$CONTROL" = 1 ] && [ -n "$A_FLAGS$B_FLAGS" ]; then
+  die "CONTROL=1 with A_FLAGS/B_FLAGS: use one (an A/A control runs every tool off on both sides)"
+fi
 if [ "$CONTROL" = 1 ]; then
   ON_FLAGS=("${OFF_FLAGS[@]}"); ON_LABEL=A; OFF_LABEL=B
   echo "self_overhead.sh: A/A control: both sides (A, B) run every tool off; a verdict below is the host's, not a cost"
+elif [ -n "$A_FLAGS$B_FLAGS" ]; then
+  # shellcheck disable=SC2206  # the flags are words, split as the user wrote them
+  ON_FLAGS=($A_FLAGS); OFF_FLAGS=($B_FLAGS); ON_LABEL=A; OFF_LABEL=B
+  echo "self_overhead.sh: A/B: A runs '${A_FLAGS}', B runs '${B_FLAGS}'; a ratio below 1 means A is slower"
 fi
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "N=$N: use a whole number of pairs >= 1 (8 or more for a verdict)"
 command -v "$TS" >/dev/null 2>&1 || die "TS=$TS is not an executable: build trainscope or set TS"

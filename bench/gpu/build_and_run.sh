@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell rundev self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell rundev slowfields self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -136,12 +136,21 @@ for stage in "$@"; do
     rundev)
       # issue 13: NVML's slow fields only for the run's GPU (docs/telemetry.md). A cpu run and a
       # cuda:0 run in one matrix; prints, per run window, which gpu0 fields telemetry.csv.gz holds,
-      # and the cuda run's energy (the counter, read from the run's start; STEPS=4000 gives a
-      # window of several seconds, longer than the counter's update period: short window false).
+      # and the cuda run's energy (the counter, read from the run's start; --epochs 100 lets STEPS=4000
+      # steps run, a window of several seconds, longer than the counter's update period: short window
+      # false. Without --epochs the run stops after 1 epoch, 469 steps: the thirteenth session's call.)
       rm -rf /tmp/runs/rundev
-      $TS run --data $DATA -d cpu,cuda:0 -m mlp -b 128 --max-steps "${STEPS:-4000}" --threads 0 --no-inference --no-progress \
+      $TS run --data $DATA -d cpu,cuda:0 -m mlp -b 128 --epochs 100 --max-steps "${STEPS:-4000}" --threads 0 --no-inference --no-progress \
         --out /tmp/runs --name rundev > "$OUT/rundev.log" 2>&1; tail -3 "$OUT/rundev.log"
       python3 bench/gpu/run_devices_check.py /tmp/runs/rundev 2>&1 | tee -a "$OUT/rundev.log";;
+    slowfields)
+      # issue 13: do NVML's slow fields (energy counter ~3.5 ms spinning, PCIe throughput ~21 ms per
+      # call waiting in the driver, docs/telemetry.md) cost a launch-bound GPU run? cuda:0 mlp b64
+      # leaned 4 % low over 36 default/off pairs (thirteenth session). Telemetry-only runs, A reads
+      # the slow fields every second (the default), B only once (--telemetry-slow-interval 3600).
+      TS=$TS DATA=$DATA N=${N:-16} EPOCHS=${EPOCHS:-10} MAX_STEPS=${STEPS:-3000} timeout ${CELL_TIMEOUT:-500} \
+        env A_FLAGS="--no-profile --no-inference" B_FLAGS="--no-profile --no-inference --telemetry-slow-interval 3600" \
+        bash bench/self_overhead.sh ${CELL:-cuda:0,mlp,64} 2>&1 | tee -a "$OUT/slowfields.log";;
     self-cnn)
       # issue 13's closest cell with more pairs
       TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \
