@@ -94,6 +94,7 @@ struct Cell {
   Stat gpu_util_pct_mean, gpu_util_pct_max;        // NVML utilisation.gpu (coarse: any kernel running)
   Stat sm_activity_pct_mean, sm_activity_pct_max;  // NVML GPM SM activity (fraction of SMs busy)
   Stat cpu_util_pct_mean;        // whole machine, /proc/stat
+  Stat process_cpu_cores;        // this process: cores busy on average (telemetry process_cpu_pct_mean / 100, /proc/self/stat)
   Stat device_peak_allocated_bytes, device_peak_reserved_bytes;
   Stat gpu_mem_used_bytes_max;   // NVML, whole device (all processes)
   Stat rss_bytes_max;            // host resident memory of this process

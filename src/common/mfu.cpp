@@ -3,19 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+
+#include "common/text.h"
 
 namespace trainscope {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 bool contains_ci(const std::string& hay, const std::string& needle) {
-  return lower(hay).find(lower(needle)) != std::string::npos;
+  return ascii_lower(hay).find(ascii_lower(needle)) != std::string::npos;
 }
 
 }  // namespace

@@ -24,6 +24,10 @@ std::string format_number(double v);
 /// (report sentences; nouns whose plural is not noun + "s" need their own wording).
 std::string count_of(long long n, const std::string& noun);
 
+/// `s` with ASCII letters lower-cased, other bytes unchanged (model names, GPU names, file
+/// extensions: "MLP" -> "mlp", ".JPG" -> ".jpg").
+std::string ascii_lower(std::string s);
+
 /// Levenshtein distance between a and b: the fewest single-character insertions, deletions
 /// and substitutions that turn one into the other.
 size_t edit_distance(std::string_view a, std::string_view b);

@@ -203,7 +203,7 @@ std::string where_label(const Analysis& a, const Cell& c) {
 namespace {
 
 struct Acc {
-  std::vector<double> sps, epoch_t, tfe, acc, gu, gux, sm, smx, cpu_u, alloc, resv, gmem, rss, pw, pwx, temp, e_ep, e_s,
+  std::vector<double> sps, epoch_t, tfe, acc, gu, gux, sm, smx, cpu_u, proc_c, alloc, resv, gmem, rss, pw, pwx, temp, e_ep, e_s,
       data, h2d, p50, p99, inf, tta_t, tta_e;
 };
 
@@ -276,6 +276,7 @@ void accumulate_telemetry(const RunRecord& r, Acc& a, Cell& c) {
     push(a.temp, h.cpu_temp_c_max);
   }
   push(a.cpu_u, h.cpu_util_pct_mean);
+  if (h.process_cpu_pct_mean) a.proc_c.push_back(*h.process_cpu_pct_mean / 100.0);  // 100 % = one core
   if (h.stats_samples_min) c.telemetry_samples_min = std::min(c.telemetry_samples_min.value_or(*h.stats_samples_min), *h.stats_samples_min);
   if (r.peak_rss_bytes)
     push(a.rss, r.peak_rss_bytes);
@@ -317,6 +318,7 @@ void finish_cell(Cell& c, const Acc& x) {
   c.sm_activity_pct_mean = make_stat(x.sm);
   c.sm_activity_pct_max = make_stat(x.smx);
   c.cpu_util_pct_mean = make_stat(x.cpu_u);
+  c.process_cpu_cores = make_stat(x.proc_c);
   c.device_peak_allocated_bytes = make_stat(x.alloc);
   c.device_peak_reserved_bytes = make_stat(x.resv);
   c.gpu_mem_used_bytes_max = make_stat(x.gmem);

@@ -142,10 +142,13 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
       q1.sentences.push_back(s + ".");
     } else {
       std::string s = fmt::format("`{}` at batch {} on the CPU: ", c.model, c.batch_size);
-      if (c.cpu_util_pct_mean.ok())
+      if (c.cpu_util_pct_mean.ok()) {
         s += fmt::format("the machine's CPUs were {} busy on average", pct(c.cpu_util_pct_mean.median));
-      else
+        if (c.process_cpu_cores.ok())  // the machine's figure counts other processes too
+          s += fmt::format(", this process kept {} cores busy", fmt_num(c.process_cpu_cores.median));
+      } else {
         s += why_not("CPU utilisation not measured", cpu_util_absent(in, c));
+      }
       if (c.data_share_pct.ok()) s += fmt::format("; data loading took {} of a step", pct(c.data_share_pct.median));
       q1.sentences.push_back(s + ".");
     }

@@ -205,6 +205,9 @@ const char* kDefinitions[][2] = {
                         "100 % can still leave most SMs idle"},
     {"SM activity", "NVML GPM SM activity: average share of streaming multiprocessors with a warp resident; the "
                     "measure of how full the GPU really is"},
+    {"CPU util (machine)", "/proc/stat: share of all the machine's logical CPUs busy, every process counted"},
+    {"process CPU", "/proc/self/stat: the cores this process kept busy on average (process_cpu_pct_mean / 100); "
+                    "below the run's intra-op threads on a busy machine, other processes took the rest"},
     {"peak allocated / reserved", "CUDA caching allocator: memory held by tensors / memory the allocator took from "
                                   "the device"},
     {"energy per epoch", "joules per sample × training-set size (the device's energy counter, or power integrated "
@@ -262,22 +265,23 @@ std::string md_summary_table(const Analysis& a) {
   s += "\n## Details per device, model and batch size\n\n";
   s += "Median over repeats; (±half the spread, n = repeats) where there are several. — = not measured.\n\n";
   s += "| model | batch | device | runs ok/failed | samples/s | speed-up | epoch time | time for N epochs | test acc. | "
-       "GPU util | SM activity | CPU util | GPU peak alloc. | GPU peak reserved | host RSS | power mean | power peak | "
+       "GPU util | SM activity | CPU util (machine) | process CPU | GPU peak alloc. | GPU peak reserved | host RSS | "
+       "power mean | power peak | "
        "temp peak | energy/epoch | energy/sample | data share | h2d share | latency p50 | inference/s |\n";
   s += "|";
-  for (int i = 0; i < 24; ++i) s += "---|";
+  for (int i = 0; i < 25; ++i) s += "---|";
   s += "\n";
   for (const auto& c : a.cells) {
     s += fmt::format(
         "| `{}` | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | "
-        "{} | {} | {} |\n",
+        "{} | {} | {} | {} |\n",
         c.model, c.batch_size, c.device, c.runs_ok, c.runs_failed, fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
         c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—",
         c.time_for_epochs_s.ok() ? fmt::format("{} ({} ep.{})", fmt_time(c.time_for_epochs_s.median),
                                                c.epochs_requested, c.time_for_epochs_is_estimate ? ", est." : "")
                                  : "—",
         fmt_stat(c.test_accuracy_pct, " %"), fmt_device_stat(c, c.gpu_util_pct_mean, " %"), fmt_device_stat(c, c.sm_activity_pct_mean, " %"),
-        fmt_stat(c.cpu_util_pct_mean, " %"),
+        fmt_stat(c.cpu_util_pct_mean, " %"), fmt_stat(c.process_cpu_cores, " cores"),
         c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
         c.device_peak_reserved_bytes.ok() ? fmt_bytes(c.device_peak_reserved_bytes.median) : "—",
         c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_device_stat(c, c.power_w_mean, " W"),
@@ -728,16 +732,16 @@ std::string html_summary_table(const Analysis& a) {
   std::string h =
       "<h2>Details per device, model and batch size</h2>\n<table><tr><th>model</th><th>batch</th><th>device</th>"
       "<th>samples/s</th><th>speed-up</th><th>epoch time</th><th>test acc.</th><th>GPU util</th><th>SM activity</th>"
-      "<th>CPU util</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
+      "<th>CPU util (machine)</th><th>process CPU</th><th>GPU peak alloc.</th><th>host RSS</th><th>power mean</th><th>power peak</th>"
       "<th>temp peak</th><th>energy/sample</th><th>latency p50</th></tr>\n";
   for (const auto& c : a.cells)
     h += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         html_escape(c.model), c.batch_size, html_escape(c.device), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
         c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—", fmt_stat(c.test_accuracy_pct, " %"),
         fmt_device_stat(c, c.gpu_util_pct_mean, " %"), fmt_device_stat(c, c.sm_activity_pct_mean, " %"), fmt_stat(c.cpu_util_pct_mean, " %"),
-        c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
+        fmt_stat(c.process_cpu_cores, " cores"), c.device_peak_allocated_bytes.ok() ? fmt_bytes(c.device_peak_allocated_bytes.median) : "—",
         c.rss_bytes_max.ok() ? fmt_bytes(c.rss_bytes_max.median) : "—", fmt_device_stat(c, c.power_w_mean, " W"),
         fmt_device_stat(c, c.power_w_max, " W"), fmt_device_stat(c, c.temp_c_max, " °C"), fmt_stat(c.energy_per_sample_j, " mJ", 1000),
         fmt_stat(c.latency_p50_ms, " ms"));

@@ -45,7 +45,13 @@ std::string peak_memory(const Cell& c) {
 }
 
 std::string busy(const Cell& c) {
-  if (!is_gpu(c.device)) return c.cpu_util_pct_mean.ok() ? "CPU " + fmt_stat(c.cpu_util_pct_mean, " %") : "—";
+  if (!is_gpu(c.device)) {
+    // the machine's utilisation counts other processes too; the process's own cores say what the run used
+    if (!c.cpu_util_pct_mean.ok()) return "—";
+    std::string s = "CPU " + fmt_stat(c.cpu_util_pct_mean, " %") + " (machine)";
+    if (c.process_cpu_cores.ok()) s += ", this process " + fmt_stat(c.process_cpu_cores, " cores");
+    return s;
+  }
   return fmt::format("{} / SM {}", fmt_device_stat(c, c.gpu_util_pct_mean, " %"),
                      fmt_device_stat(c, c.sm_activity_pct_mean, " %"));
 }

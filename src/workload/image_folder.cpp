@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/text.h"
 #include "data/file_stat.h"
 
 #include "trainscope/dataset.h"
@@ -67,8 +68,7 @@ std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<s
     for (auto& e : fs::recursive_directory_iterator(fs::path(root) / classes[ci],
                                                     fs::directory_options::skip_permission_denied, ec)) {
       if (!e.is_regular_file()) continue;
-      auto ext = e.path().extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+      const auto ext = ascii_lower(e.path().extension().string());
       if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp") continue;
       struct stat st {};  // stat(2): the same clock as the stream's fstat of the open file
       if (::stat(e.path().c_str(), &st) != 0) st = {};

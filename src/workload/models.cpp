@@ -3,7 +3,6 @@
 
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
-#include <cctype>
 #include <functional>
 #include <unordered_set>
 
@@ -266,9 +265,7 @@ std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h,
   if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, h, w, classes); });
   if (name == "vgg11") return std::make_unique<NativeModel<Vgg11>>(name, [=] { return Vgg11(c, h, w, classes); });
   if (is_torchscript_path(name)) return std::make_unique<ScriptModel>(name);
-  std::string lower = name;  // "MLP" is near "mlp"
-  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  const std::string near = nearest_spelling(lower, builtin_models());
+  const std::string near = nearest_spelling(ascii_lower(name), builtin_models());  // "MLP" is near "mlp"
   throw_error(ErrorKind::kModel, fmt::format("unknown model '{}'{}; use one of {}, or the path of a TorchScript file (.pt)",
                                              name, near.empty() ? "" : " (did you mean " + near + "?)",
                                              fmt::join(builtin_models(), ", ")));

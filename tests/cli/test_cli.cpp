@@ -221,6 +221,13 @@ TEST(Text, NearestSpellingIsAPlausibleMisspellingOrNothing) {
   EXPECT_EQ(trainscope::nearest_spelling("--xyz", {"--models", "--epochs"}), "");
 }
 
+TEST(Text, AsciiLowerChangesOnlyAsciiCapitals) {
+  EXPECT_EQ(trainscope::ascii_lower("ResNet18"), "resnet18");
+  EXPECT_EQ(trainscope::ascii_lower(".JPG"), ".jpg");
+  EXPECT_EQ(trainscope::ascii_lower("NVIDIA H200 NVL-2"), "nvidia h200 nvl-2");
+  EXPECT_EQ(trainscope::ascii_lower("\xC3\x89t\xC3\xA9"), "\xC3\x89t\xC3\xA9");  // UTF-8 bytes untouched
+}
+
 // --name is one folder under --out: a path is refused (exit 2) before anything is created.
 TEST(Cli, RunNameMustBeOneSafeFolderName) {
   const std::string base = ::testing::TempDir() + "cli_name";

@@ -382,6 +382,36 @@ TEST(ReportAdvice, CpuContentionFiresOnAContendedCpuRun) {
   EXPECT_TRUE(fired(analyze(idle), "cpu_contention").empty());
 }
 
+// The machine's CPU utilisation counts every process; beside it the report shows the cores the
+// run's own process kept busy (process_cpu_pct_mean / 100), so a busy machine is not read as a
+// busy run: in the summary, the details (report.md, report.html) and RQ1's answer.
+TEST(ReportRender, CpuCellShowsTheProcesssOwnCoresBesideTheMachinesUtilisation) {
+  auto in = contended_fixture();  // machine 100 % busy, the process 0.99 cores of 2
+  const auto a = analyze(in);
+  const Cell* cpu = nullptr;
+  for (const auto& c : a.cells)
+    if (c.device == "cpu" && c.runs_ok > 0) cpu = &c;
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->process_cpu_cores.ok());
+  EXPECT_DOUBLE_EQ(cpu->process_cpu_cores.median, 0.99);
+  const std::string md = render_markdown(in, a), html = render_html(in, a, {});
+  EXPECT_NE(md.find("CPU 100 % (machine), this process 0.99 cores"), std::string::npos) << md;
+  EXPECT_NE(md.find("| CPU util (machine) | process CPU |"), std::string::npos);
+  EXPECT_NE(md.find("| 0.99 cores |"), std::string::npos) << md;
+  EXPECT_NE(html.find("<th>process CPU</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>0.99 cores</td>"), std::string::npos);
+  EXPECT_NE(all_sentences(a, "RQ1").find("busy on average, this process kept 0.99 cores busy"), std::string::npos)
+      << all_sentences(a, "RQ1");
+  // without the process's reading the machine's figure stands alone, labelled as the machine's
+  for (auto& r : in.runs)
+    if (r.telemetry) r.telemetry->headline.process_cpu_pct_mean.reset();
+  const auto b = analyze(in);
+  const std::string md2 = render_markdown(in, b);
+  EXPECT_EQ(md2.find("(machine), this process"), std::string::npos);
+  EXPECT_EQ(all_sentences(b, "RQ1").find("this process kept"), std::string::npos);
+  EXPECT_NE(md2.find("CPU 100 % (machine)"), std::string::npos);
+}
+
 // Profiled steps faster than the headline steps: the headline window was slowed by something
 // else; the report says so and never prints the negative "cost" as a cost.
 TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
