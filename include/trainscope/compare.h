@@ -52,6 +52,10 @@ struct CompareResult {
   /// Differences between the two sides that make the comparison questionable (data set,
   /// complete vs stopped runs); printed as warnings, they do not change the verdict.
   std::vector<std::string> warnings;
+  /// Run settings that differ between the sides' runs of the compared cells ("test samples: A
+  /// 10000; B 1000", "end: A complete; B max steps 300"; src/report/report_util.h
+  /// settings_that_differ), printed as "differs:" lines beside the provenance's.
+  std::vector<std::string> setting_differences;
   /// compare_inputs: each side's host (Provenance::host and its description) and what differs
   /// between the two provenances besides the workload (LibTorch version, threads, CPU, ...).
   std::string host_a, host_b;

@@ -111,6 +111,9 @@ struct Cell {
   /// (trainscope/record_sections.h) those columns are shown marked "n=3, too few".
   std::optional<int64_t> telemetry_samples_min;
   std::vector<std::string> absent_reasons;      // notes of the runs (why a value is missing)
+  /// Run settings in which the cell's ok runs differ ("test samples: 1000, 10000"): a report over
+  /// folders run with different settings pools them, and its medians mix them (a note says so).
+  std::vector<std::string> settings_differ;
 };
 
 /// A GPU cell against the CPU cell of the same workload (same host when it has one, else the

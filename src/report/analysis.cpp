@@ -1,6 +1,7 @@
 // Analysis of run records: cells (median and spread over repeats), comparisons, RQ answers and
 // advice. Everything here is arithmetic on recorded numbers; nothing is measured or invented.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -354,6 +355,7 @@ Cell new_cell(const RunRecord& r, const Provenance& p) {
 void build_cells(const ReportInput& in, Analysis& a) {
   std::map<std::string, size_t> index;
   std::vector<Acc> accs;
+  std::vector<std::vector<const RunRecord*>> members;  // the ok runs of each cell
   for (size_t i = 0; i < in.runs.size(); ++i) {
     const RunRecord& r = in.runs[i];
     const Provenance& prov = provenance_of(in, i);
@@ -362,6 +364,7 @@ void build_cells(const ReportInput& in, Analysis& a) {
     if (added) {
       a.cells.push_back(new_cell(r, prov));
       accs.emplace_back();
+      members.emplace_back();
     }
     Cell& c = a.cells[it->second];
     if (r.status == RunStatus::kNotApplicable) {
@@ -375,6 +378,7 @@ void build_cells(const ReportInput& in, Analysis& a) {
     }
     ++c.runs_ok;
     c.run_ids.push_back(r.run_id);
+    members[it->second].push_back(&r);
     accumulate_training(r, accs[it->second], c);
     accumulate_telemetry(r, accs[it->second], c);
     accumulate_energy(r, accs[it->second]);
@@ -382,6 +386,7 @@ void build_cells(const ReportInput& in, Analysis& a) {
   for (size_t i = 0; i < a.cells.size(); ++i) {
     Cell& c = a.cells[i];
     finish_cell(c, accs[i]);
+    c.settings_differ = settings_that_differ({members[i]});
     if (is_gpu(c.device) && c.runs_ok > 0) a.has_gpu = true;
     if (c.device == "cpu" && c.runs_ok > 0) a.has_cpu = true;
     if (c.samples_per_s.n > 1) a.has_repeats = true;
@@ -396,6 +401,11 @@ void build_cells(const ReportInput& in, Analysis& a) {
   });
   if (!a.has_repeats)
     a.notes.push_back("one repeat per cell: there is no spread, so no difference is called noise (use --repeats 3)");
+  for (const auto& c : a.cells)
+    if (!c.settings_differ.empty())
+      a.notes.push_back(fmt::format("{} on {} pools runs whose settings differ ({}): its medians mix them; report "
+                                    "such folders apart",
+                                    workload_label(c.workload), where_label(a, c), fmt::join(c.settings_differ, "; ")));
 }
 
 void compare_devices(Analysis& a) {

@@ -128,18 +128,17 @@ void add_warnings(const std::vector<RunRecord>& a, const std::vector<RunRecord>&
   if (!da.empty() && !db.empty() && da != db)
     res.warnings.push_back(fmt::format("the sides trained on different data sets (A: {}; B: {}): the figures are not "
                                        "comparable", fmt::join(da, ", "), fmt::join(db, ", ")));
-  auto stop = [](const RunRecord& r) { return r.stop_reason.empty() ? std::string("complete") : r.stop_reason; };
   // Only cells on both sides matter here: a cell listed as "only in A/B" is not compared.
   auto both = [&](const std::vector<RunRecord>& runs) {
-    std::vector<RunRecord> out;
+    std::vector<const RunRecord*> out;
     for (const auto& r : runs)
-      if (va.count(key_of(r)) && vb.count(key_of(r))) out.push_back(r);
+      if (r.status == RunStatus::kOk && va.count(key_of(r)) && vb.count(key_of(r))) out.push_back(&r);
     return out;
   };
-  auto sa = distinct(both(a), stop), sb = distinct(both(b), stop);
-  if (!sa.empty() && !sb.empty() && sa != sb)
-    res.warnings.push_back(fmt::format("the sides' runs ended differently (A: {}; B: {}): steady samples/s compare, "
-                                       "but times and accuracy do not", fmt::join(sa, ", "), fmt::join(sb, ", ")));
+  res.setting_differences = settings_that_differ({both(a), both(b)});
+  if (!res.setting_differences.empty())
+    res.warnings.push_back("the sides' runs differ in settings that change times and accuracy (the differs: lines): "
+                           "steady samples/s compare, times and accuracy may not");
 }
 
 }  // namespace
@@ -238,6 +237,7 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                               c.higher_is_better ? "higher" : "lower", fmt_num(c.threshold_pct), la, host(c.host_a), lb,
                               host(c.host_b));
   for (const auto& d : c.provenance_differences) s += "differs: " + d + "\n";
+  for (const auto& d : c.setting_differences) s += "differs: " + d + "\n";
   s += "\n";
   // The model column fits the longest label ("cnn ×2 ranks [graphs+bf16]").
   size_t mw = 12;

@@ -29,6 +29,53 @@ std::vector<std::string> provenance_differences(const Provenance& p, const Prove
   return d;
 }
 
+namespace {
+
+// One place for the list: the settings a report cell or a compare side may mix (report_util.h).
+struct RunSetting {
+  const char* name;
+  std::string (*value)(const RunRecord&);
+};
+
+std::string run_end(const RunRecord& r) {
+  if (r.stop_reason == "max_steps") return fmt::format("max steps {}", r.steps_completed);
+  return r.stop_reason.empty() ? "complete" : r.stop_reason == "time_budget" ? "time budget" : r.stop_reason;
+}
+
+const RunSetting kRunSettings[] = {
+    {"test samples", [](const RunRecord& r) { return std::to_string(r.test_samples); }},
+    {"training samples", [](const RunRecord& r) { return std::to_string(r.train_samples); }},
+    {"epochs requested", [](const RunRecord& r) { return std::to_string(r.epochs_requested); }},
+    {"end", run_end},
+    {"warm-up steps", [](const RunRecord& r) { return std::to_string(r.warmup_steps); }},
+    {"optimizer", [](const RunRecord& r) { return r.optimizer.empty() ? std::string("?") : r.optimizer; }},
+    {"learning rate", [](const RunRecord& r) { return fmt::format("{}", r.learning_rate); }},
+    {"telemetry", [](const RunRecord& r) { return std::string(r.telemetry ? "on" : "off"); }},
+    {"intra-op threads", [](const RunRecord& r) { return std::to_string(r.intra_op_threads); }},
+};
+
+}  // namespace
+
+std::vector<std::string> settings_that_differ(const std::vector<std::vector<const RunRecord*>>& groups) {
+  std::vector<std::string> out;
+  for (const auto& s : kRunSettings) {
+    std::vector<std::set<std::string>> values(groups.size());
+    std::set<std::string> all;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const auto* r : groups[g]) values[g].insert(s.value(*r)), all.insert(s.value(*r));
+    if (all.size() < 2) continue;
+    if (groups.size() == 1) {
+      out.push_back(fmt::format("{}: {}", s.name, fmt::join(all, ", ")));
+      continue;
+    }
+    std::vector<std::string> sides;
+    for (size_t g = 0; g < groups.size(); ++g)
+      sides.push_back(fmt::format("{} {}", static_cast<char>('A' + g), fmt::join(values[g], ", ")));
+    out.push_back(fmt::format("{}: {}", s.name, fmt::join(sides, "; ")));
+  }
+  return out;
+}
+
 std::string host_line(const Provenance& p) {
   std::string gpus;
   for (const auto& g : p.gpus) gpus += (gpus.empty() ? "" : ", ") + g.name;

@@ -58,6 +58,14 @@ std::string where_label(const Analysis& a, const Cell& c);
 /// The batch-size scaling (trainscope/batch_sweep.h replayed) and the per-cell verdicts.
 void build_batch_scaling(const ReportInput& in, const AdviceThresholds& t, Analysis& a);
 void build_verdicts(const AdviceThresholds& t, Analysis& a);
+/// The run settings that change a run's figures (accuracy, times) but not its workload identity
+/// (workload_of): test-set and training-set size, requested epochs, how the run ended ("max steps
+/// 300", "time budget", "complete"), warm-up steps, optimizer, learning rate, telemetry, intra-op
+/// threads. Each value set with more than one member, per setting: "test samples: 1000, 10000"
+/// (one group: the runs a report cell pools) or "test samples: A 10000; B 1000" (two groups: the
+/// sides of `compare`, over the cells both sides have). Empty when every setting agrees.
+std::vector<std::string> settings_that_differ(const std::vector<std::vector<const RunRecord*>>& groups);
+
 /// What differs between two provenances besides the workload ("LibTorch: 1.13.0 vs 2.1.0",
 /// threads, CPU, CUDA runtime, trainscope build), and a host's one-line description.
 std::vector<std::string> provenance_differences(const Provenance& p, const Provenance& q);

@@ -382,6 +382,29 @@ TEST(ReportAdvice, CpuContentionFiresOnAContendedCpuRun) {
   EXPECT_TRUE(fired(analyze(idle), "cpu_contention").empty());
 }
 
+// A report over folders run with different settings pools the runs of one workload as repeats;
+// the cell says which settings its runs differ in, so the medians are not read as like for like.
+TEST(ReportAnalysis, CellWhoseRunsDifferInSettingsSaysSo) {
+  auto in = load_run_folder(kStudy);
+  for (const auto& n : analyze(in).notes) EXPECT_EQ(n.find("settings differ"), std::string::npos) << n;
+  RunRecord other = in.runs[0];
+  other.run_id += "-b";
+  other.test_samples = 1000;
+  other.stop_reason = "max_steps";
+  other.steps_completed = 300;
+  ASSERT_TRUE(in.run_source.empty()) << "one folder: every run has its provenance";
+  ASSERT_TRUE(in.runs[0].stop_reason.empty());
+  in.runs.push_back(other);
+  const auto a = analyze(in);
+  std::string notes;
+  for (const auto& n : a.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("pools runs whose settings differ (test samples: 1000, " + std::to_string(in.runs[0].test_samples) +
+                       "; end: complete, max steps 300)"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(render_markdown(in, a).find("pools runs whose settings differ"), std::string::npos);
+}
+
 // The machine's CPU utilisation counts every process; beside it the report shows the cores the
 // run's own process kept busy (process_cpu_pct_mean / 100), so a busy machine is not read as a
 // busy run: in the summary, the details (report.md, report.html) and RQ1's answer.
@@ -782,7 +805,16 @@ TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
   for (auto& r : b) r.dataset = a[0].dataset, r.stop_reason = "max_steps";
   auto d = compare_runs(a, b);
   ASSERT_EQ(d.warnings.size(), 1u);
-  EXPECT_NE(d.warnings[0].find("ended differently"), std::string::npos) << d.warnings[0];
+  EXPECT_NE(d.warnings[0].find("differ in settings that change times and accuracy"), std::string::npos) << d.warnings[0];
+  ASSERT_EQ(d.setting_differences.size(), 1u);
+  EXPECT_EQ(d.setting_differences[0].rfind("end: A complete; B max steps ", 0), 0u) << d.setting_differences[0];
+  // every setting that changes the figures is named, each side's values apart
+  for (auto& r : b) r.stop_reason.clear(), r.test_samples = 1000, r.telemetry.reset();
+  const auto e = compare_runs(a, b);
+  const std::string out = render_compare(e, "A", "B");
+  EXPECT_NE(out.find("differs: test samples: A " + std::to_string(a[0].test_samples) + "; B 1000\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("differs: telemetry: A on; B off\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("differs: end:"), std::string::npos) << out;
 }
 
 TEST(ReportCompare, NoCommonCellSaysNothingWasCompared) {
