@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   out["sources"].push_back(measure(*make_proc_source(proc, sys, {}, slow_ns), polls, slow_ns));
   out["sources"].push_back(measure(*make_rapl_source(sys, {}), polls, 0));
   out["sources"].push_back(measure(*make_hwmon_source(sys, {}), polls, 0));
-  out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns), polls, slow_ns));
+  out["sources"].push_back(measure(*make_nvml_source(nvml, slow_ns, slow_ns), polls, slow_ns));
   const char* secs = std::getenv("TELEMETRY_COST_SECONDS");
   double seconds = 3.0;
   if (secs) {

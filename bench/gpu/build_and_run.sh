@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell rundev slowfields self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -151,6 +151,14 @@ for stage in "$@"; do
       TS=$TS DATA=$DATA N=${N:-16} EPOCHS=${EPOCHS:-10} MAX_STEPS=${STEPS:-3000} timeout ${CELL_TIMEOUT:-500} \
         env A_FLAGS="--no-profile --no-inference" B_FLAGS="--no-profile --no-inference --telemetry-slow-interval 3600" \
         bash bench/self_overhead.sh ${CELL:-cuda:0,mlp,64} 2>&1 | tee -a "$OUT/slowfields.log";;
+    pcie)
+      # issue 13: NVML's PCIe throughput (two ~21 ms calls waiting in the driver) read every second
+      # (A, the setting before the fourteenth session) against every 10 s (B, the default since);
+      # slowfields had read 0.958 [0.914, 0.980] for every slow field each second against once
+      # (16 pairs), this stage 1.098 [1.037, 1.129] (fourteenth session). Telemetry-only runs.
+      TS=$TS DATA=$DATA N=${N:-16} EPOCHS=${EPOCHS:-10} MAX_STEPS=${STEPS:-3000} timeout ${CELL_TIMEOUT:-500} \
+        env A_FLAGS="--no-profile --no-inference --telemetry-pcie-interval 1" B_FLAGS="--no-profile --no-inference" \
+        bash bench/self_overhead.sh ${CELL:-cuda:0,mlp,64} 2>&1 | tee -a "$OUT/pcie.log";;
     self-cnn)
       # issue 13's closest cell with more pairs
       TS=$TS DATA=$DATA N=${N:-9} EPOCHS=10 MAX_STEPS=2000 timeout 200 bash bench/self_overhead.sh cuda:0,cnn,128 \

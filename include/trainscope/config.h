@@ -68,7 +68,8 @@ struct TrainConfig {
 struct TelemetryConfig {
   bool enabled = true;
   double interval_s = 0.1;                        // sampling period, s (10 Hz)
-  double slow_interval_s = 1.0;                   // period of NVML's slow fields (energy, PCIe), s
+  double slow_interval_s = 1.0;                   // period of NVML's slow fields (energy, processes, GPM), s
+  double pcie_interval_s = 10.0;                  // period of NVML's PCIe throughput (~21 ms per call), s
   std::string nvml_library = "libnvidia-ml.so.1"; // dlopen name or path
   std::string proc_root = "/proc", sys_root = "/sys";
 };

@@ -48,6 +48,13 @@ struct TelemetryOptions {
   // an H200, against 0.3..6 us for the others) and proc's CPU frequency (a file per CPU, the
   // part of a proc poll that grows with the host). Never faster than interval_s.
   double slow_interval_s = 1.0;
+  // Period of NVML's PCIe throughput, the slowest field (two calls of ~21 ms each that wait in
+  // the driver, 42 ms of the sampler's wall time per read; each reading is a ~20 ms snapshot of
+  // the link, not an average). Whether reading it every second costs a launch-bound run is not
+  // resolved (bench/RESULTS.md, fourteenth session: two A/Bs of 16 pairs disagreed), so it is
+  // read less often by default at little loss. Never faster than slow_interval_s; a GPU that
+  // becomes a run's GPU gets it at once.
+  double pcie_interval_s = 10.0;
 };
 
 struct CounterSeries {
@@ -129,6 +136,12 @@ class TelemetrySampler {
   /// Polls every source now (on the caller's thread), stores and returns the result.
   /// Used by `monitor` without a thread; safe to call while the thread runs.
   TelemetrySnapshot sample_now();
+  /// sample_now() that also reads the run GPUs' energy counters (set_run_devices) when the slow
+  /// fields are not due: the edge of a window then has a counter reading of its own rather than
+  /// one up to slow_interval_s away (docs/telemetry.md#energy). About 3.5 ms on the caller's
+  /// thread on an H200 (the call spins; bench/RESULTS.md, tenth session); `trainscope run`
+  /// calls it at the headline window's start and after the last step, outside both windows.
+  TelemetrySnapshot read_energy_now();
 
   std::vector<GpuInfo> gpus() const;
   /// The telemetry devices ("gpu0", "cpu"; run_section's names) the current run uses. NVML's

@@ -195,10 +195,16 @@ void add_telemetry(std::vector<Setting>& t) {
                .applies_text = "telemetry.enabled"});
   t.push_back({.key = "telemetry.slow_interval_s", .flag = "--telemetry-slow-interval",
                .noun = "telemetry slow-field interval",
-               .help = "period of the slow fields: NVML's energy counter (~4 ms per call) and PCIe throughput (~21 ms per "
-                       "call), and the CPU frequency (docs/telemetry.md)",
+               .help = "period of the slow fields: NVML's energy counter (~4 ms per call), process list and GPM SM "
+                       "activity, and the CPU frequency; PCIe has its own (--telemetry-pcie-interval; docs/telemetry.md)",
                .unit = "s", .range = {.min = 0.001, .max = 3600}, .note = "raised to the sampling period when below it",
                .field = TS_FIELD(telemetry.slow_interval_s), .applies = when_telemetry, .applies_text = "telemetry.enabled"});
+  t.push_back({.key = "telemetry.pcie_interval_s", .flag = "--telemetry-pcie-interval",
+               .noun = "telemetry PCIe interval",
+               .help = "period of NVML's PCIe throughput (two ~21 ms calls that wait in the driver; each reading is a "
+                       "~20 ms snapshot of the link; docs/telemetry.md#fields-and-units)",
+               .unit = "s", .range = {.min = 0.001, .max = 3600}, .note = "raised to the slow-field interval when below it",
+               .field = TS_FIELD(telemetry.pcie_interval_s), .applies = when_telemetry, .applies_text = "telemetry.enabled"});
   t.push_back({.key = "telemetry.nvml_library", .flag = "--nvml-library", .help = "NVML library to dlopen (name or path)",
                .note = "\"\" disables NVML", .field = TS_FIELD(telemetry.nvml_library)});
   t.push_back({.key = "telemetry.proc_root", .flag = "--proc-root",

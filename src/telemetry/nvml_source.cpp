@@ -1,8 +1,10 @@
 // NVIDIA GPUs through NVML (dlopen). Cheap fields (us per call, bench/RESULTS.md "Peer figures")
-// are polled every sample; the ms-slow ones (total energy 3.8 ms, PCIe 20.8 ms, process list, GPM)
-// every slow_interval, and only for the GPUs a run uses (set_run_devices): on the H200 host a slow
-// poll holds a core for 7.7 ms a second (bench/RESULTS.md, tenth session), a cost to an all-core
-// CPU run for fields that run does not use. A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
+// are polled every sample; the ms-slow ones (total energy 3.8 ms, process list, GPM) every
+// slow_interval and PCIe throughput (20.8 ms per call, waiting in the driver) every pcie_interval,
+// only for the GPUs a run uses (set_run_devices): on the H200 host a slow poll holds a core for
+// 7.7 ms a second (bench/RESULTS.md, tenth session), a cost to an all-core CPU run for fields that
+// run does not use; the PCIe calls hold the sampler 42 ms, whose cost to a launch-bound GPU run
+// is not resolved (fourteenth session). A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
 // that field unsupported for that GPU: counted once as dropped, never polled again. GPU_IS_LOST
 // retires the GPU; the others go on.
 #include <unistd.h>
@@ -37,7 +39,8 @@ struct Gpu {
 
 class NvmlSource final : public TelemetrySource {
  public:
-  NvmlSource(std::string library, int64_t slow_interval_ns) : library_(std::move(library)), slow_(slow_interval_ns) {}
+  NvmlSource(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns)
+      : library_(std::move(library)), slow_(slow_interval_ns), pcie_(pcie_interval_ns) {}
 
   ~NvmlSource() override {
     for (auto& g : gpus_) {
@@ -131,16 +134,21 @@ class NvmlSource final : public TelemetrySource {
   }
 
   void sample(int64_t t_ns, SampleBatch& out) override {
-    const bool slow = slow_.due(t_ns);
+    const bool slow = slow_.due(t_ns), pcie = pcie_.due(t_ns);
     for (auto& g : gpus_) {
       if (g.lost) continue;
       sample_fast(g, t_ns, out);
-      if ((slow || g.slow_now) && g.run_device && !g.lost) {
+      if (!g.run_device || g.lost) continue;
+      if (slow || g.slow_now) {
         if (g.slow_now) g.gpm_not_before_ns = t_ns + slow_.period_ns() - slow_.period_ns() / 20;
         sample_slow(g, t_ns, out);
-        g.slow_now = false;
+      } else if (energy_now_) {
+        sample_energy(g, t_ns, out);
       }
+      if ((pcie || g.slow_now) && !g.lost) sample_pcie(g, t_ns, out);
+      g.slow_now = false;
     }
+    energy_now_ = false;
   }
 
   // A GPU that becomes a run device gets its slow fields at the next poll (its energy counter
@@ -156,6 +164,8 @@ class NvmlSource final : public TelemetrySource {
       g.run_device = use;
     }
   }
+
+  void read_energy_at_next_poll() override { energy_now_ = true; }
 
  private:
   static constexpr const char* kAllFields[] = {
@@ -337,23 +347,33 @@ class NvmlSource final : public TelemetrySource {
     }
   }
 
+  void sample_energy(Gpu& g, int64_t t, SampleBatch& out) {
+    const NvmlApi& a = api();
+    if (!wanted(g, "energy_j", out, a.device_get_total_energy_consumption)) return;
+    unsigned long long mj = 0;
+    if (check(g, a.device_get_total_energy_consumption(g.handle, &mj), "energy_j", t, out)) {
+      if (mj == TS_NVML_VALUE_NOT_AVAILABLE || mj == kSentinelU32) out.drop(dev(g), "energy_j", drop_reason::kSentinel);
+      else out.add(dev(g), "energy_j", static_cast<double>(mj) * 1e-3);
+    }
+  }
+
   void sample_slow(Gpu& g, int64_t t, SampleBatch& out) {
     const NvmlApi& a = api();
-    if (wanted(g, "energy_j", out, a.device_get_total_energy_consumption)) {
-      unsigned long long mj = 0;
-      if (check(g, a.device_get_total_energy_consumption(g.handle, &mj), "energy_j", t, out)) {
-        if (mj == TS_NVML_VALUE_NOT_AVAILABLE || mj == kSentinelU32) out.drop(dev(g), "energy_j", drop_reason::kSentinel);
-        else out.add(dev(g), "energy_j", static_cast<double>(mj) * 1e-3);
-      }
-    }
-    for (auto [metric, counter] : {std::pair{"pcie_tx_bytes_per_s", TS_NVML_PCIE_UTIL_TX_BYTES},
-                                   std::pair{"pcie_rx_bytes_per_s", TS_NVML_PCIE_UTIL_RX_BYTES}}) {
-      if (g.lost || !wanted(g, metric, out, a.device_get_pcie_throughput)) continue;
-      unsigned int kbps = 0;
-      if (check(g, a.device_get_pcie_throughput(g.handle, counter, &kbps), metric, t, out)) add_u32(g, metric, kbps, 1024.0, out);
-    }
+    sample_energy(g, t, out);
     if (!g.lost && wanted(g, "process_mem_bytes", out, a.device_get_compute_running_processes)) sample_process(g, t, out);
     if (!g.lost && g.gpm) sample_gpm(g, t, out);
+  }
+
+  // Each call samples the link for ~20 ms and returns KB/s over that sample (NVML API reference,
+  // nvmlDeviceGetPcieThroughput): a snapshot, not an average over the interval.
+  void sample_pcie(Gpu& g, int64_t t, SampleBatch& out) {
+    for (auto [metric, counter] : {std::pair{"pcie_tx_bytes_per_s", TS_NVML_PCIE_UTIL_TX_BYTES},
+                                   std::pair{"pcie_rx_bytes_per_s", TS_NVML_PCIE_UTIL_RX_BYTES}}) {
+      if (g.lost || !wanted(g, metric, out, api().device_get_pcie_throughput)) continue;
+      unsigned int kbps = 0;
+      if (check(g, api().device_get_pcie_throughput(g.handle, counter, &kbps), metric, t, out))
+        add_u32(g, metric, kbps, 1024.0, out);
+    }
   }
 
   void sample_process(Gpu& g, int64_t t, SampleBatch& out) {
@@ -409,13 +429,15 @@ class NvmlSource final : public TelemetrySource {
   std::vector<Gpu> gpus_;
   std::string driver_, nvml_version_;
   std::vector<std::string> notes_;
-  SlowFieldClock slow_;  // energy, PCIe, processes, GPM
+  SlowFieldClock slow_;  // energy, processes, GPM
+  SlowFieldClock pcie_;  // PCIe throughput
+  bool energy_now_ = false;  // read_energy_at_next_poll: the run GPUs' energy counters at the next poll
 };
 
 }  // namespace
 
-std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns) {
-  return std::make_unique<NvmlSource>(std::move(library), slow_interval_ns);
+std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns) {
+  return std::make_unique<NvmlSource>(std::move(library), slow_interval_ns, pcie_interval_ns);
 }
 
 }  // namespace trainscope::telemetry

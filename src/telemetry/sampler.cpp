@@ -221,6 +221,10 @@ struct TelemetrySampler::Impl {
   // The slow fields' period (NVML energy/PCIe/processes/GPM, proc CPU frequency), and
   // the period of refreshing the sources' descriptions; never shorter than one poll.
   int64_t slow_interval_ns() const { return static_cast<int64_t>(std::max(opt.slow_interval_s, opt.interval_s) * 1e9); }
+  // NVML's PCIe throughput: never more often than the other slow fields.
+  int64_t pcie_interval_ns() const {
+    return std::max(slow_interval_ns(), static_cast<int64_t>(opt.pcie_interval_s * 1e9));
+  }
   std::optional<int64_t> last_described_ns;  // poll_mu
 
   // Source descriptions: probe results plus live fields_supported and details.
@@ -272,7 +276,7 @@ struct TelemetrySampler::Impl {
              : opt.nvml_library.empty() ? "the NVML library name is empty (TelemetryOptions::nvml_library; "
                                            "--nvml-library '' or telemetry.nvml_library = \"\" in trainscope run)"
                                          : "",
-             [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns); });
+             [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns, pcie_interval_ns()); });
     consider("proc", off(opt.enable_proc, "enable_proc = false"),
              [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}, slow_ns); });
     consider("rapl", off(opt.enable_rapl, "enable_rapl = false"), [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });
@@ -397,6 +401,9 @@ TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::ste
   if (!(opt.slow_interval_s > 0 && opt.slow_interval_s <= 3600))
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("telemetry slow_interval_s {} is out of range: use (0, 3600] s", opt.slow_interval_s));
+  if (!(opt.pcie_interval_s > 0 && opt.pcie_interval_s <= 3600))
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("telemetry pcie_interval_s {} is out of range: use (0, 3600] s", opt.pcie_interval_s));
   impl_->opt = opt;
   impl_->origin = origin;
 }
@@ -436,6 +443,15 @@ TelemetrySnapshot TelemetrySampler::sample_now() {
   return impl_->poll(true);
 }
 
+
+TelemetrySnapshot TelemetrySampler::read_energy_now() {
+  impl_->probe();
+  {
+    std::lock_guard poll_lock(impl_->poll_mu);
+    for (const auto& s : impl_->sources) s->read_energy_at_next_poll();
+  }
+  return impl_->poll(true);
+}
 
 void TelemetrySampler::set_run_devices(std::optional<std::vector<std::string>> devices) {
   std::lock_guard poll_lock(impl_->poll_mu);

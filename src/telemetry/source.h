@@ -102,6 +102,9 @@ class TelemetrySource {
   /// The telemetry devices ("gpu0", "cpu") a run uses now (TelemetrySampler::set_run_devices);
   /// a source may skip its costly reads of the others. nullopt: every device (the default).
   virtual void set_run_devices(const std::optional<std::set<std::string>>& devices) { (void)devices; }
+  /// Read the run devices' energy counters at the next poll even when the slow fields are not
+  /// due (TelemetrySampler::read_energy_now): a window's edge then has a reading of its own.
+  virtual void read_energy_at_next_poll() {}
   /// Source-specific facts (versions, lost devices, unavailable parts), JSON object.
   virtual nlohmann::json details() const { return nlohmann::json::object(); }
 };
@@ -113,7 +116,8 @@ std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::st
                                                   int64_t slow_interval_ns = 0);
 std::unique_ptr<TelemetrySource> make_rapl_source(std::string sys_root, FileReader reader);
 std::unique_ptr<TelemetrySource> make_hwmon_source(std::string sys_root, FileReader reader);
-std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns);
+/// pcie_interval_ns: the period of PCIe throughput, the slowest field (at least slow_interval_ns).
+std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns);
 
 /// Range of a catalogue metric (nullptr when unknown).
 const TelemetryField* find_field(std::string_view metric);

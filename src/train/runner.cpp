@@ -311,6 +311,7 @@ void Matrix::start_telemetry() {
     TelemetryOptions to;
     to.interval_s = cfg_.telemetry.interval_s;
     to.slow_interval_s = cfg_.telemetry.slow_interval_s;
+    to.pcie_interval_s = cfg_.telemetry.pcie_interval_s;
     to.nvml_library = cfg_.telemetry.nvml_library;
     to.proc_root = cfg_.telemetry.proc_root;
     to.sys_root = cfg_.telemetry.sys_root;
@@ -505,6 +506,9 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
           sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_,
           /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs);
     };
+  // telemetry: the run GPU's energy counter at the windows' edges (docs/telemetry.md#energy)
+  if (sampler_ && dev != "cpu")
+    hooks.on_window_edge = [s = sampler_.get()] { s->read_energy_now(); };
   // dist: a single-process step without progress for dist.timeout_s is reported as stalled
   std::unique_ptr<dist::StallWatch> stall;
   if (dist::current_rank() < 0) stall = watch_stalls(spec, hooks);

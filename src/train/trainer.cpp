@@ -330,6 +330,7 @@ StepRole TrainLoop::role(int64_t step) const {
 
 void TrainLoop::open_headline() {
   device_synchronize(dev_);  // once per run: the start of the headline window
+  if (hooks_.on_window_edge) hooks_.on_window_edge();
   segment_start_ = Clock::now();
   headline_open_ = true;
   r_.measurement.headline_start_ns = ns_since(spec_.origin, segment_start_);
@@ -854,6 +855,7 @@ void TrainLoop::run() {
     salvage_after_failure(in_steps ? &e : nullptr);
     throw;
   }
+  if (hooks_.on_window_edge) hooks_.on_window_edge();
   figures();
   wrap_up();
 }

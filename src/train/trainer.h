@@ -72,6 +72,11 @@ struct TrainHooks {
   /// Called once after the last step, with the trained model still on `device` (inference
   /// measurements hang off this), before the checkpoint is written.
   std::function<void(Model& model, const torch::Device& device)> on_trained;
+  /// Called at the edges of the run's energy windows, on the training thread, outside the
+  /// timed windows: once when the headline window opens (after its device synchronisation,
+  /// before its clock starts) and once after the last step (after the last epoch's end time).
+  /// Telemetry reads the run GPU's energy counter here (TelemetrySampler::read_energy_now).
+  std::function<void()> on_window_edge;
 };
 
 /// Trains one run and returns its record. Bad input throws trainscope::Error before any

@@ -172,6 +172,61 @@ TEST(telemetry_Nvml, SlowFieldsOnlyForTheRunsGpuAndAtOnceWhenItBecomesOne) {
   EXPECT_TRUE(c.get("gpu0", "power_w"));
 }
 
+// PCIe throughput (two ~21 ms calls waiting in the driver) has its own, longer period: the
+// other slow fields come every slow interval, PCIe only when its own interval is due, and at once
+// when a GPU becomes the run's.
+TEST(telemetry_Nvml, PcieThroughputIsReadAtItsOwnLongerIntervalAndWhenAGpuBecomesTheRuns) {
+  write_config("pcie", R"({"devices": [{"name": "Fake H200", "uuid": "GPU-dddd", "pci_bus_id": "00000000:19:00.0",
+    "readings": {"util_gpu": 50, "mem_total": 1000, "mem_used": 1, "power_mw": 200000,
+                 "energy_mj": [1000000, 1500000], "pcie_tx_kbps": 4, "pcie_rx_kbps": 8}}]})"_json);
+  auto opt = nvml_only(TS_FAKE_NVML);
+  opt.slow_interval_s = opt.interval_s = 1e-3;  // every poll reads the energy counter
+  opt.pcie_interval_s = 3600;                   // PCIe once an hour
+  TelemetrySampler s(opt, std::chrono::steady_clock::now());
+  auto poll = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return s.sample_now();
+  };
+  auto first = poll();
+  EXPECT_DOUBLE_EQ(first.get("gpu0", "pcie_tx_bytes_per_s").value(), 4 * 1024.0);  // due at the first poll
+  EXPECT_DOUBLE_EQ(first.get("gpu0", "pcie_rx_bytes_per_s").value(), 8 * 1024.0);
+  for (int i = 0; i < 3; ++i) {
+    auto b = poll();
+    EXPECT_TRUE(b.get("gpu0", "energy_j"));              // the slow interval: every poll
+    EXPECT_FALSE(b.get("gpu0", "pcie_tx_bytes_per_s"));  // not due for an hour
+  }
+  s.set_run_devices(std::vector<std::string>{});
+  EXPECT_FALSE(poll().get("gpu0", "pcie_tx_bytes_per_s"));
+  s.set_run_devices(std::vector<std::string>{"gpu0"});
+  EXPECT_TRUE(poll().get("gpu0", "pcie_tx_bytes_per_s"));  // the run's start: read at once
+  EXPECT_FALSE(poll().get("gpu0", "pcie_tx_bytes_per_s"));
+
+  opt.pcie_interval_s = 1e-4;  // below the slow interval: raised to it, every poll
+  TelemetrySampler every(opt, std::chrono::steady_clock::now());
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_TRUE(every.sample_now().get("gpu0", "pcie_rx_bytes_per_s"));
+  }
+  opt.pcie_interval_s = 0;
+  EXPECT_THROW(TelemetrySampler(opt, std::chrono::steady_clock::now()), trainscope::Error);
+}
+
+// read_energy_now: the run GPU's energy counter between slow polls (a window's edge), not the
+// other slow fields, and not another GPU's counter.
+TEST(telemetry_Nvml, ReadEnergyNowReadsTheRunGpusCounterBetweenSlowPolls) {
+  write_config("edge", kTwoGpus);
+  TelemetrySampler s(nvml_only(TS_FAKE_NVML), std::chrono::steady_clock::now());  // slow: first poll only
+  s.set_run_devices(std::vector<std::string>{"gpu0"});
+  EXPECT_TRUE(s.sample_now().get("gpu0", "energy_j"));  // the first poll: slow fields due
+  EXPECT_FALSE(s.sample_now().get("gpu0", "energy_j"));  // not due for an hour
+  auto edge = s.read_energy_now();
+  EXPECT_DOUBLE_EQ(edge.get("gpu0", "energy_j").value(), 1500.0);  // the counter's second reading
+  EXPECT_FALSE(edge.get("gpu0", "process_mem_bytes"));  // only the counter
+  EXPECT_FALSE(edge.get("gpu1", "energy_j"));           // not the run's GPU
+  EXPECT_TRUE(edge.get("gpu0", "power_w"));             // the fast fields as at every poll
+  EXPECT_FALSE(s.sample_now().get("gpu0", "energy_j"));  // once
+}
+
 TEST(telemetry_Nvml, GpmStartsAFreshBaselineWhenItsGpuBecomesTheRunsAgain) {
   write_config("rundev_gpm", kTwoGpus);
   auto opt = nvml_only(TS_FAKE_NVML);

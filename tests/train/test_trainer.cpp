@@ -319,6 +319,27 @@ TEST(Matrix, RunFolderRemovedMidMatrixIsAnIoAbort) {
   EXPECT_NE(res.abort_reason.find(res.run_dir), std::string::npos) << "names the path: " << res.abort_reason;
 }
 
+// The energy windows' edges (TrainHooks::on_window_edge): called once as the headline window
+// opens, before its clock starts, and once after the last step, after the last epoch's end, so
+// telemetry's counter readings there fall outside both timed windows and bracket them.
+TEST(Trainer, WindowEdgeHookBracketsTheHeadlineAndTheTrainedEpochs) {
+  auto w = synthetic_workload(512, 64);  // 16 steps per epoch at batch 32
+  auto s = spec("mlp", 32, 2);
+  std::vector<int64_t> edges;
+  TrainHooks hooks;
+  hooks.on_window_edge = [&] {
+    edges.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s.origin).count());
+  };
+  auto r = train_run(s, w, hooks);
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.failure_reason;
+  ASSERT_EQ(edges.size(), 2u);
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_GT(edges[0], r.epochs.front().start_ns);  // after the warm-up steps of epoch 1
+  EXPECT_LE(edges[0], r.measurement.headline_start_ns);
+  EXPECT_GE(edges[1], r.epochs.back().end_ns);
+  EXPECT_GE(edges[1], r.measurement.headline_end_ns);
+}
+
 // profile_step_time_ratio compares typical steps (medians): one headline step slowed by 0.3 s
 // (an epoch's first step, a page-fault storm) moves the ratio of the means by tens of percent
 // and the ratio of the medians not at all, so noisy_headline does not fire for it.

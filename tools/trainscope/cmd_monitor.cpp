@@ -109,6 +109,7 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
   TelemetryOptions topt = cfg.telemetry;
   topt.interval_s = std::min(cfg.interval_s, 1.0);  // no thread runs; the sampler only checks range
   topt.slow_interval_s = std::max(cfg.interval_s, 1.0);
+  topt.pcie_interval_s = topt.slow_interval_s;  // watching a GPU: PCIe with the other slow fields
   TelemetrySampler sampler(topt, std::chrono::steady_clock::now());
   sampler.probe();
   auto gpus = sampler.gpus();
