@@ -1,5 +1,8 @@
 ts_add_test(test_models SOURCES train/test_models.cpp TORCH)
 ts_add_test(test_trainer SOURCES train/test_trainer.cpp TORCH)
+# focus_telemetry against the two-GPU fake NVML (tests/fake_nvml, built by telemetry.cmake)
+add_dependencies(test_trainer fake_nvml)
+target_compile_definitions(test_trainer PRIVATE TS_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
 ts_add_test(test_protocol SOURCES train/test_protocol.cpp TORCH)
 ts_add_test(test_variants_train SOURCES train/test_variants_train.cpp TORCH)
 ts_add_test(test_stream_train SOURCES train/test_stream_train.cpp TORCH)

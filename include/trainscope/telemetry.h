@@ -148,7 +148,7 @@ class TelemetrySampler {
   /// slow fields (total energy, PCIe throughput, process memory, GPM SM activity) are then read
   /// only for the GPUs listed; the others keep their fast fields (power, utilisation, memory,
   /// temperature, clocks). An empty list: no GPU's slow fields (between runs, on a CPU run).
-  /// nullopt: every GPU's (the default; `monitor`, `infer`). Why: a slow poll holds a core for
+  /// nullopt: every GPU's (the default; `monitor`). Why: a slow poll holds a core for
   /// about 7.7 ms a second on the H200 host (bench/RESULTS.md, tenth session), which an all-core
   /// CPU run may wait for (a possible cost, not a measured one). Takes effect at the next poll
   /// (sample_now() to read a new run GPU's slow fields at once); callable before start().

@@ -101,6 +101,15 @@ std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_
 
 // The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
 // matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
+void focus_telemetry(TelemetrySampler& sampler, const std::string& dev, const Provenance& p,
+                     const std::vector<GpuInfo>& gpus) {
+  if (dev.empty() || dev == "cpu") return sampler.set_run_devices(std::vector<std::string>{});
+  const std::string tdev = telemetry_device(dev, p, gpus);
+  // a GPU that NVML could not be matched to: every GPU's slow fields rather than none
+  sampler.set_run_devices(tdev.empty() ? std::nullopt : std::optional(std::vector<std::string>{tdev}));
+  sampler.sample_now();  // its energy counter and GPM baseline now, before the first step
+}
+
 std::string telemetry_device(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
   if (dev == "cpu") return "cpu";
   int idx = torch::Device(dev).index();

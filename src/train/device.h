@@ -30,6 +30,13 @@ std::string device_display_name(const std::string& device, const std::string& cp
 /// NVML reports no GPU with that bus id.
 std::string telemetry_device(const std::string& device, const Provenance& p, const std::vector<GpuInfo>& gpus);
 
+/// Points the sampler's slow NVML fields at `device` (TelemetrySampler::set_run_devices,
+/// docs/telemetry.md "Slow fields only for the run's GPU"): "" (between runs) or "cpu": no GPU's;
+/// a GPU: its own, or every GPU's when NVML cannot be matched to it. A GPU then gets its slow
+/// fields (energy counter, GPM baseline) read at once, before the caller's first step.
+void focus_telemetry(TelemetrySampler& sampler, const std::string& device, const Provenance& p,
+                     const std::vector<GpuInfo>& gpus);
+
 /// Adds LibTorch / CUDA / GPU fields to a host provenance.
 void add_torch_provenance(Provenance& p);
 

@@ -595,12 +595,7 @@ std::string Matrix::recent_telemetry(const std::string& dev) {
 // NVML's slow fields for the run's GPU only (TelemetrySampler::set_run_devices, docs/telemetry.md
 // "Slow fields only for the run's GPU"); dev "" (between runs) or "cpu": for no GPU.
 void Matrix::focus_telemetry(const std::string& dev) {
-  if (!sampler_) return;
-  if (dev.empty() || dev == "cpu") return sampler_->set_run_devices(std::vector<std::string>{});
-  const std::string tdev = telemetry_device(dev, res_.provenance, telemetry_gpus_);
-  // a GPU that NVML could not be matched to: every GPU's slow fields, as before, rather than none
-  sampler_->set_run_devices(tdev.empty() ? std::nullopt : std::optional(std::vector<std::string>{tdev}));
-  sampler_->sample_now();  // its energy counter and GPM baseline now, before the run's first step
+  if (sampler_) trainscope::focus_telemetry(*sampler_, dev, res_.provenance, telemetry_gpus_);
 }
 
 void Matrix::fill_run_telemetry(const std::string& dev, RunRecord& rec) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "train/device.h"
 #include "train/trainer.h"
 #include "train_helpers.h"
 #include "trainscope/error.h"
@@ -317,6 +318,36 @@ TEST(Matrix, RunFolderRemovedMidMatrixIsAnIoAbort) {
   auto res = run_matrix(m, {&vanish, &results});
   EXPECT_EQ(res.abort, MatrixAbort::kIo) << res.abort_reason;
   EXPECT_NE(res.abort_reason.find(res.run_dir), std::string::npos) << "names the path: " << res.abort_reason;
+}
+
+// focus_telemetry (run and infer): no GPU's slow NVML fields for "cpu", and for a GPU only the
+// one NVML reports at its PCI bus id (CUDA's cuda:0 may be NVML's gpu1).
+TEST(Device, FocusTelemetryReadsTheSlowFieldsOfTheMatchedGpuOnly) {
+  const auto cfg = std::filesystem::path(::testing::TempDir()) / ("focus_nvml_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(cfg) << R"({"devices": [
+    {"name": "Fake H200", "uuid": "GPU-aaaa", "pci_bus_id": "00000000:19:00.0",
+     "readings": {"util_gpu": 1, "mem_total": 1000, "mem_used": 1, "power_mw": 100000, "energy_mj": 1000000}},
+    {"name": "Fake H200", "uuid": "GPU-bbbb", "pci_bus_id": "00000000:2A:00.0",
+     "readings": {"util_gpu": 1, "mem_total": 1000, "mem_used": 1, "power_mw": 100000, "energy_mj": 2000000}}]})";
+  ::setenv("TS_FAKE_NVML_CONFIG", cfg.c_str(), 1);
+  TelemetryOptions o;
+  o.nvml_library = TS_FAKE_NVML;
+  o.enable_proc = o.enable_rapl = o.enable_hwmon = false;
+  o.slow_interval_s = 3600;
+  TelemetrySampler s(o, std::chrono::steady_clock::now());
+  s.probe();
+  Provenance p;
+  p.gpus.push_back(GpuDescription{.name = "Fake H200", .pci_bus_id = "0000:2A:00.0"});  // cuda:0 is NVML's gpu1
+  focus_telemetry(s, "cpu", p, s.gpus());
+  auto cpu = s.read_energy_now();
+  EXPECT_FALSE(cpu.get("gpu0", "energy_j"));
+  EXPECT_FALSE(cpu.get("gpu1", "energy_j"));
+  EXPECT_TRUE(cpu.get("gpu0", "power_w"));  // fast fields stay
+  focus_telemetry(s, "cuda:0", p, s.gpus());
+  auto gpu = s.read_energy_now();
+  EXPECT_DOUBLE_EQ(gpu.get("gpu1", "energy_j").value(), 2000.0);
+  EXPECT_FALSE(gpu.get("gpu0", "energy_j"));
+  std::filesystem::remove(cfg);
 }
 
 // The energy windows' edges (TrainHooks::on_window_edge): called once as the headline window

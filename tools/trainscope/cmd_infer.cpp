@@ -255,6 +255,7 @@ InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOpti
   r.device_name = device_display_name(dev, prov.cpu_model);
   reporters.each([&](InferenceReporter& x) { x.measurement_started(r); });
   try {
+    if (sampler) focus_telemetry(*sampler, dev, prov, gpus);  // slow NVML fields for this device's GPU only
     torch::Device d(dev);
     s.model->to(d);
     if (s.classes > 0 && s.base.weights != "untrained") {
