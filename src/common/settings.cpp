@@ -151,7 +151,8 @@ void add_train(std::vector<Setting>& t) {
                .field = TS_FIELD(train.eval_batch_size)});
   t.push_back({.key = "train.seed", .flag = "--seed", .noun = "seed", .help = "random seed for weights and shuffling",
                .range = {.min = 0}, .field = TS_FIELD(train.seed)});
-  t.push_back({.key = "train.threads", .flag = "--threads", .noun = "threads", .help = "intra-op CPU threads",
+  t.push_back({.key = "train.threads", .flag = "--threads", .noun = "threads",
+               .help = "intra-op CPU threads (more than the online CPUs is warned about: they oversubscribe the cores)",
                .range = {.min = 0, .max = 4096}, .note = "0 = all online CPUs", .field = TS_FIELD(train.threads)});
   t.push_back({.key = "train.nan_check_interval", .noun = "NaN check interval",
                .help = "steps between NaN/Inf loss checks (one host sync each)", .unit = "steps",

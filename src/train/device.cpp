@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <thread>
 
 #include "train/compat.h"
 #include "trainscope/error.h"
@@ -101,6 +102,17 @@ std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_
 
 // The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
 // matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
+int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning) {
+  const auto cpus = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t threads = requested > 0 ? requested : cpus;
+  if (requested > cpus && warning)
+    *warning = fmt::format("{} {} is more than the {} online CPUs: the intra-op threads oversubscribe the cores and "
+                           "slow each step; use {} 0 (every CPU) or at most {}",
+                           flag, requested, cpus, flag, cpus);
+  at::set_num_threads(static_cast<int>(threads));
+  return threads;
+}
+
 void focus_telemetry(TelemetrySampler& sampler, const std::string& dev, const Provenance& p,
                      const std::vector<GpuInfo>& gpus) {
   if (dev.empty() || dev == "cpu") return sampler.set_run_devices(std::vector<std::string>{});

@@ -37,6 +37,13 @@ std::string telemetry_device(const std::string& device, const Provenance& p, con
 void focus_telemetry(TelemetrySampler& sampler, const std::string& device, const Provenance& p,
                      const std::vector<GpuInfo>& gpus);
 
+/// Sets LibTorch's intra-op threads (at::set_num_threads) to `requested`, or to every online CPU
+/// (std::thread::hardware_concurrency) when `requested` <= 0, and returns the count set.
+/// `warning` receives a one-line warning when `requested` exceeds the online CPUs: threads beyond
+/// the cores oversubscribe them, and each step's parallel regions then wait for descheduled
+/// threads. `flag` names the setting in the warning ("--threads").
+int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning);
+
 /// Adds LibTorch / CUDA / GPU fields to a host provenance.
 void add_torch_provenance(Provenance& p);
 

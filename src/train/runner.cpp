@@ -29,6 +29,7 @@
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/profile.h"
+#include "trainscope/settings.h"
 #include "trainscope/progress.h"
 #include "trainscope/telemetry.h"
 #include "trainscope/variants.h"
@@ -206,8 +207,9 @@ void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
 // Everything that can be checked before a step runs (exit 2 when wrong; nothing is written).
 void Matrix::check_inputs() {
   validate(cfg_);
-  int64_t threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(std::max<int64_t>(threads, 1)));
+  std::string threads_warning;
+  set_intra_op_threads(cfg_.train.threads, setting("train.threads").long_flag(), &threads_warning);
+  if (!threads_warning.empty()) notice(threads_warning);
   std::string device_note;
   devices_ = resolve_devices(cfg_.devices, &device_note);
   // Data first: a bad path or corrupt file stops us before any training.

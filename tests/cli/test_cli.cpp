@@ -283,6 +283,25 @@ TEST(Cli, InferWritesItsFileAndTableThroughTheReporters) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// More intra-op threads than online CPUs oversubscribes the cores: `run` says so before it loads
+// anything (here the data folder is missing, so it stops there with exit 2).
+TEST(Cli, MoreThreadsThanCpusIsWarnedAbout) {
+  std::string out;
+  EXPECT_EQ(run({"run", "--threads", "4096", "--data", ::testing::TempDir() + "no_such_data_dir", "--devices", "cpu",
+                 "--models", "mlp", "--out", ::testing::TempDir()},
+                &out),
+            2);
+  EXPECT_NE(out.find("--threads 4096 is more than the " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                     " online CPUs"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run({"run", "--threads", "1", "--data", ::testing::TempDir() + "no_such_data_dir", "--devices", "cpu",
+                 "--models", "mlp", "--out", ::testing::TempDir()},
+                &out),
+            2);
+  EXPECT_EQ(out.find("online CPUs"), std::string::npos) << out;
+}
+
 // `infer` checks a flag it shares with `run` against the same range, before loading anything.
 TEST(Cli, InferChecksSharedFlagsWithTheRunRanges) {
   std::string out;

@@ -233,9 +233,9 @@ void set_threads(const InferFlags& f) {
   std::optional<int64_t> threads = f.threads;
   if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
   if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
-  int64_t nthreads = threads.value_or(0);  // 0: all online CPUs, as in `run`
-  if (nthreads <= 0) nthreads = static_cast<int64_t>(std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(std::max<int64_t>(nthreads, 1)));
+  std::string warning;  // 0: all online CPUs, as in `run`
+  set_intra_op_threads(threads.value_or(0), "--threads", &warning);
+  if (!warning.empty()) fmt::print(stderr, "trainscope: warning: {}\n", warning);
 }
 
 // The reporters of one `infer` command, called in order (trainscope/inference_reporter.h).
