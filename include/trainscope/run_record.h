@@ -143,6 +143,9 @@ struct LossCheck {
 enum class RunStatus { kOk, kFailed, kInterrupted, kRunning, kNotApplicable };
 std::string to_string(RunStatus s);
 RunStatus run_status_from_string(const std::string& s);
+/// "failed: out of memory ...", or the reason alone when it already says the status ("not
+/// applicable: channels_last needs ..."), or the status alone when there is no reason.
+std::string status_with_reason(RunStatus s, const std::string& reason);
 
 /// Time-to-accuracy of a run with --target-accuracy (docs/variants.md#time-to-accuracy): the
 /// training time, samples and energy until the test accuracy first reached the target.

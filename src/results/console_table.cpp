@@ -62,7 +62,7 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     std::string st = to_string(r->status);
     const std::string& why = r->failure_reason.empty() ? r->variant_note : r->failure_reason;
     if (r->status != RunStatus::kOk && !why.empty()) {
-      st += ": " + why;
+      st = status_with_reason(r->status, why);
       if (st.size() > 60) st = st.substr(0, 57) + "...";
     } else if (r->stopped_early) {
       st += " (stopped: " + r->stop_reason + ")";

@@ -28,6 +28,12 @@ std::string to_string(RunStatus s) {
   return "unknown";
 }
 
+std::string status_with_reason(RunStatus s, const std::string& reason) {
+  if (reason.empty()) return to_string(s);
+  if (s == RunStatus::kNotApplicable && reason.rfind("not applicable", 0) == 0) return reason;
+  return to_string(s) + ": " + reason;
+}
+
 RunStatus run_status_from_string(const std::string& s) {
   for (const auto& [status, name] : kRunStatusNames)
     if (s == name) return status;

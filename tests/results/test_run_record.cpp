@@ -85,6 +85,21 @@ TEST(RunRecord, ResultsFilesStartWithProvenance) {
   EXPECT_EQ(js["schema_version"], kSchemaVersion);
 }
 
+// A status and its reason, said once: a not-applicable reason already begins with the words.
+TEST(ConsoleTable, StatusAndReasonAreSaidOnce) {
+  EXPECT_EQ(status_with_reason(RunStatus::kFailed, "out of memory"), "failed: out of memory");
+  EXPECT_EQ(status_with_reason(RunStatus::kNotApplicable, "not applicable: channels_last needs 4-D parameters"),
+            "not applicable: channels_last needs 4-D parameters");
+  EXPECT_EQ(status_with_reason(RunStatus::kNotApplicable, "needs a GPU"), "not_applicable: needs a GPU");
+  EXPECT_EQ(status_with_reason(RunStatus::kInterrupted, ""), "interrupted");
+  RunRecord r = sample("cpu", 1000);
+  r.status = RunStatus::kNotApplicable;
+  r.variant_note = "not applicable: channels_last";
+  auto t = format_matrix_table({r});
+  EXPECT_NE(t.find("not applicable: channels_last"), std::string::npos) << t;
+  EXPECT_EQ(t.find("not_applicable: not applicable"), std::string::npos) << t;
+}
+
 TEST(ConsoleTable, SpeedupAgainstCpu) {
   auto t = format_matrix_table({sample("cpu", 1000), sample("cuda:0", 25000)});
   EXPECT_NE(t.find("25.00×"), std::string::npos);

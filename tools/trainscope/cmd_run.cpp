@@ -98,8 +98,8 @@ class ConsoleReporter final : public Reporter {
                  r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
                  format_duration(r.train_time_s));
     else
-      fmt::print("[{}] {}: {}: {}\n", counter(), cell(r), to_string(r.status),
-                 r.failure_reason.empty() ? r.variant_note : r.failure_reason);
+      fmt::print("[{}] {}: {}\n", counter(), cell(r),
+                 status_with_reason(r.status, r.failure_reason.empty() ? r.variant_note : r.failure_reason));
     print_inference(r);
     std::fflush(stdout);
   }
