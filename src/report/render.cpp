@@ -84,6 +84,13 @@ std::string md_inline(const std::string& s) {  // `code` -> <code>, the rest esc
 
 namespace {
 
+// "ok/failed", and the not-applicable runs when there are any: "0/0, 1 not applicable".
+std::string runs_cell(const Cell& c) {
+  std::string s = fmt::format("{}/{}", c.runs_ok, c.runs_failed);
+  if (c.runs_not_applicable > 0) s += fmt::format(", {} not applicable", c.runs_not_applicable);
+  return s;
+}
+
 bool charted(const std::string& device, const std::string& metric) {
   if (device.rfind("gpu", 0) == 0)
     return metric == "util_pct" || metric == "sm_activity_pct" || metric == "power_w" || metric == "temp_c" ||
@@ -273,9 +280,9 @@ std::string md_summary_table(const Analysis& a) {
   s += "\n";
   for (const auto& c : a.cells) {
     s += fmt::format(
-        "| `{}` | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | "
+        "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | "
         "{} | {} | {} | {} |\n",
-        c.model, c.batch_size, c.device, c.runs_ok, c.runs_failed, fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
+        c.model, c.batch_size, c.device, runs_cell(c), fmt_stat(c.samples_per_s, ""), speedup_of(a, c),
         c.epoch_time_s.ok() ? fmt_time(c.epoch_time_s.median) + (c.epoch_time_is_estimate ? " (est.)" : "") : "—",
         c.time_for_epochs_s.ok() ? fmt::format("{} ({} ep.{})", fmt_time(c.time_for_epochs_s.median),
                                                c.epochs_requested, c.time_for_epochs_is_estimate ? ", est." : "")

@@ -435,6 +435,20 @@ TEST(ReportRender, CpuCellShowsTheProcesssOwnCoresBesideTheMachinesUtilisation) 
   EXPECT_NE(md2.find("CPU 100 % (machine)"), std::string::npos);
 }
 
+// A cell whose only run does not apply (a variant the model cannot take) says so in the details
+// table rather than "0/0" runs ok/failed.
+TEST(ReportRender, NotApplicableCellSaysSoInTheDetailsTable) {
+  auto in = contended_fixture();
+  for (auto& r : in.runs) {
+    r.status = RunStatus::kNotApplicable;
+    r.variant_note = "not applicable: channels_last needs a model with 4-D parameters (convolutions)";
+  }
+  const auto a = analyze(in);
+  const std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find(" | 0/0, 1 not applicable | "), std::string::npos) << md;
+  EXPECT_EQ(md.find(" | 0/0 | "), std::string::npos) << md;
+}
+
 // Profiled steps faster than the headline steps: the headline window was slowed by something
 // else; the report says so and never prints the negative "cost" as a cost.
 TEST(ReportAdvice, NoisyHeadlineWhenProfiledStepsRanFaster) {
