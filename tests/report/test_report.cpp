@@ -819,7 +819,7 @@ TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
   for (auto& r : b) r.dataset = a[0].dataset, r.stop_reason = "max_steps";
   auto d = compare_runs(a, b);
   ASSERT_EQ(d.warnings.size(), 1u);
-  EXPECT_NE(d.warnings[0].find("differ in settings that change times and accuracy"), std::string::npos) << d.warnings[0];
+  EXPECT_NE(d.warnings[0].find("differ in settings (the differs: lines): a change in the figures may come"), std::string::npos) << d.warnings[0];
   ASSERT_EQ(d.setting_differences.size(), 1u);
   EXPECT_EQ(d.setting_differences[0].rfind("end: A complete; B max steps ", 0), 0u) << d.setting_differences[0];
   // every setting that changes the figures is named, each side's values apart
@@ -829,6 +829,23 @@ TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
   EXPECT_NE(out.find("differs: test samples: A " + std::to_string(a[0].test_samples) + "; B 1000\n"), std::string::npos) << out;
   EXPECT_NE(out.find("differs: telemetry: A on; B off\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("differs: end:"), std::string::npos) << out;
+}
+
+// Threads differ in the provenances and in the runs: compare_inputs says it once, as the
+// provenance's "intra-op threads: 2 vs 1" line.
+TEST(ReportCompare, ASettingThatTheProvenancesAlreadyDifferInIsSaidOnce) {
+  auto a = load_run_folder(kStudy);
+  auto b = a;
+  b.provenance.intra_op_threads = a.provenance.intra_op_threads + 1;
+  for (auto& r : b.runs) r.intra_op_threads = b.provenance.intra_op_threads, r.learning_rate *= 2;
+  const auto c = compare_inputs(a, b);
+  const std::string out = render_compare(c, "A", "B");
+  size_t threads_lines = 0;
+  for (size_t at = out.find("differs: intra-op threads"); at != std::string::npos;
+       at = out.find("differs: intra-op threads", at + 1))
+    ++threads_lines;
+  EXPECT_EQ(threads_lines, 1u) << out;
+  EXPECT_NE(out.find("differs: learning rate: A "), std::string::npos) << out;  // the others stay
 }
 
 TEST(ReportCompare, NoCommonCellSaysNothingWasCompared) {

@@ -235,6 +235,7 @@ void set_threads(const InferFlags& f) {
   if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
   std::string warning;  // 0: all online CPUs, as in `run`
   set_intra_op_threads(threads.value_or(0), "--threads", &warning);
+  if (!warning.empty() && !f.threads) warning += " (the value is the training run's, from its checkpoint; --threads overrides it)";
   if (!warning.empty()) fmt::print(stderr, "trainscope: warning: {}\n", warning);
 }
 
