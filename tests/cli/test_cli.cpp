@@ -283,6 +283,14 @@ TEST(Cli, InferWritesItsFileAndTableThroughTheReporters) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// `report` over the same folder twice would count its runs twice, as repeats: refused.
+TEST(Cli, ReportRefusesTheSameFolderTwice) {
+  std::string out;
+  const std::string dir = ::testing::TempDir();
+  EXPECT_EQ(run({"report", dir, dir + "/."}, &out), 2);
+  EXPECT_NE(out.find("is given twice"), std::string::npos) << out;
+}
+
 // More intra-op threads than online CPUs oversubscribes the cores: `run` says so before it loads
 // anything (here the data folder is missing, so it stops there with exit 2).
 TEST(Cli, MoreThreadsThanCpusIsWarnedAbout) {

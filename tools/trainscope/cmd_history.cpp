@@ -2,6 +2,9 @@
 // database and the comparison report (library: trainscope/history.h, trainscope/report.h).
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <set>
+
 #include "commands.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -13,6 +16,19 @@
 namespace trainscope::cli {
 
 namespace {
+
+// The same folder (or history id) given twice would count its runs twice as repeats: refused.
+void refuse_repeated_refs(const std::vector<std::string>& refs) {
+  std::set<std::string> seen;
+  for (const auto& ref : refs) {
+    std::error_code ec;
+    const auto canon = std::filesystem::is_directory(ref, ec) ? std::filesystem::weakly_canonical(ref, ec).string() : ref;
+    if (!seen.insert(canon).second)
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("RUN '{}' is given twice: its runs would count twice, as repeats; give each run folder "
+                              "or history id once", ref));
+  }
+}
 const char* kDefaultDb = "trainscope-runs/history.sqlite";
 
 // Read-only commands never create a database: a missing one is a usage error naming --db.
@@ -64,6 +80,7 @@ void add_report_command(CLI::App& app) {
   r->add_option("--db", rf->db, "history database (default trainscope-runs/history.sqlite)");
   r->add_option("-o,--out", rf->out, "folder for report.md/report.html (default: the first run folder)");
   r->callback([rf] {
+    refuse_repeated_refs(rf->refs);
     std::vector<ReportInput> parts;
     for (const auto& ref : rf->refs) {
       parts.push_back(resolve_runs(ref, rf->db));
