@@ -395,15 +395,13 @@ struct TelemetrySampler::Impl {
 
 TelemetrySampler::TelemetrySampler(const TelemetryOptions& opt, std::chrono::steady_clock::time_point origin)
     : impl_(std::make_unique<Impl>()) {
-  // The range of telemetry.interval_s in the settings table, the one `run` and `infer` check.
-  const Setting& interval = setting("telemetry.interval_s");
-  check_setting_value(interval, opt.interval_s, interval.long_flag());
-  if (!(opt.slow_interval_s > 0 && opt.slow_interval_s <= 3600))
-    throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("telemetry slow_interval_s {} is out of range: use (0, 3600] s", opt.slow_interval_s));
-  if (!(opt.pcie_interval_s > 0 && opt.pcie_interval_s <= 3600))
-    throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("telemetry pcie_interval_s {} is out of range: use (0, 3600] s", opt.pcie_interval_s));
+  // The ranges of the settings table, the ones `run` and `infer` check: one message for both.
+  for (auto [key, value] : {std::pair{"telemetry.interval_s", opt.interval_s},
+                            std::pair{"telemetry.slow_interval_s", opt.slow_interval_s},
+                            std::pair{"telemetry.pcie_interval_s", opt.pcie_interval_s}}) {
+    const Setting& s = setting(key);
+    check_setting_value(s, value, s.long_flag());
+  }
   impl_->opt = opt;
   impl_->origin = origin;
 }

@@ -201,10 +201,11 @@ TEST(telemetry_Nvml, PcieThroughputIsReadAtItsOwnLongerIntervalAndWhenAGpuBecome
   EXPECT_TRUE(poll().get("gpu0", "pcie_tx_bytes_per_s"));  // the run's start: read at once
   EXPECT_FALSE(poll().get("gpu0", "pcie_tx_bytes_per_s"));
 
-  opt.pcie_interval_s = 1e-4;  // below the slow interval: raised to it, every poll
+  opt.slow_interval_s = opt.interval_s = 2e-3;
+  opt.pcie_interval_s = 1e-3;  // below the slow interval: raised to it, every poll
   TelemetrySampler every(opt, std::chrono::steady_clock::now());
   for (int i = 0; i < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
     EXPECT_TRUE(every.sample_now().get("gpu0", "pcie_rx_bytes_per_s"));
   }
   opt.pcie_interval_s = 0;
