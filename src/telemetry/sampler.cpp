@@ -448,7 +448,7 @@ TelemetrySnapshot TelemetrySampler::read_energy_now() {
     std::lock_guard poll_lock(impl_->poll_mu);
     for (const auto& s : impl_->sources) s->read_energy_at_next_poll();
   }
-  return impl_->poll(true);
+  return sample_now();
 }
 
 void TelemetrySampler::set_run_devices(std::optional<std::vector<std::string>> devices) {

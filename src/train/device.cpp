@@ -100,8 +100,6 @@ std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_
   return std::make_unique<CpuPhaseClock>(capacity);
 }
 
-// The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
-// matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
 int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning) {
   const auto cpus = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   const int64_t threads = requested > 0 ? requested : cpus;
@@ -122,6 +120,8 @@ void focus_telemetry(TelemetrySampler& sampler, const std::string& dev, const Pr
   sampler.sample_now();  // its energy counter and GPM baseline now, before the first step
 }
 
+// The telemetry device that a run's device corresponds to: "cpu", or "gpuN" (NVML index)
+// matched through the PCI bus id, since CUDA and NVML may number GPUs differently.
 std::string telemetry_device(const std::string& dev, const Provenance& p, const std::vector<GpuInfo>& gpus) {
   if (dev == "cpu") return "cpu";
   int idx = torch::Device(dev).index();
