@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -133,6 +133,36 @@ for stage in "$@"; do
           done
         done
       } 2>&1 | tee "$OUT/cpu-pin.log";;
+    cpus)
+      # The CPUs a run may use (src/common/cpu_budget.cpp): the host's mask and cgroup quota, then
+      # a cpu run on the whole machine and one under `taskset -c 0-3` (--threads 0 should be 4 there,
+      # with the limit named in the record), and --threads 8 under the same mask (warned about).
+      { echo "nproc $(nproc)"; grep Cpus_allowed_list /proc/self/status; cat /proc/self/cgroup
+        cat /sys/fs/cgroup/cpu.max 2>&1; lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|Model name)'
+        for mode in whole taskset; do
+          pre=(); [ $mode = taskset ] && pre=(taskset -c 0-3)
+          rm -rf "/tmp/runs/cpus-$mode"
+          ${pre[@]+"${pre[@]}"} $TS run --data $DATA -d cpu -m mlp -b 128 --max-steps 50 --no-profile --no-inference \
+            --no-progress --out /tmp/runs --name "cpus-$mode" > "$OUT/cpus-$mode.log" 2>&1
+          python3 -c "import json;d=json.load(open('/tmp/runs/cpus-$mode/results.json'));p=d['provenance'];r=d['runs'][0]
+print('$mode', 'logical', p['cpu_logical_cores'], 'usable', p.get('cpu_usable_cores'), 'limit', repr(p.get('cpu_limit')), 'threads', r['intra_op_threads'], 'samples/s', round(r['steady_samples_per_s'] or 0))"
+        done
+        rm -rf /tmp/runs/cpus-over; taskset -c 0-3 $TS run --data $DATA -d cpu -m mlp -b 128 --max-steps 20 --threads 8 --no-profile --no-inference \
+          --no-progress --out /tmp/runs --name cpus-over 2>&1 | grep -m1 "is more than"
+      } 2>&1 | tee "$OUT/cpus.log";;
+    cpu-threads)
+      # Is every core the CPU's best thread count? (the cpus stage read cpu mlp b128 at 168 k
+      # samples/s with 4 threads under taskset, 115 k with 16.) Every tool off, thread counts
+      # alternating, N rounds; MODEL (mlp) STEPS (2000).
+      { for i in $(seq "${N:-3}"); do
+          for t in ${THREADS:-4 8 16}; do
+            rm -rf "/tmp/runs/thr-$t-$i"
+            $TS run --data $DATA -d cpu -m "${MODEL:-mlp}" -b 128 --max-steps "${STEPS:-2000}" --threads "$t" \
+              --no-telemetry --no-profile --no-inference --no-progress --out /tmp/runs --name "thr-$t-$i" >"$OUT/thr-$t-$i.log" 2>&1
+            python3 -c "import json;r=json.load(open('/tmp/runs/thr-$t-$i/results.json'))['runs'][0];print('${MODEL:-mlp}', 'threads', $t, 'round', $i, round(r['steady_samples_per_s'] or 0))"
+          done
+        done
+      } 2>&1 | tee -a "$OUT/cpu-threads.log";;
     rundev)
       # issue 13: NVML's slow fields only for the run's GPU (docs/telemetry.md). A cpu run and a
       # cuda:0 run in one matrix; prints, per run window, which gpu0 fields telemetry.csv.gz holds,

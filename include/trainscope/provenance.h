@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,11 @@ struct Provenance {
   std::string date_utc;         // ISO 8601, e.g. 2026-11-29T22:52:13Z
   std::string host;
   std::string cpu_model;        // /proc/cpuinfo "model name"
-  int64_t cpu_logical_cores = 0;
+  int64_t cpu_logical_cores = 0;  // online logical CPUs (std::thread::hardware_concurrency)
+  /// The CPUs this process may use (CpuBudget::usable): below cpu_logical_cores under taskset,
+  /// Slurm's CPU binding or a container's cpuset or CPU quota; 0 in records written before it.
+  int64_t cpu_usable_cores = 0;
+  std::string cpu_limit;  // CpuBudget::limited_by: what made cpu_usable_cores smaller; "" when nothing
   std::vector<GpuDescription> gpus;
   std::string gpu_driver;       // "" when unknown (no NVML)
   std::string nvml_version;     // "" when unknown
@@ -54,6 +59,8 @@ struct Provenance {
     v("host", s.host, Better::kNone, kLiteral);
     v("cpu_model", s.cpu_model, Better::kNone, kLiteral);
     v("cpu_logical_cores", s.cpu_logical_cores, Better::kNone);
+    v("cpu_usable_cores", s.cpu_usable_cores, Better::kNone);
+    v("cpu_limit", s.cpu_limit, Better::kNone, kLiteral);
     v("gpus", s.gpus, Better::kNone);
     v("gpu_driver", s.gpu_driver, Better::kNone);
     v("nvml_version", s.nvml_version, Better::kNone);
@@ -68,6 +75,41 @@ struct Provenance {
     v("intra_op_threads", s.intra_op_threads, Better::kNone);
   }
 };
+
+/// The CPUs this process may run on, which is what intra-op threads, data workers and decode
+/// threads should be sized to; std::thread::hardware_concurrency counts every online CPU, also
+/// those a job scheduler or container keeps this process off.
+struct CpuBudget {
+  int64_t online = 0;    // logical CPUs online (std::thread::hardware_concurrency; >= 1)
+  int64_t affinity = 0;  // CPUs in the affinity mask (/proc/self/status Cpus_allowed_list: taskset,
+                         // Slurm --cpus-per-task binding, docker --cpuset-cpus); 0 when unreadable
+  /// The cgroup's CPU quota in CPUs: quota / period of cgroup v2 cpu.max (docker --cpus,
+  /// Kubernetes CPU limits) or of cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us; absent when
+  /// unlimited or unreadable.
+  std::optional<double> quota_cpus;
+  /// min(affinity (or online when unreadable), ceil(quota_cpus)), at least 1. Ceil, as the JVM
+  /// and Go runtimes size their thread pools: a 1.5-CPU quota runs 2 threads at 75 % each.
+  int64_t usable = 1;
+  /// What made usable smaller than online: "affinity mask: 4 of 16 CPUs (taskset, Slurm or a
+  /// cpuset)", "cgroup CPU quota: 2.5 CPUs (container or job limit)", both joined by "; ", or "".
+  std::string limited_by;
+};
+
+/// Reads the budget from `proc_root`/self/status, `proc_root`/self/cgroup and the cgroup's
+/// files under `cgroup_root` (v2: <root><path>/cpu.max, else <root>/cpu.max; v1:
+/// <root>/cpu,cpuacct<path>/ or <root>/cpu<path>/). Files that are missing or unreadable are
+/// skipped (their part of the budget is then unknown, not an error). `online` overrides the
+/// online count (0: std::thread::hardware_concurrency), for tests.
+CpuBudget read_cpu_budget(const std::string& proc_root = "/proc", const std::string& cgroup_root = "/sys/fs/cgroup",
+                          int64_t online = 0);
+
+/// read_cpu_budget().usable of this process, read anew on each call (an affinity change by the
+/// process itself takes effect).
+int64_t usable_cpus();
+
+/// The CPU counts in words: "16 logical CPUs", or "16 logical CPUs, 4 usable" when the process
+/// could use fewer (cpu_usable_cores); report headers and compare's host differences.
+std::string cpu_count_words(const Provenance& p);
 
 /// Fills the host-side fields (date, host, CPU, build info). The LibTorch half adds
 /// libtorch/CUDA/GPU fields (see trainscope/runner.h).

@@ -28,7 +28,10 @@ Provenance collect_host_provenance(const std::string& proc_root) {
       break;
     }
   }
-  p.cpu_logical_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  const CpuBudget cpus = read_cpu_budget(proc_root);
+  p.cpu_logical_cores = cpus.online;
+  p.cpu_usable_cores = cpus.usable;
+  p.cpu_limit = cpus.limited_by;
   p.trainscope_version = TRAINSCOPE_VERSION;
   p.git_commit = TRAINSCOPE_GIT_COMMIT;
   p.build_type = TRAINSCOPE_BUILD_TYPE;

@@ -152,8 +152,9 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.seed", .flag = "--seed", .noun = "seed", .help = "random seed for weights and shuffling",
                .range = {.min = 0}, .field = TS_FIELD(train.seed)});
   t.push_back({.key = "train.threads", .flag = "--threads", .noun = "threads",
-               .help = "intra-op CPU threads (more than the online CPUs is warned about: they oversubscribe the cores)",
-               .range = {.min = 0, .max = 4096}, .note = "0 = all online CPUs", .field = TS_FIELD(train.threads)});
+               .help = "intra-op CPU threads (more than the usable CPUs is warned about: they oversubscribe the cores)",
+               .range = {.min = 0, .max = 4096},
+               .note = "0 = every CPU this process may use: its affinity mask (taskset, Slurm, cpuset), capped by a cgroup CPU quota", .field = TS_FIELD(train.threads)});
   t.push_back({.key = "train.nan_check_interval", .noun = "NaN check interval",
                .help = "steps between NaN/Inf loss checks (one host sync each)", .unit = "steps",
                .range = {.min = 1, .max = kMaxSteps}, .field = TS_FIELD(train.nan_check_interval)});

@@ -3,6 +3,7 @@ target_sources(trainscope_core PRIVATE
   common/config.cpp
   common/settings.cpp
   common/provenance.cpp
+  common/cpu_budget.cpp
   common/fs.cpp
   common/progress.cpp
   common/stats.cpp

@@ -11,6 +11,7 @@
 
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
+#include "trainscope/provenance.h"
 
 namespace trainscope {
 
@@ -34,7 +35,7 @@ Dataset decode_set(const std::vector<ImageFile>& files, const std::vector<int64_
   d.images.resize(static_cast<size_t>(n * d.sample_numel()));
   d.labels.resize(idx.size());
   std::vector<std::string> errors(idx.size());
-  const int64_t T = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
+  const int64_t T = std::clamp<int64_t>(usable_cpus(), 1, 16);
   std::vector<std::thread> pool;
   for (int64_t t = 0; t < T; ++t)
     pool.emplace_back([&, t] {

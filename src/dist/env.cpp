@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "trainscope/error.h"
@@ -122,6 +123,12 @@ std::optional<DistEnv> detect_env(const EnvReader& get) {
 
 std::optional<DistEnv> detect_env() {
   return detect_env([](const char* n) -> const char* { return std::getenv(n); });
+}
+
+int64_t default_rank_threads(const DistEnv& env, const CpuBudget& cpus) {
+  const bool own_mask = env.launcher == "slurm" && cpus.affinity > 0 && cpus.affinity < cpus.online;
+  if (own_mask) return std::max<int64_t>(1, cpus.usable);
+  return std::max<int64_t>(1, cpus.usable / std::max<int64_t>(env.local_world_size, 1));
 }
 
 }  // namespace dist

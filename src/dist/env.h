@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "trainscope/provenance.h"
+
 namespace trainscope {
 namespace dist {
 
@@ -38,6 +40,12 @@ using EnvReader = std::function<const char*(const char*)>;
 /// RANK and WORLD_SIZE is set (outside a Slurm job step).
 std::optional<DistEnv> detect_env(const EnvReader& get);
 std::optional<DistEnv> detect_env();  // from the process environment
+
+/// The intra-op threads a rank runs when --threads is 0: the CPUs this process may use
+/// (CpuBudget::usable) split evenly between the host's ranks (local_world_size), at least 1.
+/// Under Slurm an affinity mask narrower than the machine is this task's own (Slurm's
+/// task/affinity binds each task to its --cpus-per-task CPUs), so it is not split again.
+int64_t default_rank_threads(const DistEnv& env, const CpuBudget& cpus);
 
 /// First host of a Slurm node list: "gn[01-04,7],cpu3" -> "gn01", "a,b" -> "a".
 std::string first_slurm_host(const std::string& nodelist);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "common/text.h"
 #include "dist/context.h"
@@ -87,9 +86,7 @@ bool setup_rank(MatrixConfig& m) {
   c.check_same("settings", settings_json(m));
   const std::string backend = pick_backend(m, *env);
   if (backend == "nccl" && !std::getenv("NCCL_NVLS_ENABLE")) ::setenv("NCCL_NVLS_ENABLE", "0", 0);
-  if (m.train.threads == 0)  // the host's cores split between its ranks
-    m.train.threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) /
-                                               std::max<int64_t>(env->local_world_size, 1));
+  if (m.train.threads == 0) m.train.threads = default_rank_threads(*env, read_cpu_budget());
   c.history_db = m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db;
   const std::string name = agree_run_name(c, m);
   if (c.rank() == 0) {

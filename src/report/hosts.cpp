@@ -21,8 +21,8 @@ std::vector<std::string> provenance_differences(const Provenance& p, const Prove
   };
   diff("LibTorch", p.libtorch_version, q.libtorch_version);
   diff("intra-op threads", std::to_string(p.intra_op_threads), std::to_string(q.intra_op_threads));
-  diff("CPU", fmt::format("{} ({} logical)", p.cpu_model, p.cpu_logical_cores),
-       fmt::format("{} ({} logical)", q.cpu_model, q.cpu_logical_cores));
+  diff("CPU", fmt::format("{} ({})", p.cpu_model, cpu_count_words(p)),
+       fmt::format("{} ({})", q.cpu_model, cpu_count_words(q)));
   diff("CUDA runtime", p.cuda_runtime, q.cuda_runtime);
   diff("trainscope", p.trainscope_version + " " + p.git_commit, q.trainscope_version + " " + q.git_commit);
   diff("build type", p.build_type, q.build_type);

@@ -189,9 +189,9 @@ std::string opt_num(const std::optional<double>& v, const std::string& unit = ""
 std::string provenance_line(const Provenance& p) {
   std::string gpus;
   for (const auto& g : p.gpus) gpus += (gpus.empty() ? "" : ", ") + g.name;
-  return fmt::format("{} · host {} · {} ({} logical CPUs, {} intra-op threads) · GPUs: {} · driver {} · LibTorch {}{} · "
+  return fmt::format("{} · host {} · {} ({}, {}) · GPUs: {} · driver {} · LibTorch {}{} · "
                      "trainscope {} ({}, {}) · schema {}",
-                     p.date_utc, p.host, p.cpu_model, p.cpu_logical_cores, p.intra_op_threads,
+                     p.date_utc, p.host, p.cpu_model, cpu_count_words(p), count_of(p.intra_op_threads, "intra-op thread"),
                      gpus.empty() ? "none" : gpus, p.gpu_driver.empty() ? "—" : p.gpu_driver, p.libtorch_version,
                      p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.trainscope_version, p.git_commit,
                      p.build_type, p.schema_version);

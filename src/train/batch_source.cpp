@@ -10,6 +10,7 @@
 
 #include "data/stream_defaults.h"
 #include "trainscope/error.h"
+#include "trainscope/provenance.h"
 
 namespace trainscope {
 
@@ -37,7 +38,7 @@ class SourceBase : public BatchSource {
       p.decoded_bytes = w_.data.stream->decoded_bytes;
       p.budget_bytes = w_.data.stream->budget_bytes;
     }
-    p.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+    p.cores = usable_cpus();
     p.intra_op_threads = at::get_num_threads();
     const double wall = std::chrono::duration<double>(Clock::now() - t0_).count();
     if (wall > 0) p.trainer_cpu_pct = 100.0 * std::max(0.0, process_cpu_s() - cpu0_ - loader_cpu_s) / wall;
@@ -116,7 +117,7 @@ StreamSource::StreamSource(const Workload& w, int64_t B, bool pinned, int stagin
   StreamOptions opt;
   opt.workers = plan.workers;
   if (opt.workers > 0) workers_reason_ = "--data-workers / data.data_workers";
-  else opt.workers = default_data_workers(static_cast<int64_t>(std::thread::hardware_concurrency()), at::get_num_threads(),
+  else opt.workers = default_data_workers(usable_cpus(), at::get_num_threads(),
                                           &workers_reason_);
   opt.prefetch_batches = plan.prefetch_batches > 0 ? plan.prefetch_batches : default_prefetch_batches(opt.workers, B);
   opt.hold_batches = staging;

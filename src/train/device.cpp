@@ -6,8 +6,10 @@
 #include <chrono>
 #include <thread>
 
+#include "common/text.h"
 #include "train/compat.h"
 #include "trainscope/error.h"
+#include "trainscope/provenance.h"
 
 namespace trainscope {
 
@@ -101,12 +103,15 @@ std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device, int64_
 }
 
 int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning) {
-  const auto cpus = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const CpuBudget b = read_cpu_budget();
+  const int64_t cpus = b.usable;
   const int64_t threads = requested > 0 ? requested : cpus;
+  const std::string which = b.limited_by.empty() ? fmt::format("{} online", count_of(cpus, "CPU"))
+                                                 : fmt::format("{} this process may use ({})", count_of(cpus, "CPU"), b.limited_by);
   if (requested > cpus && warning)
-    *warning = fmt::format("{} {} is more than the {} online CPUs: the intra-op threads oversubscribe the cores and "
-                           "slow each step; use {} 0 (every CPU) or at most {}",
-                           flag, requested, cpus, flag, cpus);
+    *warning = fmt::format("{} {} is more than the {}: the intra-op threads oversubscribe the cores and "
+                           "slow each step; use {} 0 (every usable CPU) or at most {}",
+                           flag, requested, which, flag, cpus);
   at::set_num_threads(static_cast<int>(threads));
   return threads;
 }

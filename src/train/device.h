@@ -37,9 +37,10 @@ std::string telemetry_device(const std::string& device, const Provenance& p, con
 void focus_telemetry(TelemetrySampler& sampler, const std::string& device, const Provenance& p,
                      const std::vector<GpuInfo>& gpus);
 
-/// Sets LibTorch's intra-op threads (at::set_num_threads) to `requested`, or to every online CPU
-/// (std::thread::hardware_concurrency) when `requested` <= 0, and returns the count set.
-/// `warning` receives a one-line warning when `requested` exceeds the online CPUs: threads beyond
+/// Sets LibTorch's intra-op threads (at::set_num_threads) to `requested`, or to every CPU this
+/// process may use (trainscope/provenance.h read_cpu_budget: affinity mask and cgroup CPU quota,
+/// not every online CPU) when `requested` <= 0, and returns the count set. `warning` receives a
+/// one-line warning when `requested` exceeds those CPUs, naming what limits them: threads beyond
 /// the cores oversubscribe them, and each step's parallel regions then wait for descheduled
 /// threads. `flag` names the setting in the warning ("--threads").
 int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning);

@@ -4,6 +4,7 @@
 
 #include "common/text.h"
 #include <nlohmann/json.hpp>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "../test_helpers.h"
 #include "train/script_models.h"
 #include "trainscope/fs.h"
+#include "trainscope/provenance.h"
 #include "trainscope/inference_reporter.h"
 
 namespace fs = std::filesystem;
@@ -135,6 +137,11 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("--max-steps takes a whole number, not 'abc'"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--lr", "fast"}, &out), 2);
   EXPECT_NE(out.find("--lr takes a number, not 'fast'"), std::string::npos) << out;
+  // a unit written after the number: the error names the setting's unit (settings table)
+  EXPECT_EQ(run({"run", "--telemetry-pcie-interval", "1s"}, &out), 2);
+  EXPECT_NE(out.find("--telemetry-pcie-interval takes a number, not '1s'; write the number alone: its unit is s"),
+            std::string::npos)
+      << out;
   EXPECT_EQ(run({"run", "--batch-sizes", "64,abc"}, &out), 2);
   EXPECT_NE(out.find("--batch-sizes: 'abc' in '64,abc' is not a whole number"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--models", "MLP", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
@@ -299,15 +306,37 @@ TEST(Cli, MoreThreadsThanCpusIsWarnedAbout) {
                  "--models", "mlp", "--out", ::testing::TempDir()},
                 &out),
             2);
-  EXPECT_NE(out.find("--threads 4096 is more than the " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-                     " online CPUs"),
+  const auto cpus = trainscope::read_cpu_budget();
+  EXPECT_NE(out.find("--threads 4096 is more than the " + trainscope::count_of(cpus.usable, "CPU") +
+                     (cpus.limited_by.empty() ? " online" : " this process may use")),
             std::string::npos)
       << out;
   EXPECT_EQ(run({"run", "--threads", "1", "--data", ::testing::TempDir() + "no_such_data_dir", "--devices", "cpu",
                  "--models", "mlp", "--out", ::testing::TempDir()},
                 &out),
             2);
-  EXPECT_EQ(out.find("online CPUs"), std::string::npos) << out;
+  EXPECT_EQ(out.find("is more than the"), std::string::npos) << out;
+}
+
+// `taskset -c 0 trainscope run --threads 2`: the process may use one CPU, whatever the machine
+// has; the warning counts that one and names the affinity mask (a Slurm job or container, too).
+TEST(Cli, ThreadsAreCheckedAgainstTheAffinityMaskNotTheMachine) {
+  cpu_set_t saved, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  if (CPU_COUNT(&saved) < 2 || std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs to pin to one";
+  CPU_ZERO(&one);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the child inherits the mask
+  std::string out;
+  const int rc = run({"run", "--threads", "2", "--data", ::testing::TempDir() + "no_such_data_dir", "--devices", "cpu",
+                      "--models", "mlp", "--out", ::testing::TempDir()},
+                     &out);
+  sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("--threads 2 is more than the 1 CPU this process may use (affinity mask: 1 of"), std::string::npos)
+      << out;
 }
 
 // `infer` checks a flag it shares with `run` against the same range, before loading anything.
@@ -321,6 +350,17 @@ TEST(Cli, InferChecksSharedFlagsWithTheRunRanges) {
                 &out),
             2);
   EXPECT_NE(out.find("telemetry interval 5 is out of range; use [0.001, 1] s"), std::string::npos) << out;
+  // the slow NVML fields' and PCIe throughput's periods, as `run` has them
+  EXPECT_EQ(run({"infer", "--model", "mlp", "--untrained", "--data-format", "synthetic", "--telemetry-pcie-interval",
+                 "0"},
+                &out),
+            2);
+  EXPECT_NE(out.find("telemetry PCIe interval 0 is out of range; use [0.001, 3600] s"), std::string::npos) << out;
+  EXPECT_EQ(run({"infer", "--model", "mlp", "--untrained", "--data-format", "synthetic", "--telemetry-slow-interval",
+                 "7200"},
+                &out),
+            2);
+  EXPECT_NE(out.find("telemetry slow-field interval 7200 is out of range; use [0.001, 3600] s"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--data-format", "synthetic", "--telemetry-interval", "5", "--out", ::testing::TempDir()}, &out),
             2);
   EXPECT_NE(out.find("telemetry interval 5 is out of range; use [0.001, 1] s"), std::string::npos) << out;

@@ -142,3 +142,23 @@ TEST(DistEnv, OnlyOneOfRankAndWorldSizeIsBadInputNamingTheMissingOne) {
   ASSERT_TRUE(slurm) << "inside a Slurm step the Slurm variables decide, as before";
   EXPECT_EQ(slurm->launcher, "slurm");
 }
+
+// --threads 0 in a data-parallel run: the usable CPUs split between the host's ranks, except a
+// Slurm task's own narrower mask, which is already its share.
+TEST(DistEnv, DefaultRankThreadsSplitTheUsableCpus) {
+  dist::DistEnv e;
+  e.local_world_size = 4;
+  e.launcher = "torchrun";
+  CpuBudget whole;
+  whole.online = whole.affinity = whole.usable = 16;
+  EXPECT_EQ(dist::default_rank_threads(e, whole), 4);
+  CpuBudget taskset = whole;  // taskset -c 0-7 torchrun ...: every rank shares the 8
+  taskset.affinity = taskset.usable = 8;
+  EXPECT_EQ(dist::default_rank_threads(e, taskset), 2);
+  e.launcher = "slurm";  // srun --cpus-per-task 8: each task its own 8
+  EXPECT_EQ(dist::default_rank_threads(e, taskset), 8);
+  CpuBudget quota = whole;  // a cgroup quota of 2 CPUs over 4 ranks: at least 1 each
+  quota.usable = 2;
+  e.launcher = "trainscope";
+  EXPECT_EQ(dist::default_rank_threads(e, quota), 1);
+}

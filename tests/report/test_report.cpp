@@ -541,6 +541,22 @@ TEST(ReportRender, MarkdownHtmlAndConsole) {
   EXPECT_TRUE(file_exists(f.markdown_path));
 }
 
+// The header names the CPUs the run could use when a job scheduler or container gave it fewer
+// than the machine has (taskset, Slurm, docker --cpus), and counts threads in good grammar.
+TEST(ReportRender, HeaderNamesTheUsableCpusWhenFewerThanTheMachines) {
+  auto in = load_run_folder(kStudy);
+  in.provenance.cpu_logical_cores = 16;
+  in.provenance.cpu_usable_cores = 16;
+  in.provenance.intra_op_threads = 1;
+  const auto a = analyze(in);
+  std::string md = render_markdown(in, a);
+  EXPECT_NE(md.find("(16 logical CPUs, 1 intra-op thread)"), std::string::npos) << md.substr(0, 800);
+  in.provenance.cpu_usable_cores = 4;
+  in.provenance.intra_op_threads = 4;
+  md = render_markdown(in, a);
+  EXPECT_NE(md.find("(16 logical CPUs, 4 usable, 4 intra-op threads)"), std::string::npos) << md.substr(0, 800);
+}
+
 // A run stopped before its first full epoch (--max-steps): the epoch time is derived from
 // samples/s, and both report tables must say it is an estimate.
 TEST(ReportRender, EstimatedEpochTimeIsMarked) {

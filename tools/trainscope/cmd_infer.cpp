@@ -68,6 +68,8 @@ void read_shared_settings(InferFlags& f) {
   f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
+  f.telemetry.slow_interval_s = m.telemetry.slow_interval_s;
+  f.telemetry.pcie_interval_s = m.telemetry.pcie_interval_s;
   f.telemetry.nvml_library = m.telemetry.nvml_library;
 }
 
@@ -357,6 +359,8 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
   shared.add(sub, "telemetry.enabled", "", "power and energy sampling");
   shared.add(sub, "telemetry.interval_s", "--telemetry-interval", "telemetry sampling period");
+  shared.add(sub, "telemetry.slow_interval_s");
+  shared.add(sub, "telemetry.pcie_interval_s");
   shared.add(sub, "telemetry.nvml_library", "--nvml-library", "NVML library to dlopen (name or path)");
   sub->callback([f, &exit_status] {
     read_shared_settings(*f);

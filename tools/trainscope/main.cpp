@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "trainscope/error.h"
 #include "trainscope/build_info.h"
 #include "trainscope/git_commit.h"
+#include "trainscope/settings.h"
 
 namespace {
 
@@ -57,8 +59,20 @@ std::optional<std::string> bad_list_item(const std::string& value, const std::st
   return std::nullopt;
 }
 
+// The unit of the setting whose flag is `name` ("--telemetry-interval" -> "s"; settings table,
+// src/common/settings.cpp); "" when it has none or no setting has that flag.
+std::string unit_of_flag(const std::string& name) {
+  for (const auto& st : trainscope::settings()) {
+    const std::string names = "," + st.flag + ",";
+    if (!st.flag.empty() && names.find("," + name + ",") != std::string::npos) return st.unit;
+  }
+  return "";
+}
+
 // CLI11's "Could not convert: --max-steps = abc" in the words of the option's type: "--max-steps
-// takes a whole number, not 'abc'"; "" for any other message.
+// takes a whole number, not 'abc'", and the setting's unit when a unit was written after the number
+// ("--telemetry-interval takes a number, not '1s'; write the number alone: its unit is s"); "" for
+// any other message.
 std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
   const std::string head = "Could not convert: ";
   const auto eq = what.find(" = ");
@@ -73,7 +87,12 @@ std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
                                                             : "a value of type " + type;
   if (auto item = bad_list_item(value, type))  // a list option: "64,abc"
     return fmt::format("{}: '{}' in '{}' is not {}", name, *item, value, kind);
-  return fmt::format("{} takes {}, not '{}'", name, kind, value);
+  // "1s", "500ms": a number with a unit written after it
+  const std::string unit = unit_of_flag(name);
+  const bool unit_written = !value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') &&
+                            std::isalpha(static_cast<unsigned char>(value.back()));
+  return fmt::format("{} takes {}, not '{}'{}", name, kind, value,
+                     unit_written && !unit.empty() ? fmt::format("; write the number alone: its unit is {}", unit) : "");
 }
 
 // A usage error CLI11 found, worded as trainscope's other errors: the prefix, a "did you mean"
