@@ -90,8 +90,9 @@ struct CpuBudget {
   /// min(affinity (or online when unreadable), ceil(quota_cpus)), at least 1. Ceil, as the JVM
   /// and Go runtimes size their thread pools: a 1.5-CPU quota runs 2 threads at 75 % each.
   int64_t usable = 1;
-  /// What made usable smaller than online: "affinity mask: 4 of 16 CPUs (taskset, Slurm or a
-  /// cpuset)", "cgroup CPU quota: 2.5 CPUs (container or job limit)", both joined by "; ", or "".
+  /// What made usable smaller than online: "affinity mask: 4 of 16 CPUs, set by taskset, Slurm or
+  /// a cpuset", "cgroup CPU quota: 2.5 CPUs, set by a container or job limit", both joined by
+  /// "; ", or "".
   std::string limited_by;
 };
 

@@ -180,7 +180,8 @@ struct AdviceThresholds {
 struct Advice {
   std::string rule;        // "low_utilisation", "data_loading", "h2d_copies", "batch_size",
                            // "batch_sweep", "cpu_faster", "throttling", "unbalanced_gpus",
-                           // "cpu_contention", "noisy_headline", "variant_gain", "variant_untried"
+                           // "cpu_oversubscribed", "cpu_contention", "noisy_headline", "variant_gain",
+                           // "variant_untried"
                            // (docs/variants.md)
   std::string device, model, host;
   int64_t batch_size = 0;  // 0: not about one batch size

@@ -9,8 +9,11 @@
 //   bf16          autocast to bfloat16 for the forward pass (CPU and CUDA; no grad scaler)
 //   tf32          TF32 tensor cores for fp32 matrix products and convolutions (CUDA only)
 //   channels_last 4-D parameters and inputs in NHWC memory layout (models with convolutions)
+//   threadsN      N intra-op CPU threads for this run instead of --threads (CPU only; N in 1..4096):
+//                 every usable CPU is not always a CPU's fastest count (docs/variants.md#cpu-threads)
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,18 +23,22 @@ namespace trainscope {
 
 struct Variant {
   bool graphs = false, bf16 = false, tf32 = false, channels_last = false;
+  int64_t threads = 0;  // threadsN: intra-op threads of a CPU run; 0 = the run's --threads
 
   /// The canonical name: "eager" when no technique is on, else the techniques joined by '+'
-  /// in the order graphs, bf16, tf32, channels_last ("graphs+bf16").
+  /// in the order graphs, bf16, tf32, channels_last, threadsN ("graphs+bf16", "bf16+threads8").
   std::string name() const;
-  bool eager() const { return !graphs && !bf16 && !tf32 && !channels_last; }
+  bool eager() const { return !graphs && !bf16 && !tf32 && !channels_last && threads == 0; }
   /// Techniques that need a CUDA device (graphs, tf32).
   bool gpu_only() const { return graphs || tf32; }
   bool operator==(const Variant&) const = default;
 };
 
-/// The technique names a variant may combine, in canonical order.
+/// The on/off technique names a variant may combine, in canonical order (threadsN, which takes
+/// a number, comes after them).
 const std::vector<std::string>& variant_techniques();
+/// The largest N of threadsN (the settings table's range of --threads).
+inline constexpr int64_t kMaxVariantThreads = 4096;
 
 /// Parses "eager", "bf16", "graphs+bf16", ... (case-sensitive, no spaces). Throws
 /// Error(kInvalidArgument) naming the value, `where` (e.g. "--variants; TOML key train.variants"),
@@ -40,7 +47,8 @@ const std::vector<std::string>& variant_techniques();
 Variant parse_variant(const std::string& text, std::string_view where);
 
 /// Why `v` does not apply to a run on `device` ("cpu", "cuda:0") of a model that has (or has
-/// not) 4-D parameters (convolutions), e.g. "not applicable on cpu: graphs needs a CUDA device";
+/// not) 4-D parameters (convolutions), e.g. "not applicable on cpu: graphs needs a CUDA device",
+/// "not applicable on cuda:0: threads8 sets a CPU run's intra-op threads";
 /// "" when it applies. In a data-parallel run (`data_parallel`: the process is a rank of a
 /// c10d job, docs/distributed.md) graphs does not apply: the captured step would replay without
 /// the gradient all-reduce that runs from autograd hooks on the host (src/dist/grad_sync.h).

@@ -136,12 +136,13 @@ CpuBudget read_cpu_budget(const std::string& proc_root, const std::string& cgrou
   b.usable = b.affinity > 0 ? std::min(b.affinity, b.online) : b.online;
   std::vector<std::string> why;
   if (b.usable < b.online)
-    why.push_back(fmt::format("affinity mask: {} of {} CPUs (taskset, Slurm or a cpuset)", b.usable, b.online));
+    why.push_back(fmt::format("affinity mask: {} of {} CPUs, set by taskset, Slurm or a cpuset", b.usable, b.online));
   if (b.quota_cpus) {
     const auto q = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(*b.quota_cpus - 1e-9)));
     if (q < b.usable) {
       b.usable = q;
-      why.push_back(fmt::format("cgroup CPU quota: {:g} CPUs (container or job limit)", *b.quota_cpus));
+      why.push_back(fmt::format("cgroup CPU quota: {:g} CPU{}, set by a container or job limit", *b.quota_cpus,
+                                *b.quota_cpus == 1 ? "" : "s"));
     }
   }
   b.limited_by = fmt::format("{}", fmt::join(why, "; "));

@@ -110,7 +110,7 @@ void add_data(std::vector<Setting>& t) {
           .unit = "GiB", .range = {.min = 0, .max = 1e6}, .field = TS_FIELD(data.cache_budget_gib)});
   folder({.key = "data.data_workers", .flag = "--data-workers", .noun = "data workers",
           .help = "streaming: threads that read, decode and transform images", .unit = "threads",
-          .range = {.min = 0, .max = 1024}, .note = "0 = the cores left after the intra-op threads (at least 1)",
+          .range = {.min = 0, .max = 1024}, .note = "0 = the usable CPUs left after the intra-op threads (at least 1)",
           .field = TS_FIELD(data.data_workers)});
   folder({.key = "data.prefetch_batches", .flag = "--prefetch-batches", .noun = "prefetch batches",
           .help = "streaming: finished batches the queue holds at most ahead of the trainer", .unit = "batches",
@@ -164,7 +164,7 @@ void add_train(std::vector<Setting>& t) {
   // ---- variants (issue 14; trainscope/variants.h)
   t.push_back({.key = "train.variants", .flag = "--variants", .noun = "variant",
                .help = "execution variants, a matrix dimension: eager, or a '+' combination of graphs, bf16, tf32, "
-                       "channels_last (e.g. eager,bf16,graphs+bf16; docs/variants.md)",
+                       "channels_last, threadsN (e.g. eager,bf16,graphs+bf16,threads8; docs/variants.md)",
                .field = TS_FIELD(train.variants),
                .check_item = [](const std::string& v, std::string_view where) { (void)parse_variant(v, where); }});
   t.push_back({.key = "train.target_accuracy_pct", .flag = "--target-accuracy", .noun = "target accuracy",

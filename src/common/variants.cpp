@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "trainscope/error.h"
 
@@ -19,8 +21,22 @@ bool Variant::*technique_member(size_t i) {
 
 [[noreturn]] void bad_variant(const std::string& text, std::string_view where, const std::string& what) {
   throw_error(ErrorKind::kInvalidArgument,
-              fmt::format("variant '{}': {}; use eager or a '+' combination of {}, e.g. eager,bf16,graphs+bf16 ({})",
-                          text, what, fmt::join(variant_techniques(), ", "), where));
+              fmt::format("variant '{}': {}; use eager or a '+' combination of {}, threadsN (N intra-op CPU threads, "
+                          "1..{}), e.g. eager,bf16,graphs+bf16,threads8 ({})",
+                          text, what, fmt::join(variant_techniques(), ", "), kMaxVariantThreads, where));
+}
+
+// N of a "threadsN" part; nullopt when the part is not of that form. N out of range: an error.
+std::optional<int64_t> threads_part(const std::string& part, const std::string& text, std::string_view where) {
+  const std::string head = "threads";
+  if (part.rfind(head, 0) != 0) return std::nullopt;
+  const std::string digits = part.substr(head.size());
+  if (digits.empty() || digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+    bad_variant(text, where, fmt::format("'{}' needs a thread count after 'threads' (threads8)", part));
+  const int64_t n = std::stoll(digits);
+  if (n < 1 || n > kMaxVariantThreads)
+    bad_variant(text, where, fmt::format("'{}': the thread count must be in 1..{}", part, kMaxVariantThreads));
+  return n;
 }
 
 }  // namespace
@@ -34,6 +50,7 @@ std::string Variant::name() const {
   std::vector<std::string> on;
   for (size_t i = 0; i < variant_techniques().size(); ++i)
     if (this->*technique_member(i)) on.push_back(variant_techniques()[i]);
+  if (threads > 0) on.push_back(fmt::format("threads{}", threads));
   return on.empty() ? "eager" : fmt::format("{}", fmt::join(on, "+"));
 }
 
@@ -46,6 +63,13 @@ Variant parse_variant(const std::string& text, std::string_view where) {
     std::string part = text.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
     if (part.empty()) bad_variant(text, where, "an empty part");
     if (part == "eager") bad_variant(text, where, "eager cannot be combined with a technique");
+    if (auto n = threads_part(part, text, where)) {
+      if (v.threads > 0) bad_variant(text, where, "a thread count appears twice");
+      v.threads = *n;
+      if (plus == std::string::npos) break;
+      start = plus + 1;
+      continue;
+    }
     const auto& names = variant_techniques();
     auto it = std::find(names.begin(), names.end(), part);
     if (it == names.end()) bad_variant(text, where, fmt::format("unknown part '{}'", part));
@@ -63,6 +87,8 @@ std::string variant_not_applicable(const Variant& v, const std::string& device, 
   if (device.rfind("cuda", 0) != 0) {
     if (v.graphs) return fmt::format("not applicable on {}: graphs needs a CUDA device", device);
     if (v.tf32) return fmt::format("not applicable on {}: tf32 needs a CUDA device (Ampere or newer)", device);
+  } else if (v.threads > 0) {
+    return fmt::format("not applicable on {}: threads{} sets a CPU run's intra-op threads", device, v.threads);
   }
   if (v.channels_last && !model_has_4d_params)
     return "not applicable: channels_last needs a model with 4-D parameters (convolutions); this one has none";

@@ -84,6 +84,7 @@ DistEnv from_slurm_vars(const EnvReader& get) {
   std::string nodes = env_str(get, "SLURM_STEP_NODELIST", env_str(get, "SLURM_JOB_NODELIST", "127.0.0.1"));
   e.master_addr = env_str(get, "MASTER_ADDR", first_slurm_host(nodes));
   e.port = static_cast<int>(env_int(get, "MASTER_PORT", 29500));
+  e.cpus_per_task = env_int(get, "SLURM_CPUS_PER_TASK", 0);
   return e;
 }
 
@@ -126,7 +127,11 @@ std::optional<DistEnv> detect_env() {
 }
 
 int64_t default_rank_threads(const DistEnv& env, const CpuBudget& cpus) {
-  const bool own_mask = env.launcher == "slurm" && cpus.affinity > 0 && cpus.affinity < cpus.online;
+  // Slurm binds a task to its --cpus-per-task CPUs only with task/affinity binding on: a mask no
+  // wider than that is the task's own; a wider one (--cpu-bind=none, cgroup-only setups) is
+  // the node's share of the job, which the ranks split.
+  const bool own_mask = env.launcher == "slurm" && env.cpus_per_task > 0 && cpus.affinity > 0 &&
+                        cpus.affinity <= env.cpus_per_task && cpus.affinity < cpus.online;
   if (own_mask) return std::max<int64_t>(1, cpus.usable);
   return std::max<int64_t>(1, cpus.usable / std::max<int64_t>(env.local_world_size, 1));
 }

@@ -28,6 +28,7 @@ struct DistEnv {
   std::string launcher;        // "trainscope" | "torchrun" | "slurm" | "env" (RANK/WORLD_SIZE only)
   bool agent_store = false;    // true: a store server already runs (every rank is a client)
   std::string store_prefix;    // "" or torchrun's "/worker/attempt_N"
+  int64_t cpus_per_task = 0;   // Slurm: SLURM_CPUS_PER_TASK (0 when unset or another launcher)
 };
 
 /// Reads a variable: nullptr when unset (std::getenv in production, a map in tests).
@@ -43,8 +44,9 @@ std::optional<DistEnv> detect_env();  // from the process environment
 
 /// The intra-op threads a rank runs when --threads is 0: the CPUs this process may use
 /// (CpuBudget::usable) split evenly between the host's ranks (local_world_size), at least 1.
-/// Under Slurm an affinity mask narrower than the machine is this task's own (Slurm's
-/// task/affinity binds each task to its --cpus-per-task CPUs), so it is not split again.
+/// Under Slurm an affinity mask no wider than SLURM_CPUS_PER_TASK is this task's own (Slurm's
+/// task/affinity binds each task to its --cpus-per-task CPUs), so it is not split again; a
+/// wider mask (no per-task binding) is split like any other.
 int64_t default_rank_threads(const DistEnv& env, const CpuBudget& cpus);
 
 /// First host of a Slurm node list: "gn[01-04,7],cpu3" -> "gn01", "a,b" -> "a".

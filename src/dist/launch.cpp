@@ -15,7 +15,9 @@ extern char** environ;
 #include <thread>
 #include <vector>
 
+#include "common/text.h"
 #include "dist/compat_c10d.h"
+#include "dist/env.h"
 #include "dist/context.h"
 #include "dist/rank.h"
 #include "train/device.h"
@@ -181,6 +183,22 @@ c10::intrusive_ptr<c10d::TCPStore> host_store(int world, std::chrono::millisecon
 
 }  // namespace
 
+// CPU ranks whose threads together outnumber the usable CPUs (more ranks than CPUs with
+// --threads 0, or an explicit --threads per rank): each rank's steps wait for cores.
+static void warn_if_ranks_oversubscribe(int world, int64_t threads_per_rank) {
+  const CpuBudget b = read_cpu_budget();
+  DistEnv env;  // what each rank of this launcher will compute for --threads 0
+  env.launcher = "trainscope";
+  env.local_world_size = world;
+  const int64_t per_rank = threads_per_rank > 0 ? threads_per_rank : default_rank_threads(env, b);
+  if (per_rank * world <= b.usable) return;
+  fmt::print(stderr,
+             "trainscope: warning: {} ranks x {} = {} threads on {} ({}): the ranks oversubscribe the cores and each "
+             "step waits for them; use fewer ranks or a smaller --threads, or give the job more CPUs\n",
+             world, count_of(per_rank, "intra-op thread"), per_rank * world, count_of(b.usable, "usable CPU"),
+             b.limited_by.empty() ? "every online CPU" : b.limited_by);
+}
+
 int launch_local(const MatrixConfig& m) {
   const int world = static_cast<int>(m.dist.nproc_per_node);
   bool gpu = !m.devices.empty() && m.devices.front().rfind("cuda", 0) == 0;
@@ -193,6 +211,7 @@ int launch_local(const MatrixConfig& m) {
   if (!m.run_name.empty())  // refused once, here, rather than by every rank
     if (auto refusal = run_folder_refusal(m, m.run_name); !refusal.empty())
       throw_error(ErrorKind::kInvalidArgument, refusal);
+  if (!gpu) warn_if_ranks_oversubscribe(world, m.train.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));
   auto store = host_store(world, timeout);
   const int port = store->getPort();

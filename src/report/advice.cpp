@@ -218,12 +218,34 @@ void add_for_run(Analysis& a, const char* rule, const RunRecord& r, std::string 
   a.advice.push_back(std::move(x));
 }
 
+// A CPU run with more intra-op threads than the CPUs its process could use (affinity mask, cgroup
+// quota: Provenance::cpu_usable_cores): its throughput measures oversubscribed cores.
+bool oversubscribed(const ReportInput& in, const RunRecord& r) {
+  const int64_t usable = in.provenance.cpu_usable_cores;
+  return r.device == "cpu" && usable > 0 && r.intra_op_threads > usable;
+}
+
+void cpu_oversubscribed(const ReportInput& in, const AdviceThresholds&, Analysis& a) {
+  const Provenance& p = in.provenance;
+  for (const auto& r : in.runs) {
+    if (r.status != RunStatus::kOk || !oversubscribed(in, r)) continue;
+    add_for_run(a, "cpu_oversubscribed", r,
+                "This run's intra-op threads outnumber the CPUs its process could use, so its throughput measures "
+                "threads waiting for cores, not the model. Run with --threads 0 (every usable CPU) or fewer, or give "
+                "the job more CPUs.",
+                fmt::format("run {}: {} on {} usable ({}; {} logical)", r.run_id,
+                            count_of(r.intra_op_threads, "intra-op thread"), count_of(p.cpu_usable_cores, "CPU"),
+                            p.cpu_limit.empty() ? "cpu_usable_cores" : p.cpu_limit, p.cpu_logical_cores));
+  }
+}
+
 // A CPU run whose process got clearly fewer cores than its intra-op threads while the machine
 // was busy with other work: its throughput measures the contention, not the model.
 void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
   const double cores = static_cast<double>(in.provenance.cpu_logical_cores);
   for (const auto& r : in.runs) {
     if (r.device != "cpu" || r.intra_op_threads <= 0 || !r.telemetry || r.status != RunStatus::kOk) continue;
+    if (oversubscribed(in, r)) continue;  // cpu_oversubscribed says why, without blaming other processes
     // Data-parallel CPU ranks on one machine share its cores by design (docs/distributed.md):
     // the other ranks are not competing processes.
     if (r.distributed && r.distributed->local_world_size > 1) continue;
@@ -421,7 +443,7 @@ using RunRule = void (*)(const ReportInput&, const AdviceThresholds&, Analysis&)
 
 // The rules, in the order their advice is listed: per cell, then across cells.
 const CellRule kCellRules[] = {low_utilisation, h2d_copies, batch_sweep, throttling, data_loading};
-const RunRule kRunRules[] = {batch_size, cpu_faster, unbalanced_gpus, cpu_contention, noisy_headline, variant_gain,
+const RunRule kRunRules[] = {batch_size, cpu_faster, unbalanced_gpus, cpu_oversubscribed, cpu_contention, noisy_headline, variant_gain,
                               stream_input};
 
 }  // namespace

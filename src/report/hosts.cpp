@@ -20,9 +20,12 @@ std::vector<std::string> provenance_differences(const Provenance& p, const Prove
     if (x != y) d.push_back(fmt::format("{}: {} vs {}", what, x.empty() ? "?" : x, y.empty() ? "?" : y));
   };
   diff("LibTorch", p.libtorch_version, q.libtorch_version);
-  diff("intra-op threads", std::to_string(p.intra_op_threads), std::to_string(q.intra_op_threads));
+  diff(kIntraOpThreadsName, std::to_string(p.intra_op_threads), std::to_string(q.intra_op_threads));
   diff("CPU", fmt::format("{} ({})", p.cpu_model, cpu_count_words(p)),
        fmt::format("{} ({})", q.cpu_model, cpu_count_words(q)));
+  if (p.cpu_limit != q.cpu_limit)  // the same usable count may come from different limits
+    d.push_back(fmt::format("CPU limit: {} vs {}", p.cpu_limit.empty() ? "none" : p.cpu_limit,
+                            q.cpu_limit.empty() ? "none" : q.cpu_limit));
   diff("CUDA runtime", p.cuda_runtime, q.cuda_runtime);
   diff("trainscope", p.trainscope_version + " " + p.git_commit, q.trainscope_version + " " + q.git_commit);
   diff("build type", p.build_type, q.build_type);
@@ -51,7 +54,7 @@ const RunSetting kRunSettings[] = {
     {"optimizer", [](const RunRecord& r) { return r.optimizer.empty() ? std::string("?") : r.optimizer; }},
     {"learning rate", [](const RunRecord& r) { return fmt::format("{}", r.learning_rate); }},
     {"telemetry", [](const RunRecord& r) { return std::string(r.telemetry ? "on" : "off"); }},
-    {"intra-op threads", [](const RunRecord& r) { return std::to_string(r.intra_op_threads); }},
+    {kIntraOpThreadsName, [](const RunRecord& r) { return std::to_string(r.intra_op_threads); }},
 };
 
 }  // namespace
@@ -64,6 +67,9 @@ std::vector<std::string> settings_that_differ(const std::vector<std::vector<cons
     for (size_t g = 0; g < groups.size(); ++g)
       for (const auto* r : groups[g]) values[g].insert(s.value(*r)), all.insert(s.value(*r));
     if (all.size() < 2) continue;
+    // sides that mix the same values alike do not differ from each other (compare)
+    if (groups.size() > 1 && std::all_of(values.begin(), values.end(), [&](const auto& v) { return v == values[0]; }))
+      continue;
     if (groups.size() == 1) {
       out.push_back(fmt::format("{}: {}", s.name, fmt::join(all, ", ")));
       continue;

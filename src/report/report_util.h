@@ -66,6 +66,10 @@ void build_verdicts(const AdviceThresholds& t, Analysis& a);
 /// sides of `compare`, over the cells both sides have). Empty when every setting agrees.
 std::vector<std::string> settings_that_differ(const std::vector<std::vector<const RunRecord*>>& groups);
 
+/// The name both lists below give intra-op threads, which is a run setting and a provenance
+/// field; compare drops the settings line when the provenances name it already.
+inline constexpr const char* kIntraOpThreadsName = "intra-op threads";
+
 /// What differs between two provenances besides the workload ("LibTorch: 1.13.0 vs 2.1.0",
 /// threads, CPU, CUDA runtime, trainscope build), and a host's one-line description.
 std::vector<std::string> provenance_differences(const Provenance& p, const Provenance& q);

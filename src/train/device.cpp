@@ -116,6 +116,23 @@ int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::st
   return threads;
 }
 
+VariantThreads::VariantThreads(int64_t threads) : before_(at::get_num_threads()) {
+  if (threads <= 0) {
+    before_ = 0;
+    return;
+  }
+  const CpuBudget b = read_cpu_budget();
+  if (threads > b.usable)
+    warning = fmt::format("variant threads{}: {} intra-op threads on {} (usable; {}) oversubscribe the cores: the run "
+                          "measures that",
+                          threads, threads, count_of(b.usable, "CPU"), b.limited_by.empty() ? "every online CPU" : b.limited_by);
+  at::set_num_threads(static_cast<int>(threads));
+}
+
+VariantThreads::~VariantThreads() {
+  if (before_ > 0) at::set_num_threads(before_);
+}
+
 void focus_telemetry(TelemetrySampler& sampler, const std::string& dev, const Provenance& p,
                      const std::vector<GpuInfo>& gpus) {
   if (dev.empty() || dev == "cpu") return sampler.set_run_devices(std::vector<std::string>{});

@@ -45,6 +45,21 @@ void focus_telemetry(TelemetrySampler& sampler, const std::string& device, const
 /// threads. `flag` names the setting in the warning ("--threads").
 int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::string* warning);
 
+/// A threadsN variant's intra-op threads (trainscope/variants.h) for one run: sets them when
+/// `threads` > 0 and restores the count before it on destruction; `threads` 0 changes nothing.
+/// `warning`: one line when `threads` exceeds the usable CPUs (the run then measures
+/// oversubscribed cores, which the variant asked for).
+struct VariantThreads {
+  explicit VariantThreads(int64_t threads);
+  ~VariantThreads();
+  VariantThreads(const VariantThreads&) = delete;
+  VariantThreads& operator=(const VariantThreads&) = delete;
+  std::string warning;
+
+ private:
+  int before_ = 0;
+};
+
 /// Adds LibTorch / CUDA / GPU fields to a host provenance.
 void add_torch_provenance(Provenance& p);
 

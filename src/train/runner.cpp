@@ -454,8 +454,8 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   rec.repeat = rep;
   rec.device_name = device_display_name(dev, res_.provenance.cpu_model);
   spec.variant = rec.variant = variant;
-  rec.variant_note =
-      variant_not_applicable(parse_variant(variant, "--variants"), dev, model_has_4d_[model], dist::current_rank() >= 0);
+  const Variant v = parse_variant(variant, "--variants");
+  rec.variant_note = variant_not_applicable(v, dev, model_has_4d_[model], dist::current_rank() >= 0);
   if (!rec.variant_note.empty()) {  // recorded, not run: not an error (docs/variants.md#applicability)
     rec.status = RunStatus::kNotApplicable;
     fill_run_settings(rec, cfg_.train, *workload_);
@@ -465,6 +465,11 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   }
   report([&](Reporter& r) { r.run_started(rec); });
   focus_telemetry(dev);
+  VariantThreads threads(v.threads);  // threadsN: this run's intra-op threads (train and inference)
+  if (!threads.warning.empty()) {
+    rec.notes.push_back(threads.warning);
+    notice(fmt::format("{}: {}", spec.run_id, threads.warning));
+  }
   train_cell(spec, rec, progress);
   progress.end();
   merge_run(std::move(rec));

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "../test_helpers.h"
@@ -966,6 +967,43 @@ TEST(CliIdentity, ResumeNamesTheVariantOfAKeptRun) {
   ASSERT_EQ(run({"run", "--resume", dir + "/v", "--no-progress"}, &out), 0) << out;
   EXPECT_NE(out.find("cpu mlp [bf16] b8: already measured, kept (resume)"), std::string::npos) << out;
   EXPECT_NE(out.find("cpu mlp b8: already measured, kept (resume)"), std::string::npos) << out;
+}
+
+// --variants eager,threads1: the threads1 run trains (and infers) on one intra-op thread, the eager
+// run on the invocation's --threads; each run records its own count, and `infer --run` on the
+// threads1 checkpoint takes that run's count, not the invocation's.
+TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "needs 2 usable CPUs to tell 1 thread from --threads 2";
+  std::string dir = test_path("cli_threads_variant");
+  fs::remove_all(dir);
+  auto args = small_matrix(dir, "t");
+  args[6] = "32";    // --batch-sizes
+  args[10] = "1";    // --epochs
+  args[18] = "2";    // --threads
+  args.insert(args.end(), {"--variants", "eager,threads1", "--max-steps", "6"});
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  auto j = json::parse(std::ifstream(dir + "/t/results.json"));
+  std::map<std::string, int64_t> threads;
+  for (const auto& r : j["runs"]) threads[r["run_id"].get<std::string>()] = r["intra_op_threads"].get<int64_t>();
+  EXPECT_EQ(threads["cpu-mlp-b32-r0"], 2);
+  EXPECT_EQ(threads["cpu-mlp-b32-r0-threads1"], 1);
+  EXPECT_EQ(j["provenance"]["intra_op_threads"].get<int64_t>(), 2);
+  // infer on the threads1 checkpoint runs as its training run did: one thread
+  const std::string json_out = dir + "/infer.json";
+  ASSERT_EQ(run({"infer", "--checkpoint", dir + "/t/checkpoints/cpu-mlp-b32-r0-threads1.pt", "--devices", "cpu",
+                 "--budget", "0.2", "--batch-sizes", "8", "--limit", "128", "--no-telemetry", "--out", json_out},
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(json::parse(std::ifstream(json_out))["runs"][0]["inference"]["intra_op_threads"].get<int64_t>(), 1) << out;
+  // a thread count above the usable CPUs is measured, with a note saying it oversubscribes them
+  fs::remove_all(dir);
+  args[args.size() - 3] = "threads64";
+  ASSERT_EQ(run(args, &out), 0) << out;
+  EXPECT_NE(out.find("variant threads64: 64 intra-op threads on "), std::string::npos) << out;
 }
 
 // --batch-sizes auto on a synthetic CPU workload: the sweep doubles from the number given and

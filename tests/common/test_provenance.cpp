@@ -76,7 +76,7 @@ TEST(CpuBudget, AffinityMaskNarrowsTheUsableCpus) {
   EXPECT_EQ(b.affinity, 8);
   EXPECT_EQ(b.usable, 8);
   EXPECT_FALSE(b.quota_cpus.has_value());
-  EXPECT_EQ(b.limited_by, "affinity mask: 8 of 16 CPUs (taskset, Slurm or a cpuset)");
+  EXPECT_EQ(b.limited_by, "affinity mask: 8 of 16 CPUs, set by taskset, Slurm or a cpuset");
 }
 
 TEST(CpuBudget, NothingLimitsAWholeMachine) {
@@ -99,7 +99,7 @@ TEST(CpuBudget, CgroupV2QuotaCapsTheUsableCpusRoundedUp) {
   ASSERT_TRUE(b.quota_cpus.has_value());
   EXPECT_DOUBLE_EQ(*b.quota_cpus, 2.5);
   EXPECT_EQ(b.usable, 3);
-  EXPECT_EQ(b.limited_by, "cgroup CPU quota: 2.5 CPUs (container or job limit)");
+  EXPECT_EQ(b.limited_by, "cgroup CPU quota: 2.5 CPUs, set by a container or job limit");
 }
 
 // A Slurm job's limit sits on the job's cgroup; the process lives in a step below it.
@@ -122,8 +122,8 @@ TEST(CpuBudget, CgroupV1QuotaAndBothLimitsAreNamed) {
   r.write("cg/cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
   const auto b = r.read(8);
   EXPECT_EQ(b.usable, 2);
-  EXPECT_EQ(b.limited_by, "affinity mask: 6 of 8 CPUs (taskset, Slurm or a cpuset); "
-                          "cgroup CPU quota: 1.5 CPUs (container or job limit)");
+  EXPECT_EQ(b.limited_by, "affinity mask: 6 of 8 CPUs, set by taskset, Slurm or a cpuset; "
+                          "cgroup CPU quota: 1.5 CPUs, set by a container or job limit");
 }
 
 TEST(CpuBudget, UnreadableOrMalformedFilesLeaveTheOnlineCount) {

@@ -38,6 +38,30 @@ TEST(Variants, ParseCanonicalNames) {
   EXPECT_FALSE(parse_variant("bf16+channels_last", "x").gpu_only());
 }
 
+// threadsN: a CPU run's intra-op threads as a variant, written last in the canonical name.
+TEST(Variants, ThreadsVariantParsesItsCountAndComesLast) {
+  auto v = parse_variant("threads8+bf16", "x");
+  EXPECT_EQ(v.threads, 8);
+  EXPECT_TRUE(v.bf16);
+  EXPECT_FALSE(v.eager());
+  EXPECT_FALSE(v.gpu_only());
+  EXPECT_EQ(v.name(), "bf16+threads8");
+  EXPECT_EQ(parse_variant("threads1", "x").name(), "threads1");
+  EXPECT_EQ(parse_variant("threads4096", "x").threads, 4096);
+  EXPECT_EQ(variant_run_id_suffix("bf16+threads8"), "-bf16+threads8");
+  EXPECT_EQ(model_with_variant("mlp", "threads8"), "mlp [threads8]");
+  EXPECT_NE(what_of_parse("threads").find("needs a thread count after 'threads' (threads8)"), std::string::npos);
+  EXPECT_NE(what_of_parse("threadsx").find("needs a thread count"), std::string::npos);
+  EXPECT_NE(what_of_parse("threads0").find("the thread count must be in 1..4096"), std::string::npos);
+  EXPECT_NE(what_of_parse("threads5000").find("the thread count must be in 1..4096"), std::string::npos);
+  EXPECT_NE(what_of_parse("threads2+threads4").find("a thread count appears twice"), std::string::npos);
+  EXPECT_NE(what_of_parse("fp16").find("threadsN (N intra-op CPU threads, 1..4096)"), std::string::npos);
+  // a CPU setting: not applicable on a GPU, applicable on the CPU whatever the model
+  EXPECT_EQ(variant_not_applicable(v, "cpu", false), "");
+  EXPECT_EQ(variant_not_applicable(parse_variant("threads8", "x"), "cuda:0", true),
+            "not applicable on cuda:0: threads8 sets a CPU run's intra-op threads");
+}
+
 TEST(Variants, BadNamesSayWhatAndHow) {
   auto m = what_of_parse("fp16");
   EXPECT_NE(m.find("unknown part 'fp16'"), std::string::npos) << m;

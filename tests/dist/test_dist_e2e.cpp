@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
+#include "trainscope/provenance.h"
+
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -179,6 +181,9 @@ TEST(DistE2E, FourRanksTrainLikeOneRankWithTheCombinedBatch) {
   expect_same_curve(r, single_rank());
   EXPECT_EQ(r.at("distributed").at("ranks").size(), 4u);
   EXPECT_GT(r.at("distributed").at("buckets").get<int>(), 1) << "a 10 kB cap splits the mlp's gradients";
+  // 4 ranks x 1 thread: the launcher warns exactly when that outnumbers the usable CPUs
+  const bool over = trainscope::usable_cpus() < 4;
+  EXPECT_EQ(slurp(log).find("4 ranks x 1 intra-op thread = 4 threads on ") != std::string::npos, over) << slurp(log);
 }
 
 // torchrun's contract: its agent hosts the TCPStore; every rank is a client under

@@ -65,9 +65,11 @@ TEST(DistEnv, OneRankThroughRankVariablesIsDistributed) {
 
 TEST(DistEnv, SlurmTakesTheFirstHostOfTheNodeList) {
   auto e = detect({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                   {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08,11],cpu1"}});
+                   {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08,11],cpu1"},
+                   {"SLURM_CPUS_PER_TASK", "6"}});
   ASSERT_TRUE(e);
   EXPECT_EQ(e->launcher, "slurm");
+  EXPECT_EQ(e->cpus_per_task, 6);
   EXPECT_EQ(e->rank, 5);
   EXPECT_EQ(e->world_size, 8);
   EXPECT_EQ(e->local_rank, 1);
@@ -155,8 +157,12 @@ TEST(DistEnv, DefaultRankThreadsSplitTheUsableCpus) {
   CpuBudget taskset = whole;  // taskset -c 0-7 torchrun ...: every rank shares the 8
   taskset.affinity = taskset.usable = 8;
   EXPECT_EQ(dist::default_rank_threads(e, taskset), 2);
-  e.launcher = "slurm";  // srun --cpus-per-task 8: each task its own 8
+  e.launcher = "slurm";  // srun without per-task binding: the job's 8 CPUs, shared by the node's 4 tasks
+  EXPECT_EQ(dist::default_rank_threads(e, taskset), 2);
+  e.cpus_per_task = 8;   // srun --cpus-per-task 8 with binding: each task its own 8
   EXPECT_EQ(dist::default_rank_threads(e, taskset), 8);
+  e.cpus_per_task = 2;   // a mask wider than --cpus-per-task is not one task's: split it
+  EXPECT_EQ(dist::default_rank_threads(e, taskset), 2);
   CpuBudget quota = whole;  // a cgroup quota of 2 CPUs over 4 ranks: at least 1 each
   quota.usable = 2;
   e.launcher = "trainscope";

@@ -362,6 +362,26 @@ ReportInput contended_fixture() {
   return in;
 }
 
+// `taskset -c 0 trainscope run --threads 2`: the same telemetry as a contended run, but the
+// process could use one CPU: the cause is the thread count, not other processes.
+TEST(ReportAdvice, ThreadsBeyondTheUsableCpusAreOversubscriptionNotContention) {
+  auto in = contended_fixture();
+  in.provenance.cpu_usable_cores = 1;
+  in.provenance.cpu_limit = "affinity mask: 1 of 2 CPUs, set by taskset, Slurm or a cpuset";
+  auto a = analyze(in);
+  EXPECT_TRUE(fired(a, "cpu_contention").empty());
+  ASSERT_EQ(fired(a, "cpu_oversubscribed").size(), 1u);
+  EXPECT_NE(fired(a, "cpu_oversubscribed")[0]->evidence.find(
+                "2 intra-op threads on 1 CPU usable (affinity mask: 1 of 2 CPUs, set by taskset, Slurm or a cpuset; 2 "
+                "logical)"),
+            std::string::npos)
+      << fired(a, "cpu_oversubscribed")[0]->evidence;
+  in.provenance.cpu_usable_cores = 2;  // every CPU usable: back to contention
+  a = analyze(in);
+  EXPECT_TRUE(fired(a, "cpu_oversubscribed").empty());
+  EXPECT_EQ(fired(a, "cpu_contention").size(), 1u);
+}
+
 TEST(ReportAdvice, CpuContentionFiresOnAContendedCpuRun) {
   auto a = analyze(contended_fixture());
   ASSERT_EQ(fired(a, "cpu_contention").size(), 1u);
@@ -845,6 +865,35 @@ TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
   EXPECT_NE(out.find("differs: test samples: A " + std::to_string(a[0].test_samples) + "; B 1000\n"), std::string::npos) << out;
   EXPECT_NE(out.find("differs: telemetry: A on; B off\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("differs: end:"), std::string::npos) << out;
+  // both sides mixing the same two endings alike: nothing differs between them
+  auto mixed = a;
+  mixed[0].stop_reason = "max_steps";
+  const auto f = compare_runs(mixed, mixed);
+  EXPECT_TRUE(f.setting_differences.empty()) << f.setting_differences.front();
+  EXPECT_TRUE(f.warnings.empty());
+}
+
+// The same usable CPU count from different limits (taskset on one side, a cgroup quota on the
+// other) is a difference compare names: the two runs' CPUs were not the same.
+TEST(ReportCompare, NamesTheCpuLimitOfEachSide) {
+  auto a = load_run_folder(kStudy);
+  auto b = a;
+  a.provenance.cpu_usable_cores = b.provenance.cpu_usable_cores = 1;
+  a.provenance.cpu_limit = "affinity mask: 1 of 16 CPUs, set by taskset, Slurm or a cpuset";
+  b.provenance.cpu_limit = "cgroup CPU quota: 0.5 CPUs, set by a container or job limit";
+  const std::string out = render_compare(compare_inputs(a, b), "A", "B");
+  EXPECT_NE(out.find("differs: CPU limit: affinity mask: 1 of 16 CPUs, set by taskset, Slurm or a cpuset vs cgroup CPU "
+                     "quota: 0.5 CPUs, set by a container or job limit\n"),
+            std::string::npos)
+      << out;
+  b.provenance.cpu_limit.clear();
+  b.provenance.cpu_usable_cores = 16;
+  const std::string out2 = render_compare(compare_inputs(a, b), "A", "B");
+  EXPECT_NE(out2.find("differs: CPU: Intel(R) Xeon(R) Platinum 8480C (16 logical CPUs, 1 usable) vs Intel(R) Xeon(R) "
+                      "Platinum 8480C (16 logical CPUs)\n"),
+            std::string::npos)
+      << out2;
+  EXPECT_NE(out2.find("vs none\n"), std::string::npos) << out2;
 }
 
 // Threads differ in the provenances and in the runs: compare_inputs says it once, as the

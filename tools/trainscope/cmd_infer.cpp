@@ -93,11 +93,18 @@ std::optional<json> read_json_file(const fs::path& p) {
   }
 }
 
-// Intra-op threads the training run used (its results.json), so inference runs like training did.
+// Intra-op threads the training run used (its results.json), so inference runs like training did:
+// the checkpoint's own run's (a threadsN variant sets them per run), else the invocation's.
 std::optional<int64_t> training_threads(const std::string& checkpoint) {
   auto run_dir = fs::path(checkpoint).parent_path().parent_path();
   auto j = read_json_file(run_dir / "results.json");
-  if (!j || !j->contains("provenance")) return std::nullopt;
+  if (!j) return std::nullopt;
+  const std::string run_id = fs::path(checkpoint).stem().string();
+  if (auto runs = j->find("runs"); runs != j->end() && runs->is_array())
+    for (const auto& r : *runs)
+      if (r.is_object() && r.value("run_id", std::string()) == run_id && r.value("intra_op_threads", int64_t{0}) > 0)
+        return r.value("intra_op_threads", int64_t{0});
+  if (!j->contains("provenance")) return std::nullopt;
   auto v = (*j)["provenance"].value("intra_op_threads", int64_t{0});
   return v > 0 ? std::optional<int64_t>(v) : std::nullopt;
 }
@@ -229,13 +236,13 @@ std::unique_ptr<TelemetrySampler> start_telemetry(const InferFlags& f, std::vect
   }
 }
 
-// Intra-op threads: as given, else as the training run used, else all online CPUs (the
+// Intra-op threads: as given, else as the training run used, else every usable CPU (the
 // trainer's default).
 void set_threads(const InferFlags& f) {
   std::optional<int64_t> threads = f.threads;
   if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
   if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
-  std::string warning;  // 0: all online CPUs, as in `run`
+  std::string warning;  // 0: every usable CPU, as in `run`
   set_intra_op_threads(threads.value_or(0), "--threads", &warning);
   if (!warning.empty() && !f.threads) warning += " (the value is the training run's, from its checkpoint; --threads overrides it)";
   if (!warning.empty()) fmt::print(stderr, "trainscope: warning: {}\n", warning);
@@ -354,7 +361,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "inference.single_stream_budget_s", "--budget",
              "seconds per scenario (single-stream, each server rate; half per offline batch size)");
   shared.add(sub, "inference.min_queries", "--min-queries", "fewer timed queries flag the percentiles");
-  shared.add(sub, "train.threads", "--threads", "intra-op CPU threads (default: as the training run, else all CPUs)", false);
+  shared.add(sub, "train.threads", "--threads", "intra-op CPU threads (default: as the training run, else every usable CPU)", false);
   shared.add(sub, "train.seed", "--seed", "seed for fresh weights, synthetic data and arrivals");
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
   shared.add(sub, "telemetry.enabled", "", "power and energy sampling");

@@ -79,9 +79,9 @@ class ConsoleReporter final : public Reporter {
   void start(const Provenance& p, const std::string& dir, size_t planned) override {
     planned_ = planned;
     run_dir_ = dir;
-    fmt::print("trainscope {} · LibTorch {}{} · {} ({} logical CPUs, {} intra-op threads){}\n", p.trainscope_version,
+    fmt::print("trainscope {} · LibTorch {}{} · {} ({}, {}){}\n", p.trainscope_version,
                p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
-               p.cpu_logical_cores, p.intra_op_threads, p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
+               cpu_count_words(p), count_of(p.intra_op_threads, "intra-op thread"), p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
     fmt::print("run folder: {}\n{} planned\n", dir, count_of(static_cast<long long>(planned), "run"));
   }
   // "cpu mlp [bf16] b32", "cpu mlp ×2 ranks b64": the cell as the report names it (model_label).
