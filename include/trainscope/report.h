@@ -120,6 +120,9 @@ struct Cell {
 /// CPU of another host: a laptop CPU against a cloud GPU).
 struct DeviceComparison {
   std::string model, gpu_device;
+  /// The CPU cell's model label: `model`, its eager form for a GPU-only variant, or the CPU's
+  /// fastest measured thread count of it ("mlp [threads8]", docs/variants.md#cpu-threads).
+  std::string cpu_model;
   std::string gpu_host, cpu_host;
   int64_t batch_size = 0;
   std::optional<double> speedup;          // gpu samples/s / cpu samples/s

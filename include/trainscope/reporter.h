@@ -6,7 +6,7 @@
 // Call order, all on the matrix's thread:
 //   start(provenance, run folder, planned runs)                       once, after the inputs are valid
 //   per cell: run_started(record) + run_finished(record), or run_skipped(record) (--resume)
-//   notice(message)                                                    at any time, also before start
+//   notice(message), warning(message)                                  at any time, also before start
 //   finish(all records)                                                once, also when the matrix is
 //                                                                      interrupted or aborted (exit 5/6)
 // Records reach run_finished/run_skipped in matrix order, so a reporter that keeps them holds the
@@ -38,6 +38,9 @@ class Reporter {
   /// --resume: a run already measured as ok in the run folder, kept and not repeated.
   virtual void run_skipped(const RunRecord& /*r*/) {}
   virtual void notice(const std::string& /*message*/) {}
+  /// Something that makes the figures worse than they could be (more threads than usable CPUs):
+  /// a notice unless the reporter tells the two apart.
+  virtual void warning(const std::string& message) { notice(message); }
   virtual void finish(const std::vector<RunRecord>& /*runs*/) {}
 };
 

@@ -32,10 +32,10 @@ std::optional<int64_t> threads_part(const std::string& part, const std::string& 
   if (part.rfind(head, 0) != 0) return std::nullopt;
   const std::string digits = part.substr(head.size());
   if (digits.empty() || digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
-    bad_variant(text, where, fmt::format("'{}' needs a thread count after 'threads' (threads8)", part));
+    bad_variant(text, where, fmt::format("'{}' needs a thread count: threads8, say", part));
   const int64_t n = std::stoll(digits);
   if (n < 1 || n > kMaxVariantThreads)
-    bad_variant(text, where, fmt::format("'{}': the thread count must be in 1..{}", part, kMaxVariantThreads));
+    bad_variant(text, where, fmt::format("the thread count must be in 1..{}", kMaxVariantThreads));
   return n;
 }
 
@@ -106,8 +106,8 @@ void check_gpu_only_variants(const std::vector<std::string>& variants, const std
     if (parse_variant(v, "--variants").gpu_only())
       throw_error(ErrorKind::kInvalidArgument,
                   fmt::format("variant '{}' needs a CUDA device, but every device asked for ({}) is a CPU; add a GPU "
-                              "with --devices cuda, or leave graphs and tf32 out of --variants (eager, bf16 and "
-                              "channels_last run on the CPU)",
+                              "with --devices cuda, or leave graphs and tf32 out of --variants (eager, bf16, "
+                              "channels_last and threadsN run on the CPU)",
                               parse_variant(v, "--variants").name(), fmt::join(devices, ", ")));
 }
 

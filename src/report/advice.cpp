@@ -166,8 +166,9 @@ void data_loading(const Cell& c, const AdviceThresholds& t, Analysis& a) {
 void cpu_faster(const ReportInput&, const AdviceThresholds&, Analysis& a) {
   for (const auto& d : a.device_comparisons) {
     if (!d.speedup || *d.speedup >= 1 || d.noise) continue;
-    const Cell* c = find_cell(a.cells, "cpu", d.model, d.batch_size, d.cpu_host);
+    const Cell* c = find_cell(a.cells, "cpu", d.cpu_model, d.batch_size, d.cpu_host);
     const Cell* g = find_cell(a.cells, d.gpu_device, d.model, d.batch_size, d.gpu_host);
+    if (!c || !g) continue;
     add(a, "cpu_faster", c,
         "Train these workloads on the CPU: the model is too small for the GPU to pay for its launch and copy "
         "overheads.",
@@ -230,12 +231,14 @@ void cpu_oversubscribed(const ReportInput& in, const AdviceThresholds&, Analysis
   for (const auto& r : in.runs) {
     if (r.status != RunStatus::kOk || !oversubscribed(in, r)) continue;
     add_for_run(a, "cpu_oversubscribed", r,
-                "This run's intra-op threads outnumber the CPUs its process could use, so its throughput measures "
-                "threads waiting for cores, not the model. Run with --threads 0 (every usable CPU) or fewer, or give "
-                "the job more CPUs.",
-                fmt::format("run {}: {} on {} usable ({}; {} logical)", r.run_id,
-                            count_of(r.intra_op_threads, "intra-op thread"), count_of(p.cpu_usable_cores, "CPU"),
-                            p.cpu_limit.empty() ? "cpu_usable_cores" : p.cpu_limit, p.cpu_logical_cores));
+                fmt::format("This run's intra-op threads outnumber the CPUs its process could use, so its throughput "
+                            "measures threads waiting for cores, not the model. Run with at most {} threads (--threads "
+                            "0 takes every usable CPU), or give the job more CPUs.",
+                            p.cpu_usable_cores),
+                fmt::format("run {}: {} on {} ({}; {} logical)", r.run_id,
+                            count_of(r.intra_op_threads, "intra-op thread"), count_of(p.cpu_usable_cores, "usable CPU"),
+                            p.cpu_limit.empty() ? "no affinity mask or CPU quota" : p.cpu_limit,
+                            p.cpu_logical_cores));
   }
 }
 
@@ -260,10 +263,10 @@ void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& 
                 "Other processes competed for the CPU: this run got fewer cores than its intra-op threads, so its "
                 "throughput measures the contention, not the model. Measure on a quiet machine, or run with fewer "
                 "--threads (no more than the cores that are free).",
-                fmt::format("run {}: the process used {} cores on average (process_cpu_pct_mean {}) for {} intra-op "
-                            "threads (threshold {} of them) while the machine's CPUs were {} busy (cpu_util_pct_mean; "
+                fmt::format("run {}: the process used {} cores on average (process_cpu_pct_mean {}) for {} "
+                            "(threshold {} of them) while the machine's CPUs were {} busy (cpu_util_pct_mean; "
                             "threshold {} %){}",
-                            r.run_id, fmt_num(got), pct(*h.process_cpu_pct_mean), r.intra_op_threads,
+                            r.run_id, fmt_num(got), pct(*h.process_cpu_pct_mean), count_of(r.intra_op_threads, "intra-op thread"),
                             fmt_num(t.cpu_contention_core_ratio * threads), pct(*h.cpu_util_pct_mean),
                             fmt_num(t.busy_machine_pct),
                             cores > 0 ? fmt::format("; other processes held about {} of the {} logical cores",
@@ -320,6 +323,31 @@ int64_t fewest_headline_steps(const ReportInput& in, const std::string& device, 
 // a steady rate from a handful of steps is mostly warm-up tail and timer noise.
 constexpr int64_t kMinHeadlineStepsForAdvice = 20;
 
+// Intra-op threads of a cell's ok runs (the first one's; 0 without any).
+int64_t cell_threads(const ReportInput& in, const std::string& device, const WorkloadId& w) {
+  for (const auto& r : in.runs)
+    if (r.status == RunStatus::kOk && r.device == device && workload_of(r) == w) return r.intra_op_threads;
+  return 0;
+}
+
+// What variant_gain advises for a measured gain; a threadsN variant is judged against eager's
+// thread count and the usable CPUs (a count equal to eager's is no change at all, and one above
+// the usable CPUs measures oversubscription).
+std::string gain_action(const ReportInput& in, const Variant& var, const std::string& variant, double gain,
+                        int64_t var_threads, int64_t eager_threads) {
+  const int64_t usable = in.provenance.cpu_usable_cores;
+  if (var.threads > 0 && var_threads == eager_threads && var.name() == fmt::format("threads{}", var.threads))
+    return fmt::format(" (eager ran {} too: the same setting, so the difference is run-to-run noise)",
+                       count_of(eager_threads, "intra-op thread"));
+  if (var.threads > 0 && usable > 0 && var.threads > usable)
+    return fmt::format(" ({} on {}: oversubscribed, not a setting to train with)", count_of(var.threads, "thread"),
+                       count_of(usable, "usable CPU"));
+  if (gain <= 1) return " (slower than eager: keep eager)";
+  if (var.threads > 0 && var.name() == fmt::format("threads{}", var.threads))
+    return fmt::format("; train with --threads {}", var.threads);
+  return fmt::format("; train with --variants {}", variant);
+}
+
 void variant_gain(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
   for (const auto& v : a.cells) {
     auto [model, variant] = split_model_variant(v.model);
@@ -331,15 +359,20 @@ void variant_gain(const ReportInput& in, const AdviceThresholds& t, Analysis& a)
     eager.model = model;
     const int64_t steps = std::min(fewest_headline_steps(in, v.device, v.workload), fewest_headline_steps(in, v.device, eager));
     const bool few = steps < kMinHeadlineStepsForAdvice;
+    const Variant var = variant_of_label(variant);
+    const int64_t var_threads = cell_threads(in, v.device, v.workload), eager_threads = cell_threads(in, v.device, eager);
     const std::string action =
         few ? fmt::format(" over only {} per run: measure with more steps (--max-steps) before choosing",
                           count_of(steps, "steady step"))
-        : gain > 1 ? fmt::format("; train with --variants {}", variant)
-                   : std::string(" (slower than eager: keep eager)");
+            : gain_action(in, var, variant, gain, var_threads, eager_threads);
+    const std::string threads_words =
+        v.device == "cpu" && var.threads > 0 ? fmt::format(" ({} vs {})", count_of(var_threads, "thread"),
+                                                            count_of(eager_threads, "thread"))
+                                             : std::string();
     add(a, "variant_gain", &v,
         fmt::format("{}: {}× on {} for {} b{}, measured{}.", variant, fmt_num(gain), v.device, model, v.batch_size, action),
-        fmt::format("steady training throughput: {} {} vs eager {} samples/s; fewest steady steps per run {}", variant,
-                    fmt_stat(v.samples_per_s, "", 1), fmt_stat(e->samples_per_s, "", 1), steps));
+        fmt::format("steady training throughput: {} {} vs eager {} samples/s{}; fewest steady steps per run {}", variant,
+                    fmt_stat(v.samples_per_s, "", 1), fmt_stat(e->samples_per_s, "", 1), threads_words, steps));
   }
   for (const auto& e : a.cells) {
     if (!is_gpu(e.device) || e.runs_ok == 0 || split_model_variant(e.model).second != "eager") continue;

@@ -116,6 +116,20 @@ namespace report_detail {
 
 bool is_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
+Variant variant_of_label(const std::string& variant) {
+  try {
+    return parse_variant(variant, "a recorded variant");
+  } catch (const Error&) {
+    return Variant{};
+  }
+}
+
+std::string without_threads(const std::string& variant) {
+  Variant v = variant_of_label(variant);
+  v.threads = 0;
+  return v.name();
+}
+
 std::optional<int> cuda_index(const std::string& device) {
   if (device.rfind("cuda:", 0) != 0) return std::nullopt;
   try {
@@ -408,7 +422,37 @@ void build_cells(const ReportInput& in, Analysis& a) {
                                     workload_label(c.workload), where_label(a, c), fmt::join(c.settings_differ, "; ")));
 }
 
-void compare_devices(Analysis& a) {
+// The CPU cell a GPU cell is compared with, at the CPU's fastest measured thread count: among
+// `c` and the cells that differ from it only by a threadsN variant (same host, data, batch, seed,
+// model and other techniques) whose N is within the usable CPUs (`usable_cpus`, 0: unknown, no
+// limit), the one with the highest median samples/s. A thread count is a CPU setting, so the
+// fair verdict gives the CPU its best (docs/variants.md#cpu-threads); a note names the cell
+// when it is not `c`.
+const Cell* fastest_thread_count(Analysis& a, const Cell& c, int64_t usable_cpus) {
+  if (!c.samples_per_s.ok()) return &c;
+  const auto [base, variant] = split_model_variant(c.model);
+  const std::string recipe = without_threads(variant);
+  const Cell* best = &c;
+  for (const auto& x : a.cells) {
+    if (x.device != "cpu" || x.host != c.host || !x.samples_per_s.ok() || x.workload.dataset != c.workload.dataset ||
+        x.batch_size != c.batch_size || x.workload.seed != c.workload.seed)
+      continue;
+    const auto [xb, xv] = split_model_variant(x.model);
+    const int64_t n = variant_of_label(xv).threads;
+    if (usable_cpus > 0 && n > usable_cpus) continue;  // oversubscribed: not a count to train with
+    if (xb == base && without_threads(xv) == recipe && x.samples_per_s.median > best->samples_per_s.median) best = &x;
+  }
+  if (best != &c) {
+    const std::string note = fmt::format(
+        "the CPU side of {} b{}'s GPU speed-ups is {} ({} samples/s), its fastest thread count measured, not {} ({} "
+        "samples/s)",
+        c.model, c.batch_size, best->model, fmt_num(best->samples_per_s.median), c.model, fmt_num(c.samples_per_s.median));
+    if (std::find(a.notes.begin(), a.notes.end(), note) == a.notes.end()) a.notes.push_back(note);
+  }
+  return best;
+}
+
+void compare_devices(Analysis& a, int64_t usable_cpus) {
   for (const auto& g : a.cells) {
     if (!is_gpu(g.device) || g.runs_ok == 0) continue;
     auto cpu_cell = [&](const WorkloadId& w) {
@@ -425,8 +469,10 @@ void compare_devices(Analysis& a) {
       c = cpu_cell(eager);
     }
     if (!c) continue;
+    c = fastest_thread_count(a, *c, usable_cpus);
     DeviceComparison d;
     d.model = g.model;
+    d.cpu_model = c->model;
     d.gpu_device = g.device;
     d.gpu_host = g.host;
     d.cpu_host = c->host;
@@ -528,7 +574,7 @@ ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const s
 Analysis analyze(const ReportInput& in, const AdviceThresholds& t) {
   Analysis a;
   build_cells(in, a);
-  compare_devices(a);
+  compare_devices(a, in.provenance.cpu_usable_cores);
   compare_batches(a);
   gpu_balance(in, a);
   build_batch_scaling(in, t, a);

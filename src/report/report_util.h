@@ -8,8 +8,16 @@
 #include "common/text.h"
 #include "trainscope/console_table.h"
 #include "trainscope/report.h"
+#include "trainscope/variants.h"
 
 namespace trainscope::report_detail {
+
+/// The Variant a recorded variant name stands for; eager when it does not parse (a hand-edited
+/// record), so a report never fails on it.
+Variant variant_of_label(const std::string& variant);
+/// The variant name without its threadsN part ("bf16+threads8" -> "bf16", "threads8" -> "eager"):
+/// the recipe a GPU run can share with a CPU run of any thread count.
+std::string without_threads(const std::string& variant);
 
 bool is_gpu(const std::string& device);
 std::optional<int> cuda_index(const std::string& device);

@@ -123,9 +123,10 @@ VariantThreads::VariantThreads(int64_t threads) : before_(at::get_num_threads())
   }
   const CpuBudget b = read_cpu_budget();
   if (threads > b.usable)
-    warning = fmt::format("variant threads{}: {} intra-op threads on {} (usable; {}) oversubscribe the cores: the run "
-                          "measures that",
-                          threads, threads, count_of(b.usable, "CPU"), b.limited_by.empty() ? "every online CPU" : b.limited_by);
+    warning = fmt::format("variant threads{}: {} intra-op threads on {} ({}) oversubscribe the cores; this run measures "
+                          "threads waiting for cores",
+                          threads, threads, count_of(b.usable, "usable CPU"),
+                          b.limited_by.empty() ? "every online CPU" : b.limited_by);
   at::set_num_threads(static_cast<int>(threads));
 }
 

@@ -143,6 +143,9 @@ class Matrix {
   bool stop_before_cell();
   void write_telemetry();
   void stop_with(MatrixAbort kind, const std::string& reason);
+  void warning(const std::string& m) {
+    for (auto* r : reporters_) r->warning(m);
+  }
   void notice(const std::string& m) {
     for (auto* r : reporters_) r->notice(m);
   }
@@ -209,7 +212,7 @@ void Matrix::check_inputs() {
   validate(cfg_);
   std::string threads_warning;
   set_intra_op_threads(cfg_.train.threads, setting("train.threads").long_flag(), &threads_warning);
-  if (!threads_warning.empty()) notice(threads_warning);
+  if (!threads_warning.empty()) warning(threads_warning);
   std::string device_note;
   devices_ = resolve_devices(cfg_.devices, &device_note);
   // Data first: a bad path or corrupt file stops us before any training.
@@ -468,7 +471,7 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
   VariantThreads threads(v.threads);  // threadsN: this run's intra-op threads (train and inference)
   if (!threads.warning.empty()) {
     rec.notes.push_back(threads.warning);
-    notice(fmt::format("{}: {}", spec.run_id, threads.warning));
+    warning(fmt::format("{}: {}", spec.run_id, threads.warning));
   }
   train_cell(spec, rec, progress);
   progress.end();

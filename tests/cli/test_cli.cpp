@@ -336,7 +336,8 @@ TEST(Cli, ThreadsAreCheckedAgainstTheAffinityMaskNotTheMachine) {
                      &out);
   sched_setaffinity(0, sizeof saved, &saved);
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(out.find("--threads 2 is more than the 1 CPU this process may use (affinity mask: 1 of"), std::string::npos)
+  EXPECT_NE(out.find("trainscope: warning: --threads 2 is more than the 1 CPU this process may use (affinity mask: 1 of"),
+            std::string::npos)
       << out;
 }
 
@@ -999,6 +1000,19 @@ TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
             0)
       << out;
   EXPECT_EQ(json::parse(std::ifstream(json_out))["runs"][0]["inference"]["intra_op_threads"].get<int64_t>(), 1) << out;
+  // infer --run: each checkpoint at its own run's count
+  ASSERT_EQ(run({"infer", "--run", dir + "/t", "--devices", "cpu", "--budget", "0.2", "--batch-sizes", "8", "--limit",
+                 "128", "--no-telemetry", "--out", json_out},
+                &out),
+            0)
+      << out;
+  std::map<std::string, int64_t> infer_threads;
+  const json measured = json::parse(std::ifstream(json_out));
+  for (const auto& r : measured["runs"])
+    infer_threads[fs::path(r["checkpoint"].get<std::string>()).stem().string()] =
+        r["inference"]["intra_op_threads"].get<int64_t>();
+  EXPECT_EQ(infer_threads["cpu-mlp-b32-r0"], 2) << out;
+  EXPECT_EQ(infer_threads["cpu-mlp-b32-r0-threads1"], 1) << out;
   // a thread count above the usable CPUs is measured, with a note saying it oversubscribes them
   fs::remove_all(dir);
   args[args.size() - 3] = "threads64";

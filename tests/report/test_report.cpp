@@ -372,7 +372,7 @@ TEST(ReportAdvice, ThreadsBeyondTheUsableCpusAreOversubscriptionNotContention) {
   EXPECT_TRUE(fired(a, "cpu_contention").empty());
   ASSERT_EQ(fired(a, "cpu_oversubscribed").size(), 1u);
   EXPECT_NE(fired(a, "cpu_oversubscribed")[0]->evidence.find(
-                "2 intra-op threads on 1 CPU usable (affinity mask: 1 of 2 CPUs, set by taskset, Slurm or a cpuset; 2 "
+                "2 intra-op threads on 1 usable CPU (affinity mask: 1 of 2 CPUs, set by taskset, Slurm or a cpuset; 2 "
                 "logical)"),
             std::string::npos)
       << fired(a, "cpu_oversubscribed")[0]->evidence;

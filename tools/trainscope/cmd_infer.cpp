@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -79,6 +80,7 @@ struct Subject {
   InferenceInputs inputs;
   int64_t classes = 0;
   InferenceRun base;            // what every measurement of it reports: label, weights, description
+  std::optional<int64_t> trained_threads;  // a checkpoint's training run's intra-op threads
 };
 
 std::optional<json> read_json_file(const fs::path& p) {
@@ -142,6 +144,7 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     check_model_fits_inputs(*s.model, s.inputs.x, info.num_classes, {info.channels, info.height, info.width},
                             fmt::format("checkpoint '{}' (model {})", path, info.model));
     s.base.checkpoint = path;
+    s.trained_threads = training_threads(path);
     s.base.model = info.model;
     s.base.trained_on = info.trained_on;
     s.base.trained_batch_size = info.batch_size;
@@ -236,16 +239,17 @@ std::unique_ptr<TelemetrySampler> start_telemetry(const InferFlags& f, std::vect
   }
 }
 
-// Intra-op threads: as given, else as the training run used, else every usable CPU (the
-// trainer's default).
-void set_threads(const InferFlags& f) {
-  std::optional<int64_t> threads = f.threads;
-  if (!threads && !f.checkpoints.empty()) threads = training_threads(f.checkpoints.front());
-  if (!threads && !f.run_dir.empty()) threads = training_threads((fs::path(f.run_dir) / "checkpoints" / "x.pt").string());
+// Intra-op threads for one subject: as given, else as its training run used (each checkpoint its
+// own run's count: a threadsN variant sets it per run), else every usable CPU (the trainer's
+// default). Each count is warned about once when it exceeds the usable CPUs.
+void set_threads(const InferFlags& f, const std::optional<int64_t>& trained) {
+  static std::set<int64_t> warned;
+  const std::optional<int64_t> threads = f.threads ? f.threads : trained;
   std::string warning;  // 0: every usable CPU, as in `run`
   set_intra_op_threads(threads.value_or(0), "--threads", &warning);
-  if (!warning.empty() && !f.threads) warning += " (the value is the training run's, from its checkpoint; --threads overrides it)";
-  if (!warning.empty()) fmt::print(stderr, "trainscope: warning: {}\n", warning);
+  if (warning.empty() || !warned.insert(threads.value_or(0)).second) return;
+  if (!f.threads) warning += " (the value is the training run's, from its checkpoint; --threads overrides it)";
+  fmt::print(stderr, "trainscope: warning: {}\n", warning);
 }
 
 // The reporters of one `infer` command, called in order (trainscope/inference_reporter.h).
@@ -295,7 +299,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
   if (!notice.empty()) fmt::print(stderr, "trainscope: note: {}\n", notice);
-  set_threads(f);
+  set_threads(f, std::nullopt);
 
   auto subjects = load_subjects(f, seed);
   Provenance prov = collect_provenance(command_line(), seed);
@@ -318,6 +322,7 @@ void run_infer(const InferFlags& f, int& exit_status) {
   for (auto& s : subjects)
     for (const auto& dev : devices) {
       if (stop) break;
+      set_threads(f, s.trained_threads);
       runs.push_back(measure_one(s, dev, opt, prov, sampler.get(), gpus, reporters));
       // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
       reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });

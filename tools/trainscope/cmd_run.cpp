@@ -76,6 +76,7 @@ class ConsoleReporter final : public Reporter {
   /// "3/8"; beyond the plan (a --batch-sizes auto sweep adds runs as it goes) just "9".
   std::string counter() const { return done_ <= planned_ ? fmt::format("{}/{}", done_, planned_) : std::to_string(done_); }
   void notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
+  void warning(const std::string& m) override { fmt::print(stderr, "trainscope: warning: {}\n", m); }
   void start(const Provenance& p, const std::string& dir, size_t planned) override {
     planned_ = planned;
     run_dir_ = dir;
