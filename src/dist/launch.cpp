@@ -7,6 +7,7 @@
 
 extern char** environ;
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -22,6 +23,7 @@ extern char** environ;
 #include "dist/rank.h"
 #include "train/device.h"
 #include "trainscope/error.h"
+#include "trainscope/variants.h"
 
 namespace trainscope {
 namespace dist {
@@ -184,13 +186,15 @@ c10::intrusive_ptr<c10d::TCPStore> host_store(int world, std::chrono::millisecon
 }  // namespace
 
 // CPU ranks whose threads together outnumber the usable CPUs (more ranks than CPUs with
-// --threads 0, or an explicit --threads per rank): each rank's steps wait for cores.
-static void warn_if_ranks_oversubscribe(int world, int64_t threads_per_rank) {
+// --threads 0, an explicit --threads per rank, or a threadsN variant, which is per rank too):
+// each rank's steps wait for cores.
+static void warn_if_ranks_oversubscribe(int world, const MatrixConfig& m) {
   const CpuBudget b = read_cpu_budget();
   DistEnv env;  // what each rank of this launcher will compute for --threads 0
   env.launcher = "trainscope";
   env.local_world_size = world;
-  const int64_t per_rank = threads_per_rank > 0 ? threads_per_rank : default_rank_threads(env, b);
+  int64_t per_rank = m.train.threads > 0 ? m.train.threads : default_rank_threads(env, b);
+  for (const auto& v : m.train.variants) per_rank = std::max(per_rank, parse_variant(v, "--variants").threads);
   if (per_rank * world <= b.usable) return;
   fmt::print(stderr,
              "trainscope: warning: {} ranks x {} = {} threads on {} ({}): the ranks oversubscribe the cores and each "
@@ -211,7 +215,7 @@ int launch_local(const MatrixConfig& m) {
   if (!m.run_name.empty())  // refused once, here, rather than by every rank
     if (auto refusal = run_folder_refusal(m, m.run_name); !refusal.empty())
       throw_error(ErrorKind::kInvalidArgument, refusal);
-  if (!gpu) warn_if_ranks_oversubscribe(world, m.train.threads);
+  if (!gpu) warn_if_ranks_oversubscribe(world, m);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));
   auto store = host_store(world, timeout);
   const int port = store->getPort();

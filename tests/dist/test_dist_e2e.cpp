@@ -186,6 +186,17 @@ TEST(DistE2E, FourRanksTrainLikeOneRankWithTheCombinedBatch) {
   EXPECT_EQ(slurp(log).find("4 ranks x 1 intra-op thread = 4 threads on ") != std::string::npos, over) << slurp(log);
 }
 
+// A threadsN variant is each rank's count: the launcher counts it among the ranks' threads, and
+// each rank's record holds it.
+TEST(DistE2E, ThreadsVariantIsPerRankAndCountedByTheLauncher) {
+  const std::string log = root() + "/thr.log";
+  ASSERT_EQ(finish(start(matrix_args("thr", 16, {"--nproc-per-node", "2", "--variants", "threads4"}), {}, log)), 0)
+      << slurp(log);
+  const bool over = trainscope::usable_cpus() < 8;
+  EXPECT_EQ(slurp(log).find("2 ranks x 4 intra-op threads = 8 threads on ") != std::string::npos, over) << slurp(log);
+  EXPECT_EQ(run_record("thr").at("intra_op_threads").get<int64_t>(), 4);
+}
+
 // torchrun's contract: its agent hosts the TCPStore; every rank is a client under
 // "/worker/attempt_<restart count>".
 TEST(DistE2E, TorchrunEnvironmentWithAgentStore) {
