@@ -37,14 +37,17 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   // Variants (docs/variants.md): a variant column, and MFU where a run has it, only when used.
   const bool variants = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.variant != "eager"; });
   const bool mfu = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.mfu_pct.has_value(); });
+  // the variant column fits the longest name ("graphs+bf16+channels_last", "bf16+threads16")
+  size_t vw = 20;
+  for (const auto& r : runs) vw = std::max(vw, r.variant.size());
   auto extra = [&](const std::string& v, const std::string& m) {
-    return (variants ? fmt::format(" {:<20}", v) : "") + (mfu ? fmt::format(" {:>7}", m) : "");
+    return (variants ? fmt::format(" {:<{}}", v, vw) : "") + (mfu ? fmt::format(" {:>7}", m) : "");
   };
   std::string out;
   out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>16} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
                      extra("variant", "MFU"), "rep", "samples/s", "epoch",
                      "time " + count_of(epochs, "epoch"), "test acc", "vs cpu", "status");
-  out += std::string(106 + (variants ? 21 : 0) + (mfu ? 8 : 0), '-') + "\n";
+  out += std::string(106 + (variants ? vw + 1 : 0) + (mfu ? 8 : 0), '-') + "\n";
   for (const auto* r : order) {
     std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
     std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
+
+#include <sstream>
+
 #include <algorithm>
 #include <set>
 
@@ -98,6 +102,27 @@ TEST(ConsoleTable, StatusAndReasonAreSaidOnce) {
   auto t = format_matrix_table({r});
   EXPECT_NE(t.find("not applicable: channels_last"), std::string::npos) << t;
   EXPECT_EQ(t.find("not_applicable: not applicable"), std::string::npos) << t;
+}
+
+// The variant column fits its longest name, so the columns after it stay aligned.
+TEST(ConsoleTable, VariantColumnFitsTheLongestName) {
+  RunRecord a = sample("cpu", 1000), b = sample("cpu", 2000);
+  a.variant = "eager";
+  b.variant = "bf16+channels_last+threads16";
+  const auto t = format_matrix_table({a, b});
+  std::istringstream lines(t);
+  std::string header;
+  std::getline(lines, header);
+  const size_t rep_end = header.find(" rep ") + 4;  // the repeat numbers are right-aligned under "rep"
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(a.model, 0) == 0) {
+      ++rows;
+      ASSERT_GT(line.size(), rep_end) << t;
+      EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line[rep_end - 1]))) << t;
+      EXPECT_EQ(line[rep_end], ' ') << t;
+    }
+  EXPECT_EQ(rows, 2) << t;
 }
 
 TEST(ConsoleTable, SpeedupAgainstCpu) {
