@@ -336,14 +336,15 @@ int64_t cell_threads(const ReportInput& in, const std::string& device, const Wor
 std::string gain_action(const ReportInput& in, const Variant& var, const std::string& variant, double gain,
                         int64_t var_threads, int64_t eager_threads) {
   const int64_t usable = in.provenance.cpu_usable_cores;
-  if (var.threads > 0 && var_threads == eager_threads && var.name() == fmt::format("threads{}", var.threads))
+  const bool threads_only = var.threads > 0 && without_threads(variant) == "eager";  // "threads8" alone
+  if (threads_only && var_threads == eager_threads)
     return fmt::format(" (eager ran {} too: the same setting, so the difference is run-to-run noise)",
                        count_of(eager_threads, "intra-op thread"));
   if (var.threads > 0 && usable > 0 && var.threads > usable)
     return fmt::format(" ({} on {}: oversubscribed, not a setting to train with)", count_of(var.threads, "thread"),
                        count_of(usable, "usable CPU"));
   if (gain <= 1) return " (slower than eager: keep eager)";
-  if (var.threads > 0 && var.name() == fmt::format("threads{}", var.threads))
+  if (threads_only)
     return fmt::format("; train with --threads {}", var.threads);
   return fmt::format("; train with --variants {}", variant);
 }

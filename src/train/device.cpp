@@ -116,11 +116,8 @@ int64_t set_intra_op_threads(int64_t requested, const std::string& flag, std::st
   return threads;
 }
 
-VariantThreads::VariantThreads(int64_t threads) : before_(at::get_num_threads()) {
-  if (threads <= 0) {
-    before_ = 0;
-    return;
-  }
+VariantThreads::VariantThreads(int64_t threads) : before_(threads > 0 ? at::get_num_threads() : 0) {
+  if (threads <= 0) return;
   const CpuBudget b = read_cpu_budget();
   if (threads > b.usable)
     warning = fmt::format("variant threads{}: {} intra-op threads on {} ({}) oversubscribe the cores; this run measures "
