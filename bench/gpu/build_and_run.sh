@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -118,6 +118,39 @@ for stage in "$@"; do
       # CELL=cuda:0,resnet18,128 STEPS=600 EPOCHS=2 N=12 (about 260 s for resnet18 with inference)
       TS=$TS DATA=$DATA N=${N:-12} EPOCHS=${EPOCHS:-2} MAX_STEPS=${STEPS:-600} EXTRA=${EXTRA:-} timeout ${CELL_TIMEOUT:-500} \
         bash bench/self_overhead.sh ${CELL:-cuda:0,resnet18,128} 2>&1 | tee -a "$OUT/self-cell.log";;
+    malloc)
+      # issue 13: the host allocator (docs/configuration.md#host-memory-allocator). Every tool off,
+      # the same CPU cell in three modes, alternating: trainscope's fixed glibc thresholds (the
+      # default), glibc's dynamic ones (--no-malloc-tuning), and tcmalloc preloaded. One line per
+      # run: headline samples/s, the run's minor page faults and CPU seconds (getrusage of the child).
+      TCM=$(ls /opt/deps/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null)
+      { for i in $(seq "${N:-5}"); do
+          for mode in fixed dynamic tcmalloc; do
+            for cell in ${MCELLS:-cnn,300 mlp,1000}; do
+              m=${cell%,*}; steps=${cell#*,}; name="malloc-$mode-$m-$i"; flags=(); envs=()
+              [ $mode = dynamic ] && flags=(--no-malloc-tuning)
+              [ $mode = tcmalloc ] && { [ -n "$TCM" ] || continue; envs=(LD_PRELOAD=$TCM); }
+              rm -rf "/tmp/runs/$name"
+              python3 - "$name" env ${envs[@]+"${envs[@]}"} $TS run --data $DATA -d cpu -m "$m" -b 128 --max-steps "$steps" \
+                --threads ${THREADS:-0} --no-telemetry --no-profile --no-inference --no-progress --out /tmp/runs --name "$name" \
+                ${flags[@]+"${flags[@]}"} <<'PY'
+import json, resource, subprocess, sys
+name = sys.argv[1]
+with open(f"/tmp/out-{name}.log", "w") as log:
+    subprocess.run(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+try:
+    r = json.load(open(f"/tmp/runs/{name}/results.json"))
+    run = r["runs"][0]
+    print(name, round(run["steady_samples_per_s"] or 0), "samples/s", u.ru_minflt, "minflt",
+          round(u.ru_utime, 1), "user_s", round(u.ru_stime, 1), "sys_s", "|", r["provenance"].get("host_allocator"))
+except Exception as e:
+    print(name, "failed:", e, open(f"/tmp/out-{name}.log").read()[-400:])
+PY
+            done
+          done
+        done
+      } 2>&1 | tee "$OUT/malloc.log";;
     cpu-pin)
       # issue 13: does binding the intra-op threads (libgomp's OMP_PROC_BIND/OMP_PLACES) narrow the
       # run-to-run spread of an all-core CPU run (cpu cnn b128 spread 6.3-14.3 k samples/s, tenth
@@ -163,6 +196,15 @@ print('$mode', 'logical', p['cpu_logical_cores'], 'usable', p.get('cpu_usable_co
           done
         done
       } 2>&1 | tee -a "$OUT/cpu-threads.log";;
+    threads-e2e)
+      # The threadsN variant as a user runs it (docs/variants.md#cpu-threads): a cpu and cuda:0
+      # matrix with eager and threads8, then the report, whose CPU-vs-GPU speed-ups take the CPU
+      # at its fastest measured thread count and whose variant_gain advice cites the gain.
+      rm -rf /tmp/runs/thr
+      $TS run --data $DATA -d cpu,cuda:0 -m mlp,cnn -b 128 --max-steps "${STEPS:-1000}" --variants eager,threads8 \
+        --no-inference --no-progress --out /tmp/runs --name thr > "$OUT/threads-e2e.log" 2>&1; tail -25 "$OUT/threads-e2e.log"
+      $TS report /tmp/runs/thr > "$OUT/threads-report.txt" 2>&1; cp /tmp/runs/thr/report.md "$OUT/" 2>/dev/null
+      grep -n -i "faster\|threads\|speed-up\|variant_gain" "$OUT/report.md" | head -40;;
     rundev)
       # issue 13: NVML's slow fields only for the run's GPU (docs/telemetry.md). A cpu run and a
       # cuda:0 run in one matrix; prints, per run window, which gpu0 fields telemetry.csv.gz holds,

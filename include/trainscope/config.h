@@ -53,6 +53,7 @@ struct TrainConfig {
   int64_t eval_batch_size = 1024;      // batch size for test-set evaluation
   uint64_t seed = 42;
   int64_t threads = 0;                 // intra-op threads; 0 = every usable CPU (read_cpu_budget)
+  bool malloc_tuning = true;           // glibc malloc's thresholds fixed for the process (set_host_malloc)
   int64_t nan_check_interval = 100;    // steps between NaN/Inf loss checks (one host sync each)
   int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
   // ---- variants (issue 14; trainscope/variants.h, docs/variants.md)

@@ -38,6 +38,9 @@ struct Provenance {
   /// Slurm's CPU binding or a container's cpuset or CPU quota; 0 in records written before it.
   int64_t cpu_usable_cores = 0;
   std::string cpu_limit;  // CpuBudget::limited_by: what made cpu_usable_cores smaller; "" when nothing
+  /// What serves malloc and how (host_allocator()): "glibc 2.36 malloc, fixed thresholds: mmap 32 MiB,
+  /// trimming off"; "" in records written before it.
+  std::string host_allocator;
   std::vector<GpuDescription> gpus;
   std::string gpu_driver;       // "" when unknown (no NVML)
   std::string nvml_version;     // "" when unknown
@@ -61,6 +64,7 @@ struct Provenance {
     v("cpu_logical_cores", s.cpu_logical_cores, Better::kNone);
     v("cpu_usable_cores", s.cpu_usable_cores, Better::kNone);
     v("cpu_limit", s.cpu_limit, Better::kNone, kLiteral);
+    v("host_allocator", s.host_allocator, Better::kNone, kLiteral);
     v("gpus", s.gpus, Better::kNone);
     v("gpu_driver", s.gpu_driver, Better::kNone);
     v("nvml_version", s.nvml_version, Better::kNone);
@@ -94,6 +98,8 @@ struct CpuBudget {
   /// a cpuset", "cgroup CPU quota: 2.5 CPUs, set by a container or job limit", both joined by
   /// "; ", or "".
   std::string limited_by;
+  /// limited_by, or "every online CPU" when nothing limits the process (warnings' words).
+  std::string limit_words() const { return limited_by.empty() ? "every online CPU" : limited_by; }
 };
 
 /// Reads the budget from `proc_root`/self/status, `proc_root`/self/cgroup and the cgroup's
@@ -111,6 +117,29 @@ int64_t usable_cpus();
 /// The CPU counts in words: "16 logical CPUs", or "16 logical CPUs, 4 usable" when the process
 /// could use fewer (cpu_usable_cores); report headers and compare's host differences.
 std::string cpu_count_words(const Provenance& p);
+
+/// glibc malloc's mmap threshold when trainscope fixes it: DEFAULT_MMAP_THRESHOLD_MAX, the
+/// largest value mallopt(3) accepts on 64-bit (4 MiB * sizeof(long)).
+inline constexpr int64_t kFixedMmapThresholdBytes = int64_t{32} << 20;
+
+/// The host memory allocator, set once per process before the workload allocates
+/// (docs/configuration.md#host-memory-allocator; src/common/host_malloc.cpp says why). With `tune`
+/// and glibc's malloc serving this process, fixes its mmap threshold at kFixedMmapThresholdBytes
+/// and turns trimming off (mallopt(3) M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -1): host blocks up to
+/// 32 MiB are then reused from the heap instead of being mapped, unmapped and faulted in again
+/// each step, and no run depends on the order of its first allocations. Left as it is: a
+/// replacement allocator (tcmalloc, jemalloc, mimalloc, AddressSanitizer's; found by a symbol only
+/// it exports) and a glibc malloc whose thresholds the environment sets (MALLOC_MMAP_THRESHOLD_,
+/// MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, MALLOC_MMAP_MAX_, or those GLIBC_TUNABLES). Fixed
+/// thresholds last for the process: a later call with `tune` false cannot undo them. Returns the
+/// words host_allocator() gives from then on. Thread-safe; never throws except std::bad_alloc.
+std::string set_host_malloc(bool tune);
+
+/// What serves malloc in this process and how set_host_malloc left it, for
+/// Provenance::host_allocator: "glibc 2.36 malloc, fixed thresholds: mmap 32 MiB, trimming off",
+/// "glibc 2.36 malloc, dynamic thresholds (malloc tuning off)", "tcmalloc (replaces glibc malloc;
+/// malloc tuning does not apply)"; before any set_host_malloc, "glibc 2.36 malloc, dynamic thresholds".
+std::string host_allocator();
 
 /// Fills the host-side fields (date, host, CPU, build info). The LibTorch half adds
 /// libtorch/CUDA/GPU fields (see trainscope/runner.h).

@@ -155,6 +155,12 @@ void add_train(std::vector<Setting>& t) {
                .help = "intra-op CPU threads (more than the usable CPUs is warned about: they oversubscribe the cores)",
                .range = {.min = 0, .max = 4096},
                .note = "0 = every CPU this process may use: its affinity mask (taskset, Slurm, cpuset), capped by a cgroup CPU quota", .field = TS_FIELD(train.threads)});
+  t.push_back({.key = "train.malloc_tuning", .off_flag = "--no-malloc-tuning",
+               .help = "fixed glibc malloc thresholds (mmap 32 MiB, no trimming): each step reuses freed host memory "
+                       "instead of faulting in fresh pages, and no run depends on the order of its first allocations; "
+                       "a preloaded tcmalloc or jemalloc, or MALLOC_*_ or GLIBC_TUNABLES in the environment, is left "
+                       "as it is (docs/configuration.md#host-memory-allocator)",
+               .field = TS_FIELD(train.malloc_tuning)});
   t.push_back({.key = "train.nan_check_interval", .noun = "NaN check interval",
                .help = "steps between NaN/Inf loss checks (one host sync each)", .unit = "steps",
                .range = {.min = 1, .max = kMaxSteps}, .field = TS_FIELD(train.nan_check_interval)});

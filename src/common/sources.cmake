@@ -4,6 +4,7 @@ target_sources(trainscope_core PRIVATE
   common/settings.cpp
   common/provenance.cpp
   common/cpu_budget.cpp
+  common/host_malloc.cpp
   common/fs.cpp
   common/progress.cpp
   common/stats.cpp

@@ -200,7 +200,7 @@ static void warn_if_ranks_oversubscribe(int world, const MatrixConfig& m) {
              "trainscope: warning: {} ranks x {} = {} threads on {} ({}): the ranks oversubscribe the cores and each "
              "step waits for them; use fewer ranks or a smaller --threads, or give the job more CPUs\n",
              world, count_of(per_rank, "intra-op thread"), per_rank * world, count_of(b.usable, "usable CPU"),
-             b.limited_by.empty() ? "every online CPU" : b.limited_by);
+             b.limit_words());
 }
 
 int launch_local(const MatrixConfig& m) {

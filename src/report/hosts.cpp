@@ -26,6 +26,9 @@ std::vector<std::string> provenance_differences(const Provenance& p, const Prove
   if (p.cpu_limit != q.cpu_limit)  // the same usable count may come from different limits
     d.push_back(fmt::format("CPU limit: {} vs {}", p.cpu_limit.empty() ? "none" : p.cpu_limit,
                             q.cpu_limit.empty() ? "none" : q.cpu_limit));
+  if (p.host_allocator != q.host_allocator)  // e.g. tcmalloc on one side: host-side steps differ
+    d.push_back(fmt::format("host allocator: {} vs {}", p.host_allocator.empty() ? "not recorded" : p.host_allocator,
+                            q.host_allocator.empty() ? "not recorded" : q.host_allocator));
   diff("CUDA runtime", p.cuda_runtime, q.cuda_runtime);
   diff("trainscope", p.trainscope_version + " " + p.git_commit, q.trainscope_version + " " + q.git_commit);
   diff("build type", p.build_type, q.build_type);

@@ -84,14 +84,18 @@ std::string verdict_of(const AdviceThresholds& t, const Analysis& a, const Cell&
   double best = 0;
   const Cell* fastest = nullptr;
   std::optional<double> least_energy;
+  int measured = 0;  // cells of the model with a steady throughput
   for (const auto& o : a.cells) {
     if (o.model != c.model || o.runs_ok == 0 || !o.samples_per_s.ok()) continue;
+    ++measured;
     if (o.samples_per_s.median > best) best = o.samples_per_s.median, fastest = &o;
     if (o.energy_per_sample_j.ok() && (!least_energy || o.energy_per_sample_j.median < *least_energy))
       least_energy = o.energy_per_sample_j.median;
   }
   std::string v;
-  if (fastest == &c)
+  if (measured == 1)  // nothing to be fastest against (e.g. a CPU-only variant's one row)
+    v = fmt::format("the only cell measured for `{}`", c.model);
+  else if (fastest == &c)
     v = fmt::format("fastest for `{}`", c.model);
   else if (fastest && within_noise(c.samples_per_s, fastest->samples_per_s))
     v = "within noise of the fastest";

@@ -122,8 +122,7 @@ VariantThreads::VariantThreads(int64_t threads) : before_(threads > 0 ? at::get_
   if (threads > b.usable)
     warning = fmt::format("variant threads{}: {} intra-op threads on {} ({}) oversubscribe the cores; this run measures "
                           "threads waiting for cores",
-                          threads, threads, count_of(b.usable, "usable CPU"),
-                          b.limited_by.empty() ? "every online CPU" : b.limited_by);
+                          threads, threads, count_of(b.usable, "usable CPU"), b.limit_words());
   at::set_num_threads(static_cast<int>(threads));
 }
 

@@ -53,6 +53,7 @@ Provenance collect_provenance(const std::string& command_line, uint64_t seed) {
   p.command_line = command_line;
   p.seed = seed;
   p.intra_op_threads = at::get_num_threads();
+  p.host_allocator = host_allocator();
   return p;
 }
 
@@ -210,6 +211,7 @@ void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
 // Everything that can be checked before a step runs (exit 2 when wrong; nothing is written).
 void Matrix::check_inputs() {
   validate(cfg_);
+  set_host_malloc(cfg_.train.malloc_tuning);  // before the data and the models allocate
   std::string threads_warning;
   set_intra_op_threads(cfg_.train.threads, setting("train.threads").long_flag(), &threads_warning);
   if (!threads_warning.empty()) warning(threads_warning);

@@ -973,6 +973,33 @@ TEST(CliIdentity, ResumeNamesTheVariantOfAKeptRun) {
 // --variants eager,threads1: the threads1 run trains (and infers) on one intra-op thread, the eager
 // run on the invocation's --threads; each run records its own count, and `infer --run` on the
 // threads1 checkpoint takes that run's count, not the invocation's.
+// The host allocator (docs/configuration.md#host-memory-allocator): the record names it and how
+// it was set, by default, with --no-malloc-tuning and with a threshold from the environment.
+TEST(CliIdentity, RecordNamesTheHostAllocatorAndHowItWasSet) {
+  std::string dir = test_path("cli_host_malloc");
+  fs::remove_all(dir);
+  auto allocator = [&](const std::string& name, std::vector<std::string> extra) {
+    auto args = small_matrix(dir, name);
+    args[6] = "32";   // --batch-sizes
+    args[10] = "1";   // --epochs
+    args.insert(args.end(), {"--max-steps", "3"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string out;
+    EXPECT_EQ(run(args, &out), 0) << out;
+    return json::parse(std::ifstream(dir + "/" + name + "/results.json"))["provenance"]["host_allocator"].get<std::string>();
+  };
+  const std::string tuned = allocator("tuned", {});
+  if (tuned.find("replaces glibc malloc") != std::string::npos) GTEST_SKIP() << tuned;  // e.g. an ASan build
+  EXPECT_NE(tuned.find("glibc "), std::string::npos) << tuned;
+  EXPECT_NE(tuned.find("malloc, fixed thresholds: mmap 32 MiB, trimming off"), std::string::npos) << tuned;
+  EXPECT_NE(allocator("dynamic", {"--no-malloc-tuning"}).find("dynamic thresholds (malloc tuning off)"),
+            std::string::npos);
+  setenv("MALLOC_TOP_PAD_", "65536", 1);  // the child inherits it
+  const std::string env = allocator("env", {});
+  unsetenv("MALLOC_TOP_PAD_");
+  EXPECT_NE(env.find("as MALLOC_TOP_PAD_ sets it (malloc tuning leaves it)"), std::string::npos) << env;
+}
+
 TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
   cpu_set_t mask;
   ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);

@@ -896,6 +896,27 @@ TEST(ReportCompare, NamesTheCpuLimitOfEachSide) {
   EXPECT_NE(out2.find("vs none\n"), std::string::npos) << out2;
 }
 
+// One side's host tensors from tcmalloc, the other's from glibc: host-side step time may differ by
+// that alone (bench/RESULTS.md, sixteenth session), so compare names it; a record from before the
+// field says so rather than showing an empty allocator.
+TEST(ReportCompare, NamesADifferingHostAllocator) {
+  auto a = load_run_folder(kStudy);
+  auto b = a;
+  a.provenance.host_allocator = "glibc 2.36 malloc, fixed thresholds: mmap 32 MiB, trimming off";
+  b.provenance.host_allocator = "tcmalloc (replaces glibc malloc; malloc tuning does not apply)";
+  std::string out = render_compare(compare_inputs(a, b), "A", "B");
+  EXPECT_NE(out.find("differs: host allocator: glibc 2.36 malloc, fixed thresholds: mmap 32 MiB, trimming off vs "
+                     "tcmalloc (replaces glibc malloc; malloc tuning does not apply)\n"),
+            std::string::npos)
+      << out;
+  b.provenance.host_allocator.clear();
+  out = render_compare(compare_inputs(a, b), "A", "B");
+  EXPECT_NE(out.find("trimming off vs not recorded\n"), std::string::npos) << out;
+  b.provenance.host_allocator = a.provenance.host_allocator;
+  out = render_compare(compare_inputs(a, b), "A", "B");
+  EXPECT_EQ(out.find("host allocator"), std::string::npos) << out;
+}
+
 // Threads differ in the provenances and in the runs: compare_inputs says it once, as the
 // provenance's "intra-op threads: 2 vs 1" line.
 TEST(ReportCompare, ASettingThatTheProvenancesAlreadyDifferInIsSaidOnce) {

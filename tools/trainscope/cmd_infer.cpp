@@ -46,6 +46,7 @@ struct InferFlags {
   std::vector<int64_t> batch_sizes;
   std::optional<double> qps, target_p99_ms, budget;
   std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+  bool malloc_tuning = true;  // set_host_malloc, as `run` does
   TelemetryOptions telemetry;
   SettingOptions settings;  // the options shared with `run`: same keys, same ranges
 };
@@ -66,6 +67,7 @@ void read_shared_settings(InferFlags& f) {
   if (given("inference.single_stream_budget_s")) f.budget = m.inference.single_stream_budget_s;
   if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
   if (given("train.threads")) f.threads = m.train.threads;
+  f.malloc_tuning = m.train.malloc_tuning;
   f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
@@ -295,6 +297,7 @@ InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOpti
 void run_infer(const InferFlags& f, int& exit_status) {
   InferenceOptions opt = inference_options(f);
   const uint64_t seed = opt.seed;
+  set_host_malloc(f.malloc_tuning);  // before the checkpoints and inputs allocate
 
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
@@ -367,6 +370,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
              "seconds per scenario (single-stream, each server rate; half per offline batch size)");
   shared.add(sub, "inference.min_queries", "--min-queries", "fewer timed queries flag the percentiles");
   shared.add(sub, "train.threads", "--threads", "intra-op CPU threads (default: as the training run, else every usable CPU)", false);
+  shared.add(sub, "train.malloc_tuning", "", "fixed glibc malloc thresholds (docs/configuration.md#host-memory-allocator)");
   shared.add(sub, "train.seed", "--seed", "seed for fresh weights, synthetic data and arrivals");
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
   shared.add(sub, "telemetry.enabled", "", "power and energy sampling");
