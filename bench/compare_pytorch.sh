@@ -11,6 +11,10 @@
 # Each variant (docs/variants.md) runs on both sides: trainscope --variants V and
 # pytorch_baseline.py --variant V (on CUDA the tuned Python recipe: data on the GPU, fused Adam;
 # graphs = whole-step capture with capturable Adam). GPU-only variants on the CPU print n/a.
+# --python-malloc default leaves the Python side's glibc malloc at its moving thresholds; by
+# default it gets the thresholds trainscope's run fixes for itself (MALLOC_MMAP_THRESHOLD_ 1 GiB,
+# MALLOC_TRIM_THRESHOLD_ 4 GiB: docs/configuration.md#host-memory-allocator), so that both sides
+# allocate alike and the ratio is the trainers', not the allocators'.
 # On the CPU machine PY defaults to /usr/bin/python3 (Debian's python3-torch 1.13: the same
 # LibTorch as trainscope's build). Telemetry, profiling and inference are switched off in
 # trainscope so that both sides do the same work.
@@ -18,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./build/trainscope; PY=/usr/bin/python3; DEV=cpu; THREADS=$(nproc); STEPS=300
 MODELS=mlp,cnn; BATCHES=64,128; DATA=/usr/share/datasets/fashion-mnist; VARIANTS=eager; BENCH=(); PYX=()
+PY_MALLOC=fixed
 while (($#)); do
   case $1 in --cudnn-benchmark|--python-train-metrics) ;; *) [ $# -ge 2 ] || { echo "$1 needs a value" >&2; exit 2; };; esac
   case $1 in
@@ -26,10 +31,13 @@ while (($#)); do
   --batch-sizes) BATCHES=$2; shift 2;; --data) DATA=$2; shift 2;; --variants) VARIANTS=$2; shift 2;;
   --cudnn-benchmark) BENCH=(--cudnn-benchmark); shift;;
   --python-train-metrics) PYX=(--train-metrics); shift;;
+  --python-malloc) PY_MALLOC=$2; shift 2;;
   *) echo "unknown option $1 (see the comment at the top of bench/compare_pytorch.sh)" >&2; exit 2;; esac; done
+[[ $PY_MALLOC == fixed || $PY_MALLOC == default ]] || { echo "--python-malloc $PY_MALLOC: use fixed or default" >&2; exit 2; }
+PY_ENV=(); [ "$PY_MALLOC" = fixed ] && PY_ENV=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296)
 (( STEPS > 10 )) || { echo "--steps must exceed 10 (the Python side times the steps after its 10 warm-up steps)" >&2; exit 2; }
 OUTD=$(mktemp -d)
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; python train metrics: $([ ${#PYX[@]} -gt 0 ] && echo on || echo off); $(date -u +%F)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; python train metrics: $([ ${#PYX[@]} -gt 0 ] && echo on || echo off); python malloc: $PY_MALLOC; $(date -u +%F)"
 printf "%-9s %5s %-20s %20s %17s %7s\n" model batch variant "trainscope samples/s" "pytorch samples/s" ratio
 IFS=, read -ra ms <<<"$MODELS"; IFS=, read -ra bs <<<"$BATCHES"; IFS=, read -ra vs <<<"$VARIANTS"
 for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
@@ -44,7 +52,7 @@ for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
     printf "%-9s %5s %-20s %20s %17s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
-  py=$("$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
+  py=$(env ${PY_ENV[@]+"${PY_ENV[@]}"} "$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
         --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" "${PYX[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
   printf "%-9s %5s %-20s %20.0f %17.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
 done; done; done

@@ -24,6 +24,7 @@
 #include "train/graph_step.h"
 #include "train/optimizer.h"
 #include "workload/model.h"
+#include "trainscope/provenance.h"
 
 using namespace trainscope;
 
@@ -130,6 +131,7 @@ void bench_train_one(const Args& a, const std::string& name, int64_t b, bool gra
 }  // namespace
 
 int main(int argc, char** argv) {
+  trainscope::set_host_malloc(true);  // as `trainscope run` does (docs/configuration.md#host-memory-allocator)
   Args a = parse(argc, argv);
   if (a.what != "infer" && a.what != "train") {
     fmt::print(stderr, "usage: graph_bench infer|train [options] (see the comment at the top of bench/graph_bench.cpp)\n");

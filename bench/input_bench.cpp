@@ -16,10 +16,12 @@
 
 #include "data/stream_defaults.h"
 #include "trainscope/input_pipeline.h"
+#include "trainscope/provenance.h"
 
 using namespace trainscope;
 
 int main(int argc, char** argv) {
+  trainscope::set_host_malloc(true);  // as `trainscope run` does (docs/configuration.md#host-memory-allocator)
   if (argc < 2) {
     fmt::print(stderr, "usage: input_bench FOLDER [size=64] [workers=1] [batch=64] [images=0] [augment=auto]\n");
     return 2;

@@ -40,6 +40,7 @@
 #include "train/step_sums.h"
 #include "trainscope/stats.h"
 #include "trainscope/telemetry.h"
+#include "trainscope/provenance.h"
 #include "workload/model.h"
 
 using namespace trainscope;
@@ -205,6 +206,7 @@ struct Block {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  trainscope::set_host_malloc(true);  // as `trainscope run` does (docs/configuration.md#host-memory-allocator)
   const Args a = parse(argc, argv);
   if (!a.verdict_of.empty()) {
     fmt::print("{}\n", verdict(a.verdict_of));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs trainscope's build and test dependencies from Debian 12 packages (idempotent; root or sudo).
 #   scripts/install-deps.sh          # build + run
-#   scripts/install-deps.sh --test   # also what the tests need (headless Chromium, curl)
+#   scripts/install-deps.sh --test   # also what the tests need (GoogleTest, headless Chromium, curl,
+#                                    # tcmalloc: the test that a preloaded allocator is left alone)
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config
       libtorch-dev              # LibTorch 1.13 (CPU)
@@ -12,7 +13,7 @@ pkgs=(cmake g++ make pkg-config
       python3-pil               # bench/make_image_folder.py writes the JPEG/PNG folders with Pillow
       )
 if [[ ${1:-} == --test ]]; then
-  pkgs+=(libgtest-dev libgmock-dev chromium curl)
+  pkgs+=(libgtest-dev libgmock-dev chromium curl libtcmalloc-minimal4)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

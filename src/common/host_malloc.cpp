@@ -2,15 +2,16 @@
 // thresholds fixed so that a step's host tensors reuse freed memory (trainscope/provenance.h
 // set_host_malloc; docs/configuration.md#host-memory-allocator).
 //
-// Why: glibc malloc (mallopt(3)) serves a request above M_MMAP_THRESHOLD (128 KiB at start) with
-// its own mmap, and gives a freed heap top above M_TRIM_THRESHOLD back to the kernel. Both
-// thresholds move at run time ("dynamic mmap threshold": freeing an mmapped chunk raises them to
-// its size). Which tensors end up mmapped, or trimmed and faulted in again, therefore depends on
-// the order of the process's first allocations and frees, which any extra thread shifts. Measured
-// on a 2-core VM (bench/RESULTS.md, "the allocator, not the sampler"): cpu cnn b128 ran in one of
-// two states, 1 500 or 750 samples/s, with 1.4 or 2.8 million page faults per 150 steps, whether
-// telemetry was on or off. Fixed thresholds (mmap 32 MiB, the largest mallopt accepts on 64-bit;
-// trimming off) put every run in the fast state. Allocations above 32 MiB are still mmapped.
+// Why: glibc malloc (mallopt(3), malloc/malloc.c) serves a request above M_MMAP_THRESHOLD (128 KiB
+// at start) with its own mmap, unmapped again when freed, and gives a freed top of the main heap
+// above M_TRIM_THRESHOLD back to the kernel. Both move at run time: freeing a mapped block of up to
+// 32 MiB raises the mmap threshold to its size and the trim threshold to twice that. Which tensors
+// are mapped, unmapped and faulted in again each step therefore depends on the order of the
+// process's first allocations and frees, which one more thread shifts. Measured on a 2-core VM
+// (bench/RESULTS.md, "The allocator, not the sampler"): cpu cnn b128 ran in one of two states,
+// 1 500 or 750 samples/s, with 1.4 or 2.8 million page faults per 150 steps, whether telemetry was
+// on or off; with the thresholds fixed every run was in the fast state, and with a 1 GiB mmap
+// threshold (rather than 32 MiB) its 49 and 98 MiB blocks came from the heap too.
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
 #include <malloc.h>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -27,60 +29,89 @@ namespace trainscope {
 namespace {
 
 std::mutex g_mu;
-std::string g_words;  // set_host_malloc's result; "" before it ran
-bool g_fixed = false;  // glibc keeps fixed thresholds for the life of the process
-
-// A replacement allocator found by a symbol only it exports (it is preloaded or linked in).
-std::string replacement_allocator() {
-  if (dlsym(RTLD_DEFAULT, "tc_malloc")) return "tcmalloc";
-  if (dlsym(RTLD_DEFAULT, "mallctl") || dlsym(RTLD_DEFAULT, "je_mallctl")) return "jemalloc";
-  if (dlsym(RTLD_DEFAULT, "mi_malloc")) return "mimalloc";
-  if (dlsym(RTLD_DEFAULT, "__asan_init")) return "AddressSanitizer's allocator";  // a sanitizer build
-  return "";
-}
-
-// The environment variable that sets one of the thresholds trainscope would fix, when one is set
-// (mallopt(3) ENVIRONMENT; tunables(7) glibc.malloc.*): the user's choice, left as it is. Others
-// (MALLOC_ARENA_MAX, MALLOC_PERTURB_) do not touch them and do not count.
-std::string malloc_environment() {
-  static const char* const kVariables[] = {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                                           "MALLOC_MMAP_MAX_"};
-  for (const char* v : kVariables)
-    if (std::getenv(v)) return v;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  for (const char* t : {"glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad",
-                        "glibc.malloc.mmap_max"})
-    if (tunables && std::strstr(tunables, t)) return std::string("GLIBC_TUNABLES ") + t;
-  return "";
-}
+std::string g_words;         // set_host_malloc's result; "" before it ran
+int64_t g_fixed_bytes = 0;   // the mmap threshold set; glibc keeps it for the life of the process
 
 std::string glibc_words() { return fmt::format("glibc {} malloc", gnu_get_libc_version()); }
 
-std::string fixed_words() {
-  return fmt::format("{}, fixed thresholds: mmap {} MiB, trimming off", glibc_words(), kFixedMmapThresholdBytes >> 20);
+// The shared object (or executable) whose `malloc` this process's calls resolve to, when it is not
+// the C library's: a preloaded or linked-in allocator (libtcmalloc_minimal.so.4, libjemalloc.so.2,
+// libmimalloc.so.2) or a sanitizer runtime (libasan.so.8). "" when glibc's own malloc serves it.
+std::string replacement_allocator() {
+  Dl_info serving{}, libc{};
+  void* m = dlsym(RTLD_DEFAULT, "malloc");
+  void* v = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+  if (!m || !v || !dladdr(m, &serving) || !dladdr(v, &libc) || !serving.dli_fname || !libc.dli_fname) return "";
+  if (std::strcmp(serving.dli_fname, libc.dli_fname) == 0) return "";
+  std::string_view file = serving.dli_fname;
+  if (auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return file.empty() ? std::string("the executable's own malloc") : std::string(file);
 }
 
-std::string choose(bool tune) {
-  if (g_fixed) return fixed_words();  // mallopt cannot give glibc its dynamic thresholds back
+// The environment variables that set the thresholds trainscope would fix (mallopt(3)
+// ENVIRONMENT; tunables(7) glibc.malloc.*): the user's choice, left as it is. MALLOC_ARENA_MAX,
+// MALLOC_PERTURB_ and the like do not touch them and do not count.
+struct MallocEnvironment {
+  std::string names;          // "MALLOC_TOP_PAD_", "GLIBC_TUNABLES glibc.malloc.mmap_threshold", ...
+  bool sets_mmap_threshold = false;
+};
+MallocEnvironment malloc_environment() {
+  MallocEnvironment e;
+  auto add = [&](const std::string& name, bool mmap) {
+    e.names += (e.names.empty() ? "" : ", ") + name;
+    e.sets_mmap_threshold |= mmap;
+  };
+  for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"})
+    if (std::getenv(v)) add(v, std::string_view(v) == "MALLOC_MMAP_THRESHOLD_");
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  for (const char* t : {"glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad",
+                        "glibc.malloc.mmap_max"})
+    if (tunables && std::strstr(tunables, t))
+      add(std::string("GLIBC_TUNABLES ") + t, std::string_view(t) == "glibc.malloc.mmap_threshold");
+  return e;
+}
+
+std::string fixed_words() {
+  return fmt::format("{}, fixed thresholds: mmap {} MiB, trimming off", glibc_words(), g_fixed_bytes >> 20);
+}
+
+// mallopt returns 1 on success. Older glibc versions refuse an mmap threshold above HEAP_MAX_SIZE / 2
+// (32 MiB on 64-bit), so that is the fallback; -1 turns trimming of the main heap off (mallopt(3)).
+bool fix_thresholds() {
+  for (int64_t bytes : {kFixedMmapThresholdBytes, kFallbackMmapThresholdBytes}) {
+    if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes)) == 1) {
+      g_fixed_bytes = bytes;
+      return mallopt(M_TRIM_THRESHOLD, -1) == 1;
+    }
+  }
+  return false;
+}
+
+std::string choose(bool tune, std::string* warning) {
+  if (g_fixed_bytes > 0) return fixed_words();  // mallopt cannot give glibc its moving thresholds back
   if (const auto other = replacement_allocator(); !other.empty())
     return fmt::format("{} (replaces glibc malloc; malloc tuning does not apply)", other);
   if (!tune) return glibc_words() + ", dynamic thresholds (malloc tuning off)";
-  if (const auto env = malloc_environment(); !env.empty())
-    return fmt::format("{}, as {} sets it (malloc tuning leaves it)", glibc_words(), env);
-  // mallopt returns 1 on success; the mmap threshold's upper limit is DEFAULT_MMAP_THRESHOLD_MAX
-  // (4 MiB * sizeof(long) = 32 MiB on 64-bit), and -1 turns trimming off (mallopt(3)).
-  const bool ok = mallopt(M_MMAP_THRESHOLD, static_cast<int>(kFixedMmapThresholdBytes)) == 1 &&
-                  mallopt(M_TRIM_THRESHOLD, -1) == 1;
-  if (!ok) return glibc_words() + ", dynamic thresholds (mallopt refused the fixed ones)";
-  g_fixed = true;
+  if (const auto env = malloc_environment(); !env.names.empty()) {
+    // Any of them stops glibc moving the mmap threshold; without the threshold itself it stays at
+    // 128 KiB, where every larger block is mapped and faulted in per use (the slowest state measured).
+    if (!env.sets_mmap_threshold && warning)
+      *warning = fmt::format("{} in the environment stops glibc malloc moving its mmap threshold, which then stays at "
+                             "128 KiB: every larger host block is mapped and faulted in on each use (on the 2-core VM "
+                             "cpu cnn b128 ran 5x slower so); unset it, or set MALLOC_MMAP_THRESHOLD_ too "
+                             "(docs/configuration.md#host-memory-allocator)",
+                             env.names);
+    return fmt::format("{}, as {} sets it (malloc tuning leaves it)", glibc_words(), env.names);
+  }
+  if (!fix_thresholds()) return glibc_words() + ", dynamic thresholds (mallopt refused the fixed ones)";
   return fixed_words();
 }
 
 }  // namespace
 
-std::string set_host_malloc(bool tune) {
+std::string set_host_malloc(bool tune, std::string* warning) {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_words = choose(tune);
+  g_words = choose(tune, warning);
   return g_words;
 }
 

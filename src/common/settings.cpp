@@ -156,10 +156,11 @@ void add_train(std::vector<Setting>& t) {
                .range = {.min = 0, .max = 4096},
                .note = "0 = every CPU this process may use: its affinity mask (taskset, Slurm, cpuset), capped by a cgroup CPU quota", .field = TS_FIELD(train.threads)});
   t.push_back({.key = "train.malloc_tuning", .off_flag = "--no-malloc-tuning",
-               .help = "fixed glibc malloc thresholds (mmap 32 MiB, no trimming): each step reuses freed host memory "
-                       "instead of faulting in fresh pages, and no run depends on the order of its first allocations; "
-                       "a preloaded tcmalloc or jemalloc, or MALLOC_*_ or GLIBC_TUNABLES in the environment, is left "
-                       "as it is (docs/configuration.md#host-memory-allocator)",
+               .help = "fixed glibc malloc thresholds (mmap 1 GiB, no trimming of the main heap): host blocks are "
+                       "reused from the heap rather than mapped and faulted in again each step, and glibc stops "
+                       "moving the thresholds as blocks are freed; a preloaded tcmalloc or jemalloc, or thresholds "
+                       "set by MALLOC_*_ or GLIBC_TUNABLES, are left as they are "
+                       "(docs/configuration.md#host-memory-allocator)",
                .field = TS_FIELD(train.malloc_tuning)});
   t.push_back({.key = "train.nan_check_interval", .noun = "NaN check interval",
                .help = "steps between NaN/Inf loss checks (one host sync each)", .unit = "steps",

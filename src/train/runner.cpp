@@ -211,7 +211,9 @@ void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
 // Everything that can be checked before a step runs (exit 2 when wrong; nothing is written).
 void Matrix::check_inputs() {
   validate(cfg_);
-  set_host_malloc(cfg_.train.malloc_tuning);  // before the data and the models allocate
+  std::string malloc_warning;
+  set_host_malloc(cfg_.train.malloc_tuning, &malloc_warning);  // before the data and the models allocate
+  if (!malloc_warning.empty()) warning(malloc_warning);
   std::string threads_warning;
   set_intra_op_threads(cfg_.train.threads, setting("train.threads").long_flag(), &threads_warning);
   if (!threads_warning.empty()) warning(threads_warning);

@@ -902,10 +902,10 @@ TEST(ReportCompare, NamesTheCpuLimitOfEachSide) {
 TEST(ReportCompare, NamesADifferingHostAllocator) {
   auto a = load_run_folder(kStudy);
   auto b = a;
-  a.provenance.host_allocator = "glibc 2.36 malloc, fixed thresholds: mmap 32 MiB, trimming off";
+  a.provenance.host_allocator = "glibc 2.36 malloc, fixed thresholds: mmap 1024 MiB, trimming off";
   b.provenance.host_allocator = "tcmalloc (replaces glibc malloc; malloc tuning does not apply)";
   std::string out = render_compare(compare_inputs(a, b), "A", "B");
-  EXPECT_NE(out.find("differs: host allocator: glibc 2.36 malloc, fixed thresholds: mmap 32 MiB, trimming off vs "
+  EXPECT_NE(out.find("differs: host allocator: glibc 2.36 malloc, fixed thresholds: mmap 1024 MiB, trimming off vs "
                      "tcmalloc (replaces glibc malloc; malloc tuning does not apply)\n"),
             std::string::npos)
       << out;

@@ -297,7 +297,9 @@ InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOpti
 void run_infer(const InferFlags& f, int& exit_status) {
   InferenceOptions opt = inference_options(f);
   const uint64_t seed = opt.seed;
-  set_host_malloc(f.malloc_tuning);  // before the checkpoints and inputs allocate
+  std::string malloc_warning;
+  set_host_malloc(f.malloc_tuning, &malloc_warning);  // before the checkpoints and inputs allocate
+  if (!malloc_warning.empty()) fmt::print(stderr, "trainscope: warning: {}\n", malloc_warning);
 
   std::string notice;
   auto devices = resolve_devices(f.devices, &notice);
