@@ -193,9 +193,10 @@ TEST(Cli, NewUserMistakesGetMessagesNamingTheSettingAndTheFix) {
   EXPECT_NE(out.find("--db '" + db + "'"), std::string::npos) << out;
   EXPECT_EQ(run({"compare", "m2", "m99", "--db", db}, &out), 2);
   EXPECT_FALSE(fs::exists(base + "/nope"));
-  // a device from the config file: the error names the file and the key
+  // a device from the config file: the error names the file and the key (cuda:99: no machine has
+  // it; cuda:0 ran on the H200 host, where it exists)
   const std::string cfg = test_path("gpu.toml");
-  std::ofstream(cfg) << "devices = [\"cuda:0\"]\n";
+  std::ofstream(cfg) << "devices = [\"cuda:99\"]\n";
   EXPECT_EQ(run({"run", "--config", cfg, "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);
   EXPECT_NE(out.find("key 'devices' in the config file " + cfg), std::string::npos) << out;
 }
