@@ -97,8 +97,8 @@ std::string choose(bool tune, std::string* warning) {
     // 128 KiB, where every larger block is mapped and faulted in per use (the slowest state measured).
     if (!env.sets_mmap_threshold && warning)
       *warning = fmt::format("{} in the environment stops glibc malloc moving its mmap threshold, which then stays at "
-                             "128 KiB: every larger host block is mapped and faulted in on each use (on the 2-core VM "
-                             "cpu cnn b128 ran 5x slower so); unset it, or set MALLOC_MMAP_THRESHOLD_ too "
+                             "128 KiB: every larger host block is mapped and faulted in on each use (cpu cnn b128 ran 5x "
+                             "slower that way on a 2-core VM); unset it, or set MALLOC_MMAP_THRESHOLD_ too "
                              "(docs/configuration.md#host-memory-allocator)",
                              env.names);
     return fmt::format("{}, as {} sets it (malloc tuning leaves it)", glibc_words(), env.names);
