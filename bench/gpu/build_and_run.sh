@@ -12,6 +12,11 @@ ln -sf /usr/lib/x86_64-linux-gnu/libz.so.1 /opt/deps/usr/lib/x86_64-linux-gnu/li
 T=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export CMAKE_PREFIX_PATH=$T:/opt/deps/usr
 export LD_LIBRARY_PATH=$T/../../lib:/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# Debian's multiarch headers (libjpeg62-turbo's jconfig.h) before the host's own: otherwise the
+# host's /usr/include/x86_64-linux-gnu/jconfig.h (libjpeg 8) pairs with Debian's libjpeg.so.62, and
+# decoding fails with "Wrong JPEG library version: library is 62, caller expects 80" (H200 ctest,
+# bench/RESULTS.md sixteenth session; this line not yet run there).
+export CPATH=/opt/deps/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
 # nccl.h for c10d's ProcessGroupNCCL (the wheel's NCCL comes in the nvidia-nccl package)
 NCCL_INC=$(python3 -c 'import nvidia.nccl as n;print(list(n.__path__)[0])' 2>/dev/null)/include
 [ -f "$NCCL_INC/nccl.h" ] && export CPATH=$NCCL_INC${CPATH:+:$CPATH}
