@@ -143,6 +143,10 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   EXPECT_NE(out.find("--telemetry-pcie-interval takes a number, not '1s'; write the number alone: its unit is s"),
             std::string::npos)
       << out;
+  // the same for an option `infer` names its own way (inference.single_stream_budget_s)
+  EXPECT_EQ(run({"infer", "--model", "mlp", "--untrained", "--budget", "2s"}, &out), 2);
+  EXPECT_NE(out.find("--budget takes a number, not '2s'; write the number alone: its unit is s"), std::string::npos)
+      << out;
   EXPECT_EQ(run({"run", "--batch-sizes", "64,abc"}, &out), 2);
   EXPECT_NE(out.find("--batch-sizes: 'abc' in '64,abc' is not a whole number"), std::string::npos) << out;
   EXPECT_EQ(run({"run", "--models", "MLP", "--data-format", "synthetic", "--out", ::testing::TempDir()}, &out), 2);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "settings_cli.h"
 #include "common/text.h"
 #include "trainscope/error.h"
 #include "trainscope/build_info.h"
@@ -88,7 +89,9 @@ std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
   if (auto item = bad_list_item(value, type))  // a list option: "64,abc"
     return fmt::format("{}: '{}' in '{}' is not {}", name, *item, value, kind);
   // "1s", "500ms": a number with a unit written after it
-  const std::string unit = unit_of_flag(name);
+  // the setting's unit, also for an option a command names its own way (infer --budget)
+  const trainscope::Setting* setting = trainscope::cli::setting_of_option(opt);
+  const std::string unit = setting ? setting->unit : unit_of_flag(name);
   const bool unit_written = !value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') &&
                             std::isalpha(static_cast<unsigned char>(value.back()));
   return fmt::format("{} takes {}, not '{}'{}", name, kind, value,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "trainscope/error.h"
 
@@ -45,6 +46,20 @@ void SettingOptions::add(CLI::App* app, std::string_view key, const std::string&
   add_entry(app, s, flag.empty() ? s.flag : flag, help.empty() ? s.help : help, show_default);
 }
 
+namespace {
+// Every option a SettingOptions added, with its setting: CLI11 keeps options alive as long as
+// their app, and trainscope's apps live until the process exits.
+std::map<const CLI::Option*, const Setting*>& option_settings() {
+  static std::map<const CLI::Option*, const Setting*> m;
+  return m;
+}
+}  // namespace
+
+const Setting* setting_of_option(const CLI::Option* option) {
+  const auto it = option_settings().find(option);
+  return it == option_settings().end() ? nullptr : it->second;
+}
+
 void SettingOptions::add_entry(CLI::App* app, const Setting& s, const std::string& flag, const std::string& help,
                                bool show_default) {
   MatrixConfig defaults;
@@ -63,8 +78,10 @@ void SettingOptions::add_entry(CLI::App* app, const Setting& s, const std::strin
       e.on->delimiter(',');
     e.flag = long_name(flag);
   }
-  for (auto* o : {e.on, e.off})
+  for (auto* o : {e.on, e.off}) {
     if (o && s.hidden) o->group("");
+    if (o) option_settings()[o] = &s;
+  }
 }
 
 const SettingOptions::Entry* SettingOptions::find(std::string_view key) const {

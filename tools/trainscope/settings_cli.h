@@ -15,6 +15,10 @@
 
 namespace trainscope::cli {
 
+/// The setting behind an option some SettingOptions added (for `run` or under another name, as
+/// `infer --budget` is inference.single_stream_budget_s); nullptr for any other option.
+const Setting* setting_of_option(const CLI::Option* option);
+
 class SettingOptions {
  public:
   /// One option (two for a boolean with an on and an off flag) per setting that has a flag,
