@@ -60,16 +60,6 @@ std::optional<std::string> bad_list_item(const std::string& value, const std::st
   return std::nullopt;
 }
 
-// The unit of the setting whose flag is `name` ("--telemetry-interval" -> "s"; settings table,
-// src/common/settings.cpp); "" when it has none or no setting has that flag.
-std::string unit_of_flag(const std::string& name) {
-  for (const auto& st : trainscope::settings()) {
-    const std::string names = "," + st.flag + ",";
-    if (!st.flag.empty() && names.find("," + name + ",") != std::string::npos) return st.unit;
-  }
-  return "";
-}
-
 // CLI11's "Could not convert: --max-steps = abc" in the words of the option's type: "--max-steps
 // takes a whole number, not 'abc'", and the setting's unit when a unit was written after the number
 // ("--telemetry-interval takes a number, not '1s'; write the number alone: its unit is s"); "" for
@@ -88,10 +78,10 @@ std::string unconvertible_value(const CLI::App& sub, const std::string& what) {
                                                             : "a value of type " + type;
   if (auto item = bad_list_item(value, type))  // a list option: "64,abc"
     return fmt::format("{}: '{}' in '{}' is not {}", name, *item, value, kind);
-  // "1s", "500ms": a number with a unit written after it
-  // the setting's unit, also for an option a command names its own way (infer --budget)
+  // "1s", "500ms": a number with a unit written after it; the unit is the option's setting's (the
+  // settings table), also for an option a command names its own way (infer --budget)
   const trainscope::Setting* setting = trainscope::cli::setting_of_option(opt);
-  const std::string unit = setting ? setting->unit : unit_of_flag(name);
+  const std::string unit = setting ? setting->unit : "";
   const bool unit_written = !value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') &&
                             std::isalpha(static_cast<unsigned char>(value.back()));
   return fmt::format("{} takes {}, not '{}'{}", name, kind, value,
