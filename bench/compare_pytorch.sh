@@ -12,8 +12,9 @@
 # pytorch_baseline.py --variant V (on CUDA the tuned Python recipe: data on the GPU, fused Adam;
 # graphs = whole-step capture with capturable Adam). GPU-only variants on the CPU print n/a.
 # --python-malloc default leaves the Python side's glibc malloc at its moving thresholds; by
-# default it gets the thresholds trainscope's run fixes for itself (MALLOC_MMAP_THRESHOLD_ 1 GiB,
-# MALLOC_TRIM_THRESHOLD_ 4 GiB: docs/configuration.md#host-memory-allocator), so that both sides
+# default it gets the mmap threshold trainscope's run fixed for itself, read from that run's
+# provenance.host_allocator, through MALLOC_MMAP_THRESHOLD_, and trimming off through a 4 GiB
+# MALLOC_TRIM_THRESHOLD_ (docs/configuration.md#host-memory-allocator), so that both sides
 # allocate alike and the ratio is the trainers', not the allocators'.
 # On the CPU machine PY defaults to /usr/bin/python3 (Debian's python3-torch 1.13: the same
 # LibTorch as trainscope's build). Telemetry, profiling and inference are switched off in
@@ -34,7 +35,6 @@ while (($#)); do
   --python-malloc) PY_MALLOC=$2; shift 2;;
   *) echo "unknown option $1 (see the comment at the top of bench/compare_pytorch.sh)" >&2; exit 2;; esac; done
 [[ $PY_MALLOC == fixed || $PY_MALLOC == default ]] || { echo "--python-malloc $PY_MALLOC: use fixed or default" >&2; exit 2; }
-PY_ENV=(); [ "$PY_MALLOC" = fixed ] && PY_ENV=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296)
 (( STEPS > 10 )) || { echo "--steps must exceed 10 (the Python side times the steps after its 10 warm-up steps)" >&2; exit 2; }
 OUTD=$(mktemp -d)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs; threads=$THREADS; device=$DEV; steps=$STEPS; cudnn benchmark: ${BENCH[*]:-off}; python train metrics: $([ ${#PYX[@]} -gt 0 ] && echo on || echo off); python malloc: $PY_MALLOC; $(date -u +%F)"
@@ -52,6 +52,9 @@ for m in "${ms[@]}"; do for b in "${bs[@]}"; do for v in "${vs[@]}"; do
     printf "%-9s %5s %-20s %20s %17s %7s %s\n" "$m" "$b" "$v" n/a - - "$(grep -m1 error "$OUTD/$name.err" | cut -c1-120)"; continue; }
   ts=$(python3 -c "import json;r=json.load(open('$OUTD/$name/results.json'))['runs'][0];print(r['steady_samples_per_s'] or 0)")
   note=$(python3 -c "import json;print(json.load(open('$OUTD/$name/results.json'))['runs'][0].get('variant_note') or '')")
+  # the thresholds trainscope's run fixed ("..., fixed thresholds: mmap 1024 MiB, trimming off"), for Python too
+  mmap_mib=$(python3 -c "import json,re;m=re.search(r'fixed thresholds: mmap (\d+) MiB',json.load(open('$OUTD/$name/results.json'))['provenance'].get('host_allocator',''));print(m.group(1) if m else '')")
+  PY_ENV=(); [[ $PY_MALLOC == fixed && -n $mmap_mib ]] && PY_ENV=(MALLOC_MMAP_THRESHOLD_=$((mmap_mib << 20)) MALLOC_TRIM_THRESHOLD_=4294967296)
   py=$(env ${PY_ENV[@]+"${PY_ENV[@]}"} "$PY" bench/pytorch_baseline.py --model "$m" --batch-size "$b" --steps "$STEPS" --threads "$THREADS" \
         --device "$DEV" --data "$DATA" --variant "$v" "${BENCH[@]}" "${PYX[@]}" | python3 -c "import json,sys;print(json.load(sys.stdin)['steady_samples_per_s'])")
   printf "%-9s %5s %-20s %20.0f %17.0f %7.2f %s\n" "$m" "$b" "$v" "$ts" "$py" "$(python3 -c "print($ts/$py)")" "$note"
