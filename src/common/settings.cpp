@@ -156,8 +156,8 @@ void add_train(std::vector<Setting>& t) {
                .range = {.min = 0, .max = 4096},
                .note = "0 = every CPU this process may use: its affinity mask (taskset, Slurm, cpuset), capped by a cgroup CPU quota", .field = TS_FIELD(train.threads)});
   t.push_back({.key = "train.malloc_tuning", .off_flag = "--no-malloc-tuning",
-               .help = "fixed glibc malloc thresholds (mmap 1 GiB, no trimming of the main heap): host blocks are "
-                       "reused from the heap rather than mapped and faulted in again each step, and glibc stops "
+               .help = "fixing glibc malloc's thresholds (mmap 1 GiB, no trimming of the main heap): host blocks "
+                       "are reused from the heap rather than mapped and faulted in again each step, and glibc stops "
                        "moving the thresholds as blocks are freed; a preloaded tcmalloc or jemalloc, or thresholds "
                        "set by MALLOC_*_ or GLIBC_TUNABLES, are left as they are "
                        "(docs/configuration.md#host-memory-allocator)",

@@ -372,7 +372,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
              "seconds per scenario (single-stream, each server rate; half per offline batch size)");
   shared.add(sub, "inference.min_queries", "--min-queries", "fewer timed queries flag the percentiles");
   shared.add(sub, "train.threads", "--threads", "intra-op CPU threads (default: as the training run, else every usable CPU)", false);
-  shared.add(sub, "train.malloc_tuning", "", "fixed glibc malloc thresholds (docs/configuration.md#host-memory-allocator)");
+  shared.add(sub, "train.malloc_tuning", "", "fixing glibc malloc's thresholds (docs/configuration.md#host-memory-allocator)");
   shared.add(sub, "train.seed", "--seed", "seed for fresh weights, synthetic data and arrivals");
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
   shared.add(sub, "telemetry.enabled", "", "power and energy sampling");
