@@ -22,7 +22,7 @@ NCCL_INC=$(python3 -c 'import nvidia.nccl as n;print(list(n.__path__)[0])' 2>/de
 [ -f "$NCCL_INC/nccl.h" ] && export CPATH=$NCCL_INC${CPATH:+:$CPATH}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 DATA=/opt/deps/usr/share/datasets/fashion-mnist
-B=/tmp/ts-build
+B=${B:-/tmp/ts-build}  # B=build-gpu keeps it in the repo copy, which a warm host keeps between calls
 TS=$B/trainscope
 for stage in "$@"; do
   case $stage in
@@ -33,7 +33,19 @@ for stage in "$@"; do
       cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
       echo "build ok";;
     test)
-      (cd $B && ctest -j8 --output-on-failure > "$OUT/ctest.log" 2>&1); tail -15 "$OUT/ctest.log";;
+      (cd $B && ctest -j8 --output-on-failure > "$OUT/ctest.log" 2>&1); grep -E "tests passed|\*\*\*|Failed|SEGFAULT|Not Run|Timeout" "$OUT/ctest.log" | tail -40;;
+    pack)
+      # everything under $OUT as one archive (the device tool returns at most 8 files)
+      tar czf /tmp/logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/logs.tgz "$OUT/logs.tgz";;
+    crashes)
+      # a test process that crashed under ctest, again under cuda-gdb for its backtrace
+      # (CRASH_TESTS: "binary:gtest_filter" separated by spaces)
+      for t in ${CRASH_TESTS:-test_trainer:Matrix.RunFolderRemovedMidMatrixIsAnIoAbort test_cli:CliIdentity.ThreadsVariantSetsEachRunsIntraOpThreads}; do
+        bin=${t%%:*}; filt=${t#*:}
+        (cd $B/tests && TS_TEST=1 timeout 240 cuda-gdb -batch -ex run -ex bt -ex "info threads" -ex "thread apply all bt 12" \
+          --args ./$bin --gtest_filter="$filt") > "$OUT/crash-$bin.log" 2>&1
+        echo "== $t"; grep -v "^\[New Thread\|^\[Thread .* exited\]" "$OUT/crash-$bin.log" | tail -60
+      done;;
     default)
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"

@@ -50,6 +50,7 @@ struct TrainConfig {
   int64_t warmup_steps = 10;           // excluded from steady-state samples/s
   int64_t max_steps = 0;               // >0: stop after this many optimizer steps (estimate the rest)
   double time_budget_s = 0;            // >0: stop a run after this much training wall time
+  double min_time_s = -1;              // minimum headline window, s: <0 auto, 0 off (train/min_time.h)
   int64_t eval_batch_size = 1024;      // batch size for test-set evaluation
   uint64_t seed = 42;
   int64_t threads = 0;                 // intra-op threads; 0 = every usable CPU (read_cpu_budget)
@@ -57,7 +58,7 @@ struct TrainConfig {
   int64_t nan_check_interval = 100;    // steps between NaN/Inf loss checks (one host sync each)
   int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
   // ---- variants (issue 14; trainscope/variants.h, docs/variants.md)
-  std::vector<std::string> variants = {"eager"};  // execution variants: a matrix dimension
+  std::vector<std::string> variants;  // execution variants, a matrix dimension; [] = default_variants()
   double target_accuracy_pct = 0;      // >0: end a run when test accuracy first reaches this (%)
   int64_t eval_every_steps = 0;        // >0 with a target: evaluate every N steps (0 = each epoch)
   bool force_graph_capture = false;    // testing hook: attempt the graph capture on any device

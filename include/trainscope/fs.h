@@ -37,6 +37,14 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes
 
 bool file_exists(const std::string& path);
 
+/// Removes `path` and, for a directory, everything under it (symbolic links themselves, never
+/// what they point to); a path that does not exist is no error. Returns the number of entries
+/// removed; an entry that cannot be removed throws Error(kIo) naming it. Use it instead of
+/// std::filesystem::remove_all, which the PyTorch wheel's libtorch.so exports too: a binary
+/// linked against it calls that copy, and it crashes (a null call) on any directory it must
+/// recurse into (bench/RESULTS.md, "std::filesystem::remove_all from libtorch.so").
+uint64_t remove_tree(const std::string& path);
+
 /// `content` as one gzip member (zlib deflate, level 6, RFC 1952 wrapper), for write_file_atomic.
 /// Throws Error(kInternal) if zlib fails.
 std::string gzip_compress(const std::string& content);

@@ -63,6 +63,12 @@ std::string variant_not_applicable(const Variant& v, const std::string& device, 
 void check_gpu_only_variants(const std::vector<std::string>& variants, const std::vector<std::string>& devices,
                              bool devices_given);
 
+/// The variants of a matrix that names none (train.variants = [], the default): those a fair
+/// CPU-vs-GPU verdict needs, i.e. eager everywhere and, when `devices` (resolved) hold a CUDA
+/// device, the whole-step CUDA graph ("graphs"), which removes the per-kernel launch cost that
+/// makes small models look faster on the CPU in eager (docs/variants.md#default-variants).
+std::vector<std::string> default_variants(const std::vector<std::string>& devices);
+
 /// The run id suffix of a variant: "" for eager, "-bf16", "-graphs+bf16" otherwise.
 std::string variant_run_id_suffix(const std::string& variant);
 

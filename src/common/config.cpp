@@ -347,8 +347,7 @@ void validate(const MatrixConfig& m) {
   no_duplicates(m.batch_sizes, "batch size");
   no_duplicates(m.devices, "device");
   // variants (issue 14): "bf16+graphs" and "graphs+bf16" are one variant
-  if (m.train.variants.empty())
-    throw_error(ErrorKind::kInvalidArgument, "no variant given; use --variants eager (or eager,bf16,graphs+bf16)");
+  // variants: [] is the default set (default_variants: eager, plus graphs with a GPU)
   std::vector<std::string> canonical;
   for (const auto& v : m.train.variants) canonical.push_back(parse_variant(v, "--variants").name());
   no_duplicates(canonical, "variant");

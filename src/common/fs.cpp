@@ -1,6 +1,7 @@
 #include "trainscope/fs.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -189,6 +190,35 @@ std::string gzip_compress(const std::string& content) {
   if (rc != Z_STREAM_END) throw_error(ErrorKind::kInternal, fmt::format("zlib deflate failed ({})", rc));
   out.resize(n);
   return out;
+}
+
+namespace {
+
+thread_local uint64_t g_removed = 0;  // nftw's callback takes no context argument
+thread_local std::string g_remove_failure;
+
+int remove_entry(const char* path, const struct stat*, int type, struct FTW*) {
+  const int rc = type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+  if (rc != 0 && errno != ENOENT) {
+    g_remove_failure = fmt::format("cannot remove '{}': {}", path, std::strerror(errno));
+    return 1;  // stops the walk
+  }
+  ++g_removed;
+  return 0;
+}
+
+}  // namespace
+
+uint64_t remove_tree(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;  // nothing there
+  g_removed = 0;
+  g_remove_failure.clear();
+  // FTW_DEPTH: a directory after its entries; FTW_PHYS: links are removed, never followed
+  if (::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    throw_error(ErrorKind::kIo, g_remove_failure.empty() ? fmt::format("cannot remove '{}': {}", path, std::strerror(errno))
+                                                       : g_remove_failure);
+  return g_removed;
 }
 
 }  // namespace trainscope

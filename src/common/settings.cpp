@@ -146,6 +146,14 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.time_budget_s", .flag = "--time-budget", .noun = "time budget",
                .help = "stop each run after this much training time", .unit = "s", .range = {.min = 0},
                .note = "0 = no limit", .field = TS_FIELD(train.time_budget_s)});
+  t.push_back({.key = "train.min_time_s", .flag = "--min-time", .noun = "minimum measured time",
+               .help = "each cell's headline window lasts at least this long: a cell whose requested epochs are "
+                       "shorter trains more epochs, chosen by a short calibration pass, and its record keeps the "
+                       "requested epochs' accuracy and time (docs/profiling.md#minimum-measured-time)",
+               .unit = "s", .range = {.min = -1, .max = 86400},
+               .note = "-1 = auto: 6 x the slowest telemetry interval, enough readings of every field; 0 = off; "
+                       "not with --max-steps, --time-budget or --target-accuracy",
+               .field = TS_FIELD(train.min_time_s)});
   t.push_back({.key = "train.eval_batch_size", .flag = "--eval-batch-size", .noun = "evaluation batch size",
                .help = "test-set evaluation batch size", .unit = "samples", .range = {.min = 1, .max = kMaxBatch},
                .field = TS_FIELD(train.eval_batch_size)});
@@ -172,6 +180,7 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.variants", .flag = "--variants", .noun = "variant",
                .help = "execution variants, a matrix dimension: eager, or a '+' combination of graphs, bf16, tf32, "
                        "channels_last, threadsN (e.g. eager,bf16,graphs+bf16,threads8; docs/variants.md)",
+               .note = "[] = eager, plus graphs on the GPUs when the matrix has one (docs/variants.md#default-variants)",
                .field = TS_FIELD(train.variants),
                .check_item = [](const std::string& v, std::string_view where) { (void)parse_variant(v, where); }});
   t.push_back({.key = "train.target_accuracy_pct", .flag = "--target-accuracy", .noun = "target accuracy",

@@ -111,6 +111,12 @@ void check_gpu_only_variants(const std::vector<std::string>& variants, const std
                               parse_variant(v, "--variants").name(), fmt::join(devices, ", ")));
 }
 
+std::vector<std::string> default_variants(const std::vector<std::string>& devices) {
+  const bool gpu = std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.rfind("cuda", 0) == 0; });
+  if (gpu) return {"eager", "graphs"};
+  return {"eager"};
+}
+
 std::string variant_run_id_suffix(const std::string& variant) {
   return variant.empty() || variant == "eager" ? "" : "-" + variant;
 }

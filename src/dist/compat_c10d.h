@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <c10/util/Logging.h>
 #include <torch/version.h>
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -79,6 +80,22 @@ inline c10::intrusive_ptr<CommBackend> make_nccl(const c10::intrusive_ptr<c10d::
   return {};
 #endif
 }
+
+/// While alive, c10's log level is FATAL, so c10d's own warnings (TCPStore's connection retries,
+/// which PyTorch 2.x prints with C++ stack frames, "frame #0: c10::Error::Error...") stay off
+/// the console; trainscope reports the failure itself, in one message naming the input. c10d
+/// logs through c10's logger (torch/csrc/distributed/c10d/logging.cpp, isLogLevelEnabled reads
+/// FLAGS_caffe2_log_level) on both LibTorch versions; TORCH_CPP_LOG_LEVEL sets the same flag.
+class QuietC10dLog {
+ public:
+  QuietC10dLog() : saved_(FLAGS_caffe2_log_level) { FLAGS_caffe2_log_level = 3; }  // 3: FATAL
+  ~QuietC10dLog() { FLAGS_caffe2_log_level = saved_; }
+  QuietC10dLog(const QuietC10dLog&) = delete;
+  QuietC10dLog& operator=(const QuietC10dLog&) = delete;
+
+ private:
+  decltype(FLAGS_caffe2_log_level) saved_;
+};
 
 /// TCPStore options: a server (isServer) or a client; port 0 picks a free port (server only).
 inline c10d::TCPStoreOptions tcp_store_options(int port, bool server, int world, std::chrono::milliseconds timeout) {

@@ -53,7 +53,11 @@ c10::intrusive_ptr<c10d::Store> open_store_within(const DistEnv& e, bool server,
   auto result = done->get_future();
   std::thread([done, e, server, timeout] {
     try {
-      done->set_value(open_store(e, server, timeout));
+      // quiet while it connects; a thread left behind on time-out stays quiet (the process exits)
+      auto quiet = std::make_unique<compat::QuietC10dLog>();
+      auto store = open_store(e, server, timeout);
+      quiet.reset();
+      done->set_value(std::move(store));
     } catch (...) {
       done->set_exception(std::current_exception());
     }

@@ -170,6 +170,7 @@ c10::intrusive_ptr<c10d::TCPStore> host_store(int world, std::chrono::millisecon
                             "let trainscope pick one",
                             given));
   try {
+    const compat::QuietC10dLog quiet;  // c10d's retry warnings: the error below says it once
     return c10::make_intrusive<c10d::TCPStore>(
         "127.0.0.1", compat::tcp_store_options(static_cast<int>(want), true, world, timeout));
   } catch (const std::exception& ex) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 #include "report/report_util.h"
@@ -163,19 +164,53 @@ void data_loading(const Cell& c, const AdviceThresholds& t, Analysis& a) {
                   fmt_num(t.data_share_pct)));
 }
 
+// The fastest measured cell of one device, model (any variant: "mlp", "mlp [graphs]", ...),
+// batch size and host; nullptr when none measured samples/s.
+const Cell* fastest_variant(const Analysis& a, const std::string& device, const std::string& model, int64_t batch,
+                            const std::string& host) {
+  const Cell* best = nullptr;
+  for (const auto& c : a.cells) {
+    if (c.device != device || c.batch_size != batch || c.host != host || !c.samples_per_s.ok()) continue;
+    if (split_model_variant(c.model).first != model) continue;
+    if (!best || c.samples_per_s.median > best->samples_per_s.median) best = &c;
+  }
+  return best;
+}
+
+// "Train on the CPU" rests on the best variant measured on each side (docs/report.md#advice-rules):
+// a GPU whose whole-step CUDA graph beats the CPU's best does not get this advice from its eager
+// cell, and a GPU measured in eager alone gets it qualified as resting on eager.
 void cpu_faster(const ReportInput&, const AdviceThresholds&, Analysis& a) {
+  std::set<std::string> said;  // one verdict per (GPU, model, batch, hosts)
   for (const auto& d : a.device_comparisons) {
     if (!d.speedup || *d.speedup >= 1 || d.noise) continue;
-    const Cell* c = find_cell(a.cells, "cpu", d.cpu_model, d.batch_size, d.cpu_host);
-    const Cell* g = find_cell(a.cells, d.gpu_device, d.model, d.batch_size, d.gpu_host);
-    if (!c || !g) continue;
+    const std::string model = split_model_variant(d.model).first;
+    const Cell* c = fastest_variant(a, "cpu", model, d.batch_size, d.cpu_host);
+    const Cell* g = fastest_variant(a, d.gpu_device, model, d.batch_size, d.gpu_host);
+    if (!c || !g || g->samples_per_s.median >= c->samples_per_s.median || within_noise(c->samples_per_s, g->samples_per_s))
+      continue;
+    if (!said.insert(fmt::format("{}|{}|{}|{}|{}", d.gpu_device, model, d.batch_size, d.gpu_host, d.cpu_host)).second)
+      continue;
+    const bool gpu_eager_only = split_model_variant(g->model).second == "eager" &&
+                                !std::any_of(a.cells.begin(), a.cells.end(), [&](const Cell& x) {
+                                  return x.device == d.gpu_device && x.batch_size == d.batch_size &&
+                                         x.host == d.gpu_host && split_model_variant(x.model).first == model &&
+                                         split_model_variant(x.model).second != "eager";
+                                });
     add(a, "cpu_faster", c,
-        "Train these workloads on the CPU: the model is too small for the GPU to pay for its launch and copy "
-        "overheads.",
-        fmt::format("`{}` batch {}: the CPU is {}× faster than {} (steady training throughput: CPU {} vs {} {} "
-                    "samples/s)",
-                    d.model, d.batch_size, fmt_num(1 / *d.speedup), where_label(a, *g), fmt_stat(c->samples_per_s, "", 1),
-                    d.gpu_device, fmt_stat(g->samples_per_s, "", 1)));
+        gpu_eager_only
+            ? fmt::format("Train {} b{} on the CPU, as measured in eager on the GPU: the model is too small for "
+                          "{} to pay for its per-kernel launch and copy overheads. Only eager ran there; the "
+                          "whole-step CUDA graph removes the launch cost (--variants eager,graphs) and may "
+                          "reverse this.",
+                          model, d.batch_size, d.gpu_device)
+            : fmt::format("Train {} b{} on the CPU: its fastest measured recipe beats the GPU's fastest, CUDA "
+                          "graphs included.",
+                          model, d.batch_size),
+        fmt::format("`{}` batch {}: the CPU's fastest, `{}`, is {}× faster than {}'s fastest, `{}` (steady "
+                    "training throughput: {} vs {} samples/s)",
+                    model, d.batch_size, c->model, fmt_num(c->samples_per_s.median / g->samples_per_s.median),
+                    where_label(a, *g), g->model, fmt_stat(c->samples_per_s, "", 1), fmt_stat(g->samples_per_s, "", 1)));
   }
 }
 

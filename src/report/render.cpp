@@ -426,7 +426,9 @@ h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom
 h3{font-size:15px;margin:14px 0 4px}.prov{color:#57606a;font-size:12px;white-space:pre-line}
 #summary h2{margin-top:12px}#summary h3{margin:6px 0 2px}#summary .chart{height:140px}
 table.summary{display:table;width:100%;margin:2px 0}table.summary td,table.summary th{padding:2px 6px}
-table.summary td:first-child,table.summary td:last-child{text-align:left}table.summary td:last-child{white-space:normal;min-width:220px}
+table.summary td:first-child,table.summary td:last-child{text-align:left}table.summary td:last-child{min-width:220px}
+table.summary td,table.summary th{white-space:normal;overflow-wrap:anywhere}.fit{max-width:100%;overflow-x:auto}
+img,canvas{max-width:100%}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f6f8fa}td:nth-child(-n+3){text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{position:relative;height:300px;flex:1 1 560px;min-width:360px;border:1px solid #eaeef2;border-radius:6px;padding:6px}
@@ -547,6 +549,9 @@ const char* kPageScript = R"JS(
     // the end-to-end test checks that it fits the first screen.
     var sum = document.getElementById('summary');
     if (sum) { var last = sum.querySelector('canvas') || sum; document.body.setAttribute('data-summary-bottom', String(Math.round(last.getBoundingClientRect().bottom + window.scrollY))); }
+    // The page's width against the viewport's (the test requires no horizontal scrolling).
+    document.body.setAttribute('data-page-width', String(document.documentElement.scrollWidth));
+    document.body.setAttribute('data-viewport-width', String(document.documentElement.clientWidth));
     document.body.setAttribute('data-charts-done', '1');
   }, 50);
 })();

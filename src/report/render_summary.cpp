@@ -109,7 +109,9 @@ std::string md_table(const Table& t) {
 }
 
 std::string html_table(const Table& t) {
-  std::string s = "<table class=\"summary\"><tr>";
+  // the wrapper scrolls a table still wider than the page after its text columns wrapped, so
+  // the page itself never does
+  std::string s = "<div class=\"fit\"><table class=\"summary\"><tr>";
   for (const auto& h : t.header) s += "<th>" + html_escape(h) + "</th>";
   s += "</tr>\n";
   for (const auto& r : t.rows) {
@@ -117,7 +119,7 @@ std::string html_table(const Table& t) {
     for (const auto& v : r) s += "<td>" + md_inline(v) + "</td>";
     s += "</tr>\n";
   }
-  return s + "</table>\n";
+  return s + "</table></div>\n";
 }
 
 // Console: fixed-width columns two spaces apart (one space let multi-word headers such as

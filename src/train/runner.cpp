@@ -21,6 +21,7 @@
 #include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
+#include "train/min_time.h"
 #include "train/trainer.h"
 #include "workload/model_names.h"
 #include "trainscope/batch_sweep.h"
@@ -134,6 +135,9 @@ class Matrix {
   void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
                 const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);
+  double fit_min_time(RunSpec& spec);
+  std::vector<std::string> device_variants(const std::string& dev) const;
+  double calibrate_step_s(const RunSpec& spec);
   void fill_run_telemetry(const std::string& dev, RunRecord& rec);
   void focus_telemetry(const std::string& dev);
   void telemetry_failed(const std::string& why);
@@ -171,6 +175,7 @@ class Matrix {
   std::string sampler_failure_;  // why telemetry was on but its sampler could not start
   std::vector<GpuInfo> telemetry_gpus_;
   std::vector<std::string> variants_;           // canonical names (trainscope/variants.h)
+  bool default_variants_ = false;               // train.variants was [] (default_variants)
   std::map<std::string, bool> model_has_4d_;    // per model: has convolution kernels (channels_last applies)
 };
 
@@ -231,8 +236,9 @@ void Matrix::check_inputs() {
     model_has_4d_[m] = has_4d_parameters(*model);
   }
   check_variants();
-  planned_ = devices_.size() * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats) *
-             variants_.size();
+  size_t device_cells = 0;
+  for (const auto& d : devices_) device_cells += device_variants(d).size();
+  planned_ = device_cells * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
   if (!device_note.empty()) notice(device_note);  // after the input checks: a bad input's error comes alone
 }
 
@@ -241,8 +247,20 @@ void Matrix::check_inputs() {
 // recorded as not applicable.
 void Matrix::check_variants() {
   variants_.clear();
-  for (const auto& v : cfg_.train.variants) variants_.push_back(parse_variant(v, "--variants").name());
+  default_variants_ = cfg_.train.variants.empty();
+  for (const auto& v : default_variants_ ? default_variants(devices_) : cfg_.train.variants)
+    variants_.push_back(parse_variant(v, "--variants").name());
   check_gpu_only_variants(variants_, devices_, !cfg_.devices.empty());
+}
+
+// The variants a device's cells run: all asked for (a GPU-only one asked for on the CPU is
+// recorded as not applicable), or with the default set, those that apply to the device.
+std::vector<std::string> Matrix::device_variants(const std::string& dev) const {
+  if (!default_variants_ || dev != "cpu") return variants_;
+  std::vector<std::string> v;
+  for (const auto& x : variants_)
+    if (!parse_variant(x, "--variants").gpu_only()) v.push_back(x);
+  return v;
 }
 
 // The run folder: created, locked, cleaned of interrupted writes, checked against --resume.
@@ -360,7 +378,7 @@ void Matrix::run_cells() {
     for (size_t mi = 0; mi < cfg_.models.size(); ++mi)
       for (int64_t b : cfg_.batch_sizes)
         for (const auto& dev : devices_)
-          for (const auto& variant : variants_) {
+          for (const auto& variant : device_variants(dev)) {
             if (stop_before_cell()) return;
             run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
           }
@@ -415,7 +433,7 @@ void Matrix::run_sweeps(const std::vector<std::string>& model_names, ProgressBar
       auto sweep = run_batch_sweep(start, rule, [&](int64_t b) {
         const size_t first = res_.runs.size();
         for (int64_t rep = 0; rep < cfg_.repeats && !stop_before_cell(); ++rep)
-          for (const auto& variant : variants_) run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
+          for (const auto& variant : device_variants(dev)) run_cell(dev, cfg_.models[mi], model_names[mi], b, rep, variant, progress);
         return stop_before_cell() ? BatchSweepPoint{} : rank0_point(sweep_point(b, res_.runs, first));
       });
       if (res_.interrupted) return;
@@ -477,9 +495,63 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
     rec.notes.push_back(threads.warning);
     warning(fmt::format("{}: {}", spec.run_id, threads.warning));
   }
+  const int64_t requested = spec.train.epochs;
+  const double epoch_headline_s = fit_min_time(spec);
   train_cell(spec, rec, progress);
   progress.end();
+  if (spec.train.epochs > requested)
+    restate_requested_epochs(rec, requested, workload_->data.train.count,
+                             effective_min_time_s(cfg_.train, cfg_.telemetry), epoch_headline_s);
   merge_run(std::move(rec));
+}
+
+// The minimum measured time (train/min_time.h): a calibration pass of a few steps times the
+// cell, and a cell whose requested epochs would give a shorter headline window trains more
+// epochs. Returns the calibrated headline seconds per epoch (0 when not calibrated).
+double Matrix::fit_min_time(RunSpec& spec) {
+  const double min_s = effective_min_time_s(cfg_.train, cfg_.telemetry);
+  if (!min_time_applies(spec.train, min_s, dist::current_rank() < 0)) return 0;
+  const double step_s = calibrate_step_s(spec);
+  const int64_t per_epoch = (workload_->data.train.count + spec.batch_size - 1) / spec.batch_size;
+  const int64_t planned = planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size);
+  int64_t tail = 0;  // steps the profiler takes at the end of the plan
+  if (cfg_.profile.enabled) {
+    std::string unused;
+    const auto p = resolve_profile_schedule(cfg_.profile, spec.train.warmup_steps, planned, &unused);
+    if (const int64_t first = profile_first_touched_step(p); first >= 0) tail = std::max<int64_t>(planned - first, 0);
+  }
+  const int64_t epochs = epochs_for_min_time(spec.train.epochs, per_epoch, step_s, spec.train.warmup_steps, tail, min_s);
+  if (epochs > spec.train.epochs) {
+    notice(fmt::format("{}: {:.2f} s of headline training per epoch, shorter than the minimum measured time {} s: training "
+                       "{} (--min-time 0 keeps the requested {})",
+                       spec.run_id, step_s * static_cast<double>(per_epoch), format_number(min_s),
+                       count_of(epochs, "epoch"), count_of(spec.train.epochs, "epoch")));
+    spec.train.epochs = epochs;
+  }
+  return step_s * static_cast<double>(per_epoch);
+}
+
+// Seconds per headline step of a calibration pass: the cell's own model and data, the warm-up
+// and kCalibrationSteps more steps, no profiler, inference or checkpoint; 0 when it failed (the
+// cell's own run then reports why).
+double Matrix::calibrate_step_s(const RunSpec& spec) {
+  constexpr int64_t kCalibrationSteps = 20;
+  RunSpec c = spec;
+  c.run_id += "-calibration";
+  c.checkpoint_path.clear();
+  c.profile.reset();
+  c.train.max_steps = c.train.warmup_steps + kCalibrationSteps;
+  TrainHooks hooks;
+  hooks.stop_requested = stop_;
+  RunRecord r;
+  try {
+    train_run(c, *workload_, hooks, &r);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const auto& m = r.measurement;
+  if (r.status != RunStatus::kOk || m.headline_steps <= 0 || m.headline_time_s <= 0) return 0;
+  return m.headline_time_s / static_cast<double>(m.headline_steps);
 }
 
 // Trains one cell with the other components' hooks; a failure becomes the record's status.
@@ -496,8 +568,8 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   std::unique_ptr<RunProfiler> profiler;
   if (cfg_.profile.enabled) {  // placed after the headline window (docs/profiling.md#measurement-protocol)
     std::string fit_note;
-    spec.profile = resolve_profile_schedule(cfg_.profile, cfg_.train.warmup_steps,
-                                            planned_train_steps(cfg_.train, workload_->data.train.count, spec.batch_size),
+    spec.profile = resolve_profile_schedule(cfg_.profile, spec.train.warmup_steps,
+                                            planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size),
                                             &fit_note);
     spec.profile_skip_first_auto = cfg_.profile.skip_first < 0;
     if (!fit_note.empty()) rec.notes.push_back(fit_note);

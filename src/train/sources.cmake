@@ -6,6 +6,7 @@ target_sources(trainscope PRIVATE
   train/batch_source.cpp
   train/optimizer.cpp
   train/runner.cpp
+  train/min_time.cpp
   # variants (issue 14)
   train/variant_exec.cpp
   train/step_sums.cpp)

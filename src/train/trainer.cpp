@@ -15,6 +15,7 @@
 #include "train/device.h"
 #include "train/graph_step.h"
 #include "train/step_sums.h"
+#include "train/step_times.h"
 #include "train/optimizer.h"
 #include "train/variant_exec.h"
 #include "trainscope/error.h"
@@ -105,25 +106,6 @@ struct EpochState {
   std::vector<char> counted;
   int64_t steps = 0, samples = 0, headline_samples = 0, profiled_steps = 0;
   Clock::time_point start;
-};
-
-// Host step times of one protocol window, ms: the mean (of every step) prices the window's
-// time; the median compares typical steps (a few slow steps, such as an epoch's first, move a
-// mean by percents) and is taken over the window's last kKept steps, which bounds memory on
-// runs of millions of steps and keeps the headline's steps nearest the profiled ones.
-struct StepMs {
-  static constexpr size_t kKept = 4096;
-  double sum = 0;
-  int64_t n = 0;
-  std::vector<double> last;  // ring of the last kKept step times
-  void add(double ms) {
-    sum += ms;
-    if (last.size() < kKept) last.push_back(ms);
-    else last[static_cast<size_t>(n) % kKept] = ms;
-    ++n;
-  }
-  std::optional<double> mean() const { return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt; }
-  std::optional<double> median() const { return trainscope::median(last); }
 };
 
 // train_run's state, split along its seams: set_up, step, finish_epoch, figures, wrap_up.
@@ -761,9 +743,7 @@ void TrainLoop::figures() {
   mw.headline_step_ms_mean = headline_ms_.mean();
   mw.profiled_step_ms_mean = profiled_ms_.mean();
   mw.after_profile_step_ms_mean = after_ms_.mean();
-  const auto headline_median = headline_ms_.median(), profiled_median = profiled_ms_.median();
-  if (headline_median && profiled_median && *headline_median > 0)
-    mw.profile_step_time_ratio = *profiled_median / *headline_median;
+  mw.profile_step_time_ratio = profile_step_time_ratio(headline_ms_, profiled_ms_, graph_ != nullptr);
   if (mw.headline_step_ms_mean && mw.profiled_step_ms_mean && *mw.headline_step_ms_mean > 0) {
     if (train_time_ > 0)
       mw.profile_cost_pct = 100.0 * static_cast<double>(mw.profiled_steps) *

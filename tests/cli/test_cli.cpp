@@ -117,7 +117,7 @@ std::vector<std::string> small_matrix(const std::string& out, const std::string&
           // one thread: a tiny mlp gains nothing from more, and ctest -j8 on a 16-core host made
           // 16-thread runs crawl (OpenMP threads of parallel tests contending for the cores)
           "--threads", "1",
-          "--no-progress", "--out", out, "--name", name};
+          "--no-progress", "--out", out, "--name", name, "--min-time", "0"};
 }
 
 }  // namespace
@@ -164,7 +164,7 @@ TEST(Cli, BadInputExitsWithUsageStatusBeforeTraining) {
   }
   // Refused before training: no history database is left behind either.
   const std::string fresh = test_path("cli_bad_out");
-  fs::remove_all(fresh);
+  trainscope::remove_tree(fresh);
   EXPECT_EQ(run({"run", "--batch-sizes", "0", "--data-format", "synthetic", "--out", fresh}, &out), 2);
   EXPECT_FALSE(fs::exists(fresh + "/history.sqlite"));
   // A range error in a value from a file names the file.
@@ -185,7 +185,7 @@ TEST(Cli, NewUserMistakesGetMessagesNamingTheSettingAndTheFix) {
   EXPECT_NE(out.find("the file does not exist"), std::string::npos) << out;
   EXPECT_EQ(out.find("torch.jit.save"), std::string::npos) << out;
   const std::string base = test_path("cli_db");
-  fs::remove_all(base);
+  trainscope::remove_tree(base);
   const std::string db = base + "/nope/h.sqlite";
   EXPECT_EQ(run({"history", "-n", "-1", "--db", db}, &out), 2);
   EXPECT_NE(out.find("row limit -1 is out of range"), std::string::npos) << out;
@@ -244,7 +244,7 @@ TEST(Text, AsciiLowerChangesOnlyAsciiCapitals) {
 // --name is one folder under --out: a path is refused (exit 2) before anything is created.
 TEST(Cli, RunNameMustBeOneSafeFolderName) {
   const std::string base = ::testing::TempDir() + "cli_name";
-  fs::remove_all(base);
+  trainscope::remove_tree(base);
   fs::create_directories(base);
   const std::string out = base + "/out";
   for (const std::string& name : std::vector<std::string>{"../escaped", base + "/abs/path", ".", "a/b", ".."}) {
@@ -271,7 +271,7 @@ TEST(Cli, RunNameMustBeOneSafeFolderName) {
 // file's runs formatted (trainscope/inference_reporter.h).
 TEST(Cli, InferWritesItsFileAndTableThroughTheReporters) {
   const std::string dir = test_path("cli_infer_reporters");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   const std::string file = dir + "/inference.json";
   std::string out;
@@ -384,7 +384,7 @@ TEST(Cli, SettingsPrintsTheTable) {
 
 TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
   std::string dir = test_path("cli_fail");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
   args[10] = "1";  // --epochs
@@ -401,7 +401,7 @@ TEST(Cli, FailedRunGivesExitStatus3AndOthersAreMeasured) {
 // anything runs, not a failure of every run.
 TEST(Cli, FusedOptimizerOnTheCpuIsBadInputBeforeTraining) {
   std::string dir = test_path("cli_fused");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args.insert(args.end(), {"--optimizer-impl", "fused"});
   std::string out;
@@ -413,7 +413,7 @@ TEST(Cli, FusedOptimizerOnTheCpuIsBadInputBeforeTraining) {
 // A --tensorboard folder that is a file is bad input before training, naming the flag.
 TEST(Cli, UnwritableTensorBoardFolderIsBadInputBeforeTraining) {
   std::string dir = test_path("cli_tb");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/afile") << "x";
   auto args = small_matrix(dir, "m");
@@ -428,7 +428,7 @@ TEST(Cli, UnwritableTensorBoardFolderIsBadInputBeforeTraining) {
 // not success.
 TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {
   std::string dir = test_path("cli_na");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16";
   args.insert(args.end(), {"--variants", "channels_last"});  // mlp has no 4-D parameters
@@ -450,7 +450,7 @@ TEST(Cli, MatrixOfOnlyNotApplicableCellsIsBadInput) {
 // A data-parallel run's folder cannot be resumed, so the refusal does not suggest --resume.
 TEST(Cli, UsedDataParallelFolderIsRefusedWithoutSuggestingResume) {
   std::string dir = test_path("cli_dp_used");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir + "/m/ranks/rank1");
   std::ofstream(dir + "/m/results.json") << "{\"runs\": []}\n";
   std::string out;
@@ -461,7 +461,7 @@ TEST(Cli, UsedDataParallelFolderIsRefusedWithoutSuggestingResume) {
 
 TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
   std::string dir = test_path("cli_sigint");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto p = spawn(small_matrix(dir, "m"), test_path("sigint_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
@@ -485,7 +485,7 @@ TEST(Cli, SigintFinishesStepWritesPartialRunAndExits130) {
 
 TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   std::string dir = test_path("cli_resume");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto p = spawn(small_matrix(dir, "m"), test_path("kill_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 2);
@@ -542,7 +542,7 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
 // appends the second's after them.
 TEST(Cli, ResumeAppendsTelemetry) {
   std::string dir = test_path("cli_resume_tel");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto p = spawn(small_matrix(dir, "m"), test_path("resume_tel_out.txt"));
   const std::string results = dir + "/m/results.json";
   wait_for_runs(results, 1);
@@ -563,7 +563,7 @@ TEST(Cli, ResumeAppendsTelemetry) {
 // finished before it are kept in results.json.
 TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
   std::string dir = test_path("cli_exit5");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[10] = "1";  // --epochs
   args.insert(args.end(), {"--inject-reporter-failure", "io"});
@@ -579,7 +579,7 @@ TEST(CliExit, WriteFailureMidMatrixExits5AndKeepsFinishedRuns) {
 // An internal error (a bug) in the middle of a matrix: exit 6, finished runs kept.
 TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
   std::string dir = test_path("cli_exit6");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[10] = "1";  // --epochs
   args.insert(args.end(), {"--inject-reporter-failure", "internal"});
@@ -595,7 +595,7 @@ TEST(CliExit, InternalErrorMidMatrixExits6AndKeepsFinishedRuns) {
 // and the medians get enough digits to differ.
 TEST(CliExit, CompareWithOneRepeatSaysItMayBeNoise) {
   std::string dir = test_path("cli_compare1");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto healthy = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/healthy/results.json"));
   healthy["runs"] = json::array({healthy["runs"][0]});
   auto write_side = [&](const std::string& name, double p99) {
@@ -644,7 +644,7 @@ bool wait_for_output(pid_t pid, const std::string& path, const std::string& need
 // is touched, and the finished folder is left exactly as it was.
 TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
   std::string dir = test_path("cli_resume_flags");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16,32";
   args[10] = "1";  // --epochs
@@ -668,7 +668,7 @@ TEST(Cli, ResumeRefusesSettingFlagsAndChangesNothing) {
 // before the 120 s inference budgets would have ended.
 TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
   std::string dir = test_path("cli_sigint_infer");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/slow_inference.toml") << "[inference]\nsingle_stream_budget_s = 120\noffline_budget_s = 120\n";
   auto args = small_matrix(dir, "m");
@@ -705,7 +705,7 @@ TEST(Cli, SigintDuringInferenceKeepsTheRunAndExits130) {
 // inference addmm calls).
 TEST(Cli, ProfileWindowClosesBeforeInference) {
   std::string dir = test_path("cli_profile_infer");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "m");
   args[6] = "16";
   args[10] = "1";
@@ -741,7 +741,7 @@ std::vector<std::string> model_matrix(const std::string& out, const std::string&
 // The second gets mlp-2 from its place in the list, and --resume finds the same ids.
 TEST(CliModels, TwoModelsWithOneNameGetDistinctRunIds) {
   std::string dir = ::testing::TempDir() + "cli_same_name";
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   auto pt = ts_test::save_shared_linear_net(dir + "/mlp.pt");
   std::string out;
@@ -761,7 +761,7 @@ TEST(CliModels, TwoModelsWithOneNameGetDistinctRunIds) {
 // any run starts, also when it is second in the list; no interpreter traceback. `infer` alike.
 TEST(CliModels, ModelThatDoesNotFitTheDataIsBadInputBeforeAnythingRuns) {
   std::string dir = ::testing::TempDir() + "cli_wrong_shape";
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   auto pt = ts_test::save_cifar_shaped_net(dir + "/wrong3.pt");
   for (const std::string& models : {pt, "mlp," + pt}) {
@@ -788,7 +788,7 @@ TEST(CliModels, ModelThatDoesNotFitTheDataIsBadInputBeforeAnythingRuns) {
 // A model with nothing to train cannot be trained: bad input (exit 2) naming the file.
 TEST(CliModels, ModelWithNothingToTrainIsBadInput) {
   std::string dir = ::testing::TempDir() + "cli_no_params";
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   auto pt = ts_test::save_parameterless_net(dir + "/frozen.pt");
   std::string out;
@@ -802,7 +802,7 @@ TEST(CliModels, ModelWithNothingToTrainIsBadInput) {
 // and the record's steps_completed count the same steps (before: "1 step(s)" beside 0).
 TEST(Cli, FailedRunStepCountAgreesWithTheProfilerWarning) {
   std::string dir = ::testing::TempDir() + "cli_fail_steps";
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   for (int nan_step : {0, 3}) {
     auto args = small_matrix(dir, "m" + std::to_string(nan_step));
     args[6] = "16";
@@ -827,7 +827,7 @@ namespace {
 // The study fixture as measured on this host (A) and on "gpu-box" (B: another LibTorch, its
 // provenance edited, the cnn b64 workload not measured there).
 std::pair<std::string, std::string> two_hosts(const std::string& dir) {
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto study = json::parse(std::ifstream(std::string(TS_FIXTURES_DIR) + "/report/study/results.json"));
   fs::create_directories(dir + "/a");
   std::ofstream(dir + "/a/results.json") << study.dump();
@@ -905,7 +905,7 @@ std::string identity_folder(const std::string& dir, const std::string& name,
 
 TEST(CliIdentity, CompareAndHistoryNameTheVariantAndTheWorldSize) {
   std::string dir = test_path("cli_identity");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto one = identity_folder(dir, "one", [](const json& r) { return json::array({r}); });
   auto dp2 = identity_folder(dir, "dp2x", [](const json& r) {
     json d = r;
@@ -946,7 +946,7 @@ TEST(CliIdentity, CompareAndHistoryNameTheVariantAndTheWorldSize) {
 // `report` on a data-parallel folder whose rank 0 died (0 runs) exited 0 with an empty summary.
 TEST(CliIdentity, ReportAndCompareRefuseAFolderWithoutRuns) {
   std::string dir = test_path("cli_no_runs");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto empty = identity_folder(dir, "empty", [](const json&) { return json::array(); });
   fs::create_directories(empty + "/ranks/rank1");
   std::ofstream(empty + "/ranks/rank1/results.json") << R"({"runs": []})";
@@ -963,7 +963,7 @@ TEST(CliIdentity, ReportAndCompareRefuseAFolderWithoutRuns) {
 // --resume names a kept variant's cell as the report does ("cpu mlp [bf16] b8").
 TEST(CliIdentity, ResumeNamesTheVariantOfAKeptRun) {
   std::string dir = test_path("cli_resume_variant");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "v");
   args[6] = "8";                      // --batch-sizes
   args[10] = "1";                     // --epochs
@@ -982,7 +982,7 @@ TEST(CliIdentity, ResumeNamesTheVariantOfAKeptRun) {
 // it was set, by default, with --no-malloc-tuning and with a threshold from the environment.
 TEST(CliIdentity, RecordNamesTheHostAllocatorAndHowItWasSet) {
   std::string dir = test_path("cli_host_malloc");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto allocator = [&](const std::string& name, std::vector<std::string> extra) {
     auto args = small_matrix(dir, name);
     args[6] = "32";   // --batch-sizes
@@ -1012,7 +1012,7 @@ TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
   ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
   if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "needs 2 usable CPUs to tell 1 thread from --threads 2";
   std::string dir = test_path("cli_threads_variant");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "t");
   args[6] = "32";    // --batch-sizes
   args[10] = "1";    // --epochs
@@ -1059,7 +1059,7 @@ TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
   EXPECT_EQ(infer_threads["cpu-mlp-b32-r0"], 2) << out;
   EXPECT_EQ(infer_threads["cpu-mlp-b32-r0-threads1"], 1) << out;
   // a thread count above the usable CPUs is measured, with a note saying it oversubscribes them
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   args[args.size() - 3] = "threads64";
   ASSERT_EQ(run(args, &out), 0) << out;
   EXPECT_NE(out.find("variant threads64: 64 intra-op threads on "), std::string::npos) << out;
@@ -1071,7 +1071,7 @@ TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
 // tests/report/test_report.cpp, on an injected throughput curve).
 TEST(CliHosts, BatchSizesAutoSweepsAndSaysWhyItStopped) {
   std::string dir = test_path("cli_sweep");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto args = small_matrix(dir, "s");
   args[6] = "16,auto";
   args[14] = "128";  // --limit-train; 20 epochs: even batch 128 has steady steps after the warm-up
@@ -1096,7 +1096,7 @@ TEST(CliHosts, BatchSizesAutoSweepsAndSaysWhyItStopped) {
 // --resume), and none with --no-tensorboard.
 TEST(Cli, TensorBoardFilesGoToTheRunFolderToAGivenFolderOrNowhere) {
   const std::string dir = test_path("cli_tb");
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   auto matrix = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> a = {"run", "--devices", "cpu", "--models", "mlp", "--batch-sizes", "16", "--data-format",
                                   "synthetic", "--max-steps", "5", "--warmup-steps", "1", "--limit-train", "256",

@@ -63,7 +63,7 @@ std::string slurp(const std::string& path) {
 const std::string& run_folder() {
   static const std::string dir = [] {
     const std::string root = ::testing::TempDir() + "record_e2e_" + std::to_string(getpid());
-    fs::remove_all(root);
+    trainscope::remove_tree(root);
     fs::create_directories(root);
     std::ofstream(root + "/nvml.json") << kTwoGpus;
     std::ofstream(root + "/small.toml") << "[inference]\nsingle_stream_budget_s = 0.05\nmin_queries = 20\n"

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -69,7 +70,7 @@ std::string read_text(const std::string& p) {
 // its name only when complete: the writer sees the temporary name, never the final one.
 TEST(Fs, WriteThroughTemporaryRenamesOnlyACompleteFile) {
   const std::string dir = ::testing::TempDir() + "through_tmp";
-  std::filesystem::remove_all(dir);
+  trainscope::remove_tree(dir);
   std::filesystem::create_directories(dir);
   const std::string p = dir + "/model.pt";
   std::string seen;
@@ -87,7 +88,7 @@ TEST(Fs, WriteThroughTemporaryRenamesOnlyACompleteFile) {
 // propagates. A writer that writes nothing: Error(kIo) naming the file.
 TEST(Fs, WriteThroughTemporaryKeepsTheOldFileWhenTheWriterFails) {
   const std::string dir = ::testing::TempDir() + "through_tmp_fail";
-  std::filesystem::remove_all(dir);
+  trainscope::remove_tree(dir);
   std::filesystem::create_directories(dir);
   const std::string p = dir + "/model.pt";
   write_file_atomic(p, "weights v1");
@@ -107,4 +108,24 @@ TEST(Fs, WriteThroughTemporaryKeepsTheOldFileWhenTheWriterFails) {
     EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
   EXPECT_EQ(read_text(p), "weights v1");
+}
+
+// remove_tree: a directory with files, a subdirectory and a link to a folder outside it goes;
+// the link's target stays; a missing path is no error.
+TEST(RemoveTree, RemovesTheTreeAndLinksButNotWhatTheyPointTo) {
+  const std::string root = ::testing::TempDir() + "remove_tree_" + std::to_string(::getpid());
+  const std::string outside = root + "_outside";
+  trainscope::remove_tree(root);
+  trainscope::remove_tree(outside);
+  std::filesystem::create_directories(root + "/a/b");
+  std::filesystem::create_directories(outside);
+  std::ofstream(root + "/a/b/f.txt") << "x";
+  std::ofstream(root + "/g.txt") << "y";
+  std::ofstream(outside + "/keep.txt") << "z";
+  std::filesystem::create_directory_symlink(outside, root + "/link");
+  EXPECT_EQ(trainscope::remove_tree(root), 6u);  // f.txt, b, a, g.txt, link, root
+  EXPECT_FALSE(std::filesystem::exists(root));
+  EXPECT_TRUE(std::filesystem::exists(outside + "/keep.txt"));
+  EXPECT_EQ(trainscope::remove_tree(root), 0u);
+  trainscope::remove_tree(outside);
 }

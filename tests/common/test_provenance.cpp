@@ -1,6 +1,8 @@
 // results.json's `git_commit` names the code the binary was built from (cmake/git_commit.cmake).
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -55,7 +57,7 @@ struct FakeRoots {
   fs::path dir = fs::temp_directory_path() / ("ts_cpus_" + std::to_string(::getpid()) + "_" +
                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
   FakeRoots() { fs::create_directories(dir / "proc/self"); }
-  ~FakeRoots() { fs::remove_all(dir); }
+  ~FakeRoots() { trainscope::remove_tree(dir); }
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel) << text;

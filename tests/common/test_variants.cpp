@@ -114,8 +114,8 @@ TEST(Variants, ValidatedInTheSettingsTable) {
   }
   m.train.variants = {"graphs+bf16", "bf16+graphs"};  // one variant twice
   EXPECT_THROW(validate(m), Error);
-  m.train.variants = {};
-  EXPECT_THROW(validate(m), Error);
+  m.train.variants = {};  // the default set (default_variants)
+  EXPECT_NO_THROW(validate(m));
   m.train.variants = {"eager"};
   m.train.target_accuracy_pct = 101;
   EXPECT_THROW(validate(m), Error);
@@ -305,7 +305,8 @@ TEST(VariantAdvice, GpuOnlyVariantIsComparedWithCpuEager) {
   for (const auto& q : a.answers)
     if (q.id == "simple_network")
       for (const auto& x : q.sentences) sn += x + "\n";
-  EXPECT_NE(sn.find("`mlp` gains nothing from the GPU"), std::string::npos) << sn;
+  EXPECT_NE(sn.find("`mlp` gains nothing from the GPU in eager"), std::string::npos) << sn;
+  EXPECT_NE(sn.find("with `graphs` it does gain"), std::string::npos) << sn;  // no line contradicts another
   EXPECT_NE(sn.find("`mlp [graphs]` does gain from the GPU (speed-up 4"), std::string::npos) << sn;
   // the CPU cell of the GPU-only variant is not applicable, not failed (found in the H200 report)
   for (const auto& c : a.cells)
@@ -421,4 +422,36 @@ TEST(VariantAdvice, BatchScalingSaysNoSteadyStepsNotFailed) {
   EXPECT_NE(md.find("b64 7761, b128 — (no steady steps)"), std::string::npos) << md;
   EXPECT_EQ(md.find("(failed)"), std::string::npos) << md;
   EXPECT_EQ(md.find("batch 128 failed"), std::string::npos) << md;
+}
+
+// "Train on the CPU" rests on the best variant measured on each side: the H200's eager mlp is
+// slower than its CPU, its whole-step graph is not, so no cpu_faster; a GPU measured in eager
+// alone gets the verdict qualified as resting on eager; a CPU faster than the GPU's graph keeps it.
+TEST(VariantAdvice, CpuFasterRestsOnTheBestVariantOfEachDevice) {
+  auto cpu_faster = [](const std::vector<RunRecord>& runs) {
+    ReportInput in;
+    in.runs = runs;
+    std::vector<Advice> out;
+    for (const auto& x : analyze(in).advice)
+      if (x.rule == "cpu_faster") out.push_back(x);
+    return out;
+  };
+  const auto cpu = ok_run("cpu", "mlp", 128, "eager", 208816), gpu = ok_run("cuda:0", "mlp", 128, "eager", 150972);
+  EXPECT_TRUE(cpu_faster({cpu, gpu, ok_run("cuda:0", "mlp", 128, "graphs", 620000)}).empty());
+  const auto eager_only = cpu_faster({cpu, gpu});
+  ASSERT_EQ(eager_only.size(), 1u);
+  EXPECT_NE(eager_only[0].advice.find("as measured in eager on the GPU"), std::string::npos) << eager_only[0].advice;
+  EXPECT_NE(eager_only[0].advice.find("--variants eager,graphs"), std::string::npos) << eager_only[0].advice;
+  const auto slow_graph = cpu_faster({cpu, gpu, ok_run("cuda:0", "mlp", 128, "graphs", 190000)});
+  ASSERT_EQ(slow_graph.size(), 1u);  // one verdict per model and batch, not one per GPU variant
+  EXPECT_NE(slow_graph[0].advice.find("CUDA graphs included"), std::string::npos) << slow_graph[0].advice;
+  EXPECT_NE(slow_graph[0].evidence.find("`mlp [graphs]`"), std::string::npos) << slow_graph[0].evidence;
+}
+
+// The default variants: eager, plus the whole-step graph where the matrix has a GPU, so that the
+// default job's CPU-vs-GPU verdict rests on each device's best recipe and not on eager alone.
+TEST(Variants, DefaultSetIsEagerPlusGraphsWithAGpu) {
+  EXPECT_EQ(default_variants({"cpu"}), (std::vector<std::string>{"eager"}));
+  EXPECT_EQ(default_variants({"cpu", "cuda:0"}), (std::vector<std::string>{"eager", "graphs"}));
+  EXPECT_EQ(default_variants({"cuda:1"}), (std::vector<std::string>{"eager", "graphs"}));
 }

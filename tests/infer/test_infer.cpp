@@ -2,6 +2,8 @@
 // No assertion depends on how fast this machine is.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -52,7 +54,7 @@ DataConfig synthetic_data(int64_t size) {
 
 std::string temp_dir(const std::string& name) {
   auto p = fs::path(::testing::TempDir()) / ("infer-" + name);
-  fs::remove_all(p);
+  trainscope::remove_tree(p);
   fs::create_directories(p);
   return p.string();
 }
@@ -233,6 +235,7 @@ TEST(InferCheckpoint, RunMatrixWritesInferenceAndLoadableCheckpoints) {
   m.out_dir = temp_dir("matrix");
   m.run_name = "r";
   m.progress = false;
+  m.train.min_time_s = 0;  // the requested epochs only
   m.telemetry.enabled = false;
   m.profile.enabled = false;
   m.inference.single_stream_budget_s = 0.05;

@@ -2,6 +2,8 @@
 // size cap) and an end-to-end cnn run on the CPU. No timing assertions.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include "../test_helpers.h"
 
 #include <atomic>
@@ -28,7 +30,7 @@ using test::read_text;
 
 std::string temp_dir(const std::string& name) {
   auto d = fs::temp_directory_path() / ("ts_profile_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
+  trainscope::remove_tree(d);
   fs::create_directories(d);
   return d.string();
 }
@@ -314,6 +316,7 @@ MatrixConfig cnn_matrix(const std::string& out, int64_t steps) {
   m.out_dir = out;
   m.run_name = "m";
   m.progress = false;
+  m.train.min_time_s = 0;  // the requested epochs only
   m.telemetry.interval_s = 0.01;
   m.inference.enabled = false;
   m.profile.skip_first = 3;

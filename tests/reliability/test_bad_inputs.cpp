@@ -520,7 +520,7 @@ std::vector<Row> rows() {
                [](D d, S) {
                  auto s = telemetry::make_proc_source((d / "t/proc").string(), (d / "t/sys").string(), {});
                  if (!s->probe().available) return std::string();
-                 fs::remove_all(d / "t/proc");
+                 trainscope::remove_tree(d / "t/proc");
                  return drops_of(*s);
                },
                kSoft, "unreadable"});
@@ -646,7 +646,7 @@ TEST_P(BadInput, FailsWithTheExpectedKindAndNamesTheInput) {
   const Row& row = GetParam();
   if (!row.pending.empty()) GTEST_SKIP() << "pending fix: " << row.pending;
   fs::path dir = fs::temp_directory_path() / ("ts_bad_inputs_" + std::to_string(::getpid())) / row.name;
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   std::string input = row.build(dir);
 
@@ -671,7 +671,7 @@ TEST_P(BadInput, FailsWithTheExpectedKindAndNamesTheInput) {
   }
   if (!input.empty()) EXPECT_NE(message.find(input), std::string::npos) << "message does not name '" << input << "': " << message;
   if (!row.also.empty()) EXPECT_NE(message.find(row.also), std::string::npos) << "message lacks '" << row.also << "': " << message;
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInput, ::testing::ValuesIn(rows()),

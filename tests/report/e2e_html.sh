@@ -5,7 +5,8 @@
 # a section has no drawn chart (canvas data-rendered="1", set by the page after Chart.js drew
 # pixels), anything was fetched from the network, the summary table and its chart do not fit the
 # first screen (1280x800; the page records where the summary ends in body data-summary-bottom),
-# or the advice lists a rule twice. Keeps report.html, dom.html, console.log, report.png (the
+# the page is wider than the 1280 px window (a horizontal scroll bar), or the advice lists a rule
+# twice. Keeps report.html, dom.html, console.log, report.png (the
 # whole page) and first-screen.png (1280x800) in ARTIFACT_DIR. Exit 77 (skip) only when no
 # chromium is installed (apt-get install -y chromium; scripts/install-deps.sh --test).
 set -eu
@@ -67,6 +68,14 @@ elif int(m.group(1)) > 800:
     fail.append("the summary table and its chart end at %s px: below the first screen (800 px)" % m.group(1))
 else:
     print("summary ends at %s px (first screen: 800 px)" % m.group(1))
+w = re.search(r'data-page-width="(\d+)"', dom)
+v = re.search(r'data-viewport-width="(\d+)"', dom)
+if not w or not v:
+    fail.append("the page did not record its width (no data-page-width / data-viewport-width)")
+elif int(w.group(1)) > int(v.group(1)):
+    fail.append("the page is %s px wide in a %s px viewport: it scrolls sideways" % (w.group(1), v.group(1)))
+else:
+    print("page width %s px within the %s px viewport" % (w.group(1), v.group(1)))
 if re.search(r'<section id="summary">.*?data-rendered="1"', dom, re.S) is None:
     fail.append("the summary has no drawn chart")
 rules = re.findall(r'<li class="advice" data-rule="([a-z0-9_]+)"', dom)

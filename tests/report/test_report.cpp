@@ -56,7 +56,7 @@ std::string all_sentences(const Analysis& a, const std::string& id) {
 
 std::string tmpdir(const std::string& name) {
   auto d = std::filesystem::path(TS_BINARY_DIR) / "test-report" / name;
-  std::filesystem::remove_all(d);
+  trainscope::remove_tree(d);
   std::filesystem::create_directories(d);
   return d.string();
 }

@@ -3,6 +3,8 @@
 // what the file holds.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +28,7 @@ std::string slurp(const std::string& path) {
 
 std::string fresh_dir(const std::string& name) {
   std::string dir = ::testing::TempDir() + name;
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }

@@ -70,7 +70,7 @@ void write_telemetry(const std::string& run_dir) {
 
 std::string temp_dir(const std::string& name) {
   std::string d = ::testing::TempDir() + "tboard_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(d);
+  trainscope::remove_tree(d);
   fs::create_directories(d);
   return d;
 }

@@ -1,6 +1,8 @@
 // RAPL (wrap-around, EACCES, missing, garbage) and hwmon/thermal readers on fake sysfs trees.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include "telemetry/source.h"
 #include "test_util.h"
 
@@ -82,7 +84,7 @@ TEST(telemetry_Rapl, EaccesMeansUnavailableWithReason) {
 
 TEST(telemetry_Rapl, MissingPowercapIsUnavailable) {
   auto root = ts_test::fresh_tree("rapl4");
-  std::filesystem::remove_all(root / "sys/class/powercap");
+  trainscope::remove_tree(root / "sys/class/powercap");
   auto p = make_rapl_source((root / "sys").string(), {})->probe();
   EXPECT_FALSE(p.available);
   EXPECT_NE(p.reason.find("does not exist"), std::string::npos) << p.reason;
@@ -112,7 +114,7 @@ TEST(telemetry_Hwmon, CpuPackageTemperatureAndZones) {
 
 TEST(telemetry_Hwmon, NoSensorsIsUnavailable) {
   auto root = ts_test::fresh_tree("hwmon2");
-  std::filesystem::remove_all(root / "sys/class");
+  trainscope::remove_tree(root / "sys/class");
   auto p = make_hwmon_source((root / "sys").string(), {})->probe();
   EXPECT_FALSE(p.available);
   EXPECT_NE(p.reason.find("hwmon does not exist"), std::string::npos) << p.reason;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+
+#include "trainscope/fs.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,7 +15,7 @@ namespace ts_test {
 inline std::filesystem::path fresh_tree(const std::string& tag) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("ts_telemetry_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  trainscope::remove_tree(dir);
   fs::create_directories(dir);
   fs::copy(fs::path(TS_FIXTURES_DIR) / "telemetry", dir, fs::copy_options::recursive);
   return dir;

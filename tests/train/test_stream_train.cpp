@@ -2,6 +2,8 @@
 // the record's input_pipeline section and the bad-image policy end to end.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -20,7 +22,7 @@ namespace {
 // Two classes told apart by brightness: train/ with 12 and test/ with 3 RGB PNGs of 10x10 per class.
 std::string two_class_folder(const std::string& name) {
   const std::string root = ::testing::TempDir() + name + "/";
-  fs::remove_all(root);
+  trainscope::remove_tree(root);
   for (const auto& [split, count] : {std::pair<std::string, int>{"train", 12}, {"test", 3}})
     for (int c = 0; c < 2; ++c) {
       const std::string dir = root + split + "/c" + std::to_string(c) + "/";

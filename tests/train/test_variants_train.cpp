@@ -3,6 +3,8 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <filesystem>
 #include <map>
 
@@ -49,8 +51,9 @@ MatrixConfig small_matrix(const std::string& name) {
   m.inference.enabled = false;
   m.out_dir = ::testing::TempDir() + "variants";
   m.run_name = name;
-  fs::remove_all(m.out_dir + "/" + name);
+  trainscope::remove_tree(m.out_dir + "/" + name);
   m.progress = false;
+  m.train.min_time_s = 0;  // the requested epochs only
   return m;
 }
 

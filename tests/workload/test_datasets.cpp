@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -229,7 +231,7 @@ TEST(Cifar, ParsesAndRejects) {
 
 TEST(ImageFolder, DecodesResizesAndSplits) {
   std::string root = ::testing::TempDir() + "imgfolder/";
-  fs::remove_all(root);
+  trainscope::remove_tree(root);
   for (const char* cls : {"cat", "dog"}) {
     fs::create_directories(root + cls);
     for (int i = 0; i < 5; ++i) {

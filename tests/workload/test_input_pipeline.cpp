@@ -2,6 +2,8 @@
 // seeded transforms, the worker pool's order, coverage, bound and bad-image policy.
 #include <gtest/gtest.h>
 
+#include "trainscope/fs.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,7 +30,7 @@ namespace {
 // <root>/<class>/<i>.png: n grey images of 12x10 pixels whose every pixel is i (the image's id).
 std::string id_folder(const std::string& name, int n, int classes = 2) {
   const std::string root = ::testing::TempDir() + name + "/";
-  fs::remove_all(root);
+  trainscope::remove_tree(root);
   for (int c = 0; c < classes; ++c) fs::create_directories(root + "c" + std::to_string(c));
   for (int i = 0; i < n; ++i) {
     std::vector<uint8_t> px(12 * 10, static_cast<uint8_t>(i));
