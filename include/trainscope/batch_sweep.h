@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/config.h"
+
 namespace trainscope {
 
 /// One measured batch size: median steady samples/s over its ok repeats (absent when none was ok).
@@ -36,7 +38,7 @@ struct BatchSweepPoint {
 };
 
 struct BatchSweepRule {
-  double min_gain_pct = 5;       // a doubling must raise samples/s by at least this much
+  double min_gain_pct = BatchSweepConfig{}.min_gain_pct;  // a doubling must raise samples/s by at least this much
   int64_t max_batch = 1 << 20;   // never beyond this batch size (samples)
   int64_t train_samples = 0;     // training-set size; 0 = unknown (no data-set limit)
 };

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/batch_sweep.h"
 
 // The defaults below are the settings' defaults; each member's TOML key, flag, unit and valid
 // range are in the settings table (trainscope/settings.h, docs/configuration.md).
@@ -106,7 +105,7 @@ struct InferenceConfig {
 struct BatchSweepConfig {
   bool enabled = false;
   int64_t start = 16;          // samples; the batch sizes when `--batch-sizes auto` gives no number
-  double min_gain_pct = BatchSweepRule{}.min_gain_pct;  // a doubling must raise samples/s by this much
+  double min_gain_pct = 5;     // %; a doubling must raise samples/s by this much (BatchSweepRule's default too)
   int64_t max_batch = 65536;   // samples; never beyond
 };
 

@@ -299,7 +299,8 @@ Analysis analyze(const ReportInput& in, const AdviceThresholds& t = {});
 /// Time series for the HTML charts, from <run_dir>/telemetry.csv.gz (or telemetry.csv): only the
 /// metrics charted (util/SM activity, power, temperature, memory), each thinned to at most
 /// `max_points` by keeping min/max-preserving buckets. Missing file: empty, with a reason in *why.
-/// `keep(device, metric)` picks other metrics instead (the TensorBoard reporter); max_points 0 = all points.
+/// `keep(device, metric)` picks other metrics instead; max_points 0 = all points. The reading is
+/// trainscope/telemetry.h read_telemetry_series; this picks the charted metrics.
 std::vector<CounterSeries> load_telemetry_series(
     const std::string& run_dir, size_t max_points = 800, std::string* why = nullptr,
     const std::function<bool(const std::string& device, const std::string& metric)>& keep = {});

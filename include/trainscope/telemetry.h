@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,15 @@ struct CounterSeries {
   std::string metric;  // with unit, e.g. "power_w"
   std::vector<std::pair<int64_t, double>> points;  // (ns since origin, value)
 };
+
+/// The samples of <run_dir>/telemetry.csv.gz (or telemetry.csv) as one series per (device,
+/// metric), in time order, those `keep(device, metric)` picks (every one when `keep` is empty),
+/// each thinned to at most `max_points` by keeping each time bucket's min and max so peaks
+/// survive (max_points 0, or below 8: every point). Malformed lines are skipped. A missing or
+/// unreadable file, or one with no sample kept: empty, with the reason in *why.
+std::vector<CounterSeries> read_telemetry_series(
+    const std::string& run_dir, size_t max_points, std::string* why,
+    const std::function<bool(const std::string& device, const std::string& metric)>& keep);
 
 struct GpuInfo {
   int nvml_index = -1;

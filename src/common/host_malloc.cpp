@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "trainscope/host_malloc.h"
 #include "trainscope/provenance.h"
 
 namespace trainscope {

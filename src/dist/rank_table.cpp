@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "trainscope/console_table.h"
+#include "common/text.h"
 
 namespace trainscope {
 namespace dist {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "data/stream_defaults.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 #include "trainscope/provenance.h"
 

@@ -1,3 +1,4 @@
+#include "trainscope/host_malloc.h"
 #include "trainscope/runner.h"
 
 #include <algorithm>

@@ -19,6 +19,7 @@
 
 #include "../test_helpers.h"
 #include "train/script_models.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/fs.h"
 #include "trainscope/provenance.h"
 #include "trainscope/inference_reporter.h"

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trainscope/build_info.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 namespace {

@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 #include <cmath>

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "results/record_json.h"
+#include "common/text.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
 #include "trainscope/report.h"
