@@ -12,7 +12,7 @@
 // the best measured one (the batch beyond which doubling no longer pays).
 //
 // The same rule is replayed by the report over any matrix with two or more batch sizes of one
-// (device, model) (src/report/batch_scaling.cpp), so the run and the report cannot disagree.
+// (device, model) (src/report/summary.cpp), so the run and the report cannot disagree.
 // Units: batch sizes in samples, throughput in samples/s. No errors are thrown.
 #pragma once
 

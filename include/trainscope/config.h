@@ -55,7 +55,7 @@ struct TrainConfig {
   bool malloc_tuning = true;           // glibc malloc's thresholds fixed for the process (set_host_malloc)
   int64_t nan_check_interval = 100;    // steps between NaN/Inf loss checks (one host sync each)
   int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
-  // ---- variants (issue 14; trainscope/variants.h, docs/variants.md)
+  // ---- variants (trainscope/variants.h, docs/variants.md)
   std::vector<std::string> variants = {"eager"};  // execution variants: a matrix dimension
   double target_accuracy_pct = 0;      // >0: end a run when test accuracy first reaches this (%)
   int64_t eval_every_steps = 0;        // >0 with a target: evaluate every N steps (0 = each epoch)

@@ -7,9 +7,9 @@
 
 namespace trainscope {
 
-/// glibc malloc's mmap threshold when trainscope fixes it: blocks up to 1 GiB come from the heap
-/// (a step's largest host tensors, cnn b128's 49 and 98 MiB buffers among them; bench/RESULTS.md,
-/// "The allocator, not the sampler"). glibc 2.36 accepts any value that fits mallopt's int.
+/// glibc malloc's mmap threshold when trainscope fixes it: blocks up to 1 GiB come from the heap,
+/// so a step's largest host tensors are reused rather than mapped anew each step.
+/// glibc 2.36 accepts any value that fits mallopt's int.
 inline constexpr int64_t kFixedMmapThresholdBytes = int64_t{1} << 30;
 /// The largest mmap threshold older glibc versions accept (their mallopt refuses more than
 /// HEAP_MAX_SIZE / 2 = 32 MiB on 64-bit), tried when mallopt refuses kFixedMmapThresholdBytes.

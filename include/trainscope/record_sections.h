@@ -93,16 +93,16 @@ struct EnergySummary {
 };
 
 struct DeviceTelemetry {
-  std::map<std::string, MetricStats> fields_;  // metric ("power_w") -> stats
+  std::map<std::string, MetricStats> metrics;  // metric ("power_w") -> stats (JSON key "fields")
   std::optional<EnergySummary> energy;         // absent: neither energy counter nor power reading
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    v("fields", s.fields_, Better::kNone);
+    v("fields", s.metrics, Better::kNone);
     v("energy", s.energy, Better::kNone);
   }
   const MetricStats* metric(const std::string& m) const {
-    auto it = fields_.find(m);
-    return it == fields_.end() ? nullptr : &it->second;
+    auto it = metrics.find(m);
+    return it == metrics.end() ? nullptr : &it->second;
   }
 };
 

@@ -346,7 +346,7 @@ void validate(const MatrixConfig& m) {
   no_duplicates(m.models, "model");
   no_duplicates(m.batch_sizes, "batch size");
   no_duplicates(m.devices, "device");
-  // variants (issue 14): "bf16+graphs" and "graphs+bf16" are one variant
+  // variants: "bf16+graphs" and "graphs+bf16" are one variant
   if (m.train.variants.empty())
     throw_error(ErrorKind::kInvalidArgument, "no variant given; use --variants eager (or eager,bf16,graphs+bf16)");
   std::vector<std::string> canonical;

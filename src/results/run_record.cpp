@@ -99,7 +99,7 @@ std::vector<std::string> csv_header() {
   for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision",
                         "target_accuracy_pct", "target_reached", "time_to_target_s", "samples_to_target",
                         "energy_to_target_j"})
-    cols.push_back(c);  // variants, MFU, time-to-accuracy (issue 14)
+    cols.push_back(c);  // variants, MFU, time-to-accuracy
   return cols;
 }
 
@@ -121,7 +121,7 @@ std::vector<std::string> csv_row(const RunRecord& r) {
   for (auto& c : inference_cells(r.inference)) row.push_back(std::move(c));
   row.push_back(std::to_string(r.world_size));
   for (auto& c : headline_cells(r.telemetry)) row.push_back(std::move(c));
-  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy (issue 14)
+  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy
   for (auto& c : std::initializer_list<std::string>{csv_field(r.variant), csv_field(r.variant_note), numd(r.train_flops_per_s), numd(r.mfu_pct),
                   r.mfu_precision, tta ? num(tta->target_pct) : "", std::string(tta ? (tta->reached ? "true" : "false") : ""),
                   numd(tta ? tta->time_s : std::nullopt), num(tta ? tta->samples : std::nullopt),

@@ -6,7 +6,7 @@ target_sources(trainscope PRIVATE
   train/batch_source.cpp
   train/optimizer.cpp
   train/runner.cpp
-  # variants (issue 14)
+  # execution variants (trainscope/variants.h)
   train/variant_exec.cpp
   train/step_sums.cpp)
 # CUDA graphs (graph_step.h): the capture in CUDA builds, a stub that always falls back elsewhere.

@@ -723,7 +723,7 @@ void TrainLoop::target_figures() {
 // MFU (trainscope/mfu.h): 3 x forward FLOPs x samples/s against the peak of the variant's precision.
 // LibTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by default
 // (at::globalContext().allowTF32CuDNN()), so a CUDA run of a convolutional model is rated
-// against the TF32 peak even in eager (against FP32's it read 78-89 % for resnet18 on the H200).
+// against the TF32 peak even in eager (against FP32's it would overstate MFU several times).
 void TrainLoop::mfu_figures() {
   const bool cudnn_tf32 = cuda_ && !variant_.bf16 && at::globalContext().allowTF32CuDNN() && has_4d_parameters(*model_);
   auto f = compute_mfu(r_.forward_flops_per_sample, r_.steady_samples_per_s, spec_.device, r_.device_name,
