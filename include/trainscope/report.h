@@ -27,6 +27,7 @@
 
 #include "trainscope/batch_sweep.h"
 #include "trainscope/provenance.h"
+#include "trainscope/reporter.h"
 #include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
 
@@ -319,5 +320,26 @@ struct ReportFiles {
 };
 /// Analyses `in` and writes report.md and report.html into `out_dir` (atomically). Throws Error(kIo).
 ReportFiles write_report(const ReportInput& in, const std::string& out_dir, const AdviceThresholds& t = {});
+
+/// The reporter (trainscope/reporter.h) that writes report.md + report.html in the run folder at
+/// finish. A report that cannot be written is a notice through notices->notice (may be null): the
+/// measurements are in results.json already. After finish, written() tells whether the files
+/// exist and input() holds what they were built from (the CLI prints the console summary from it).
+class ReportFilesReporter final : public Reporter {
+ public:
+  explicit ReportFilesReporter(Reporter* notices) : notices_(notices) {}
+  void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
+  void finish(const std::vector<RunRecord>& runs) override;
+  bool written() const { return written_; }
+  const ReportInput& input() const { return input_; }
+  const std::string& markdown_path() const { return markdown_path_; }
+  const std::string& html_path() const { return html_path_; }
+
+ private:
+  Reporter* notices_;
+  ReportInput input_;
+  bool written_ = false;
+  std::string markdown_path_, html_path_;
+};
 
 }  // namespace trainscope
