@@ -24,6 +24,7 @@
 #include "train/graph_step.h"
 #include "train/optimizer.h"
 #include "workload/model.h"
+#include "trainscope/host_malloc.h"
 #include "trainscope/provenance.h"
 
 using namespace trainscope;

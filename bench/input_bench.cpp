@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "data/stream_defaults.h"
+#include "trainscope/host_malloc.h"
 #include "trainscope/input_pipeline.h"
 #include "trainscope/provenance.h"
 

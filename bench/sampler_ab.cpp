@@ -38,6 +38,7 @@
 #include "train/error_text.h"
 #include "train/optimizer.h"
 #include "train/step_sums.h"
+#include "trainscope/host_malloc.h"
 #include "trainscope/stats.h"
 #include "trainscope/telemetry.h"
 #include "trainscope/provenance.h"

@@ -2,7 +2,8 @@
 # Installs trainscope's build and test dependencies from Debian 12 packages (idempotent; root or sudo).
 #   scripts/install-deps.sh          # build + run
 #   scripts/install-deps.sh --test   # also what the tests need (GoogleTest, headless Chromium, curl,
-#                                    # tcmalloc: the test that a preloaded allocator is left alone)
+#                                    # tcmalloc: the test that a preloaded allocator is left alone,
+#                                    # pmccabe: the function-length check)
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config
       libtorch-dev              # LibTorch 1.13 (CPU)
@@ -13,7 +14,7 @@ pkgs=(cmake g++ make pkg-config
       python3-pil               # bench/make_image_folder.py writes the JPEG/PNG folders with Pillow
       )
 if [[ ${1:-} == --test ]]; then
-  pkgs+=(libgtest-dev libgmock-dev chromium curl libtcmalloc-minimal4)
+  pkgs+=(libgtest-dev libgmock-dev chromium curl libtcmalloc-minimal4 pmccabe python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
+# The structure checks first (seconds): includes point down the layers (docs/design.md#layers),
+# no function over 100 lines (CONTRIBUTING.md). ctest runs them again (LayersPointDown, FunctionsWithinLimit).
+python3 scripts/check-layers.py
+python3 scripts/check-function-length.py
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_BUILD_TESTS=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"

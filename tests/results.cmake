@@ -1,1 +1,2 @@
-ts_add_test(test_results SOURCES results/test_run_record.cpp results/test_inference_reporter.cpp)
+ts_add_test(test_results SOURCES results/test_run_record.cpp results/test_inference_reporter.cpp
+            results/test_reporter_registry.cpp)

@@ -12,7 +12,7 @@
 // the best measured one (the batch beyond which doubling no longer pays).
 //
 // The same rule is replayed by the report over any matrix with two or more batch sizes of one
-// (device, model) (src/report/batch_scaling.cpp), so the run and the report cannot disagree.
+// (device, model) (src/report/summary.cpp), so the run and the report cannot disagree.
 // Units: batch sizes in samples, throughput in samples/s. No errors are thrown.
 #pragma once
 
@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "trainscope/config.h"
 
 namespace trainscope {
 
@@ -36,7 +38,7 @@ struct BatchSweepPoint {
 };
 
 struct BatchSweepRule {
-  double min_gain_pct = 5;       // a doubling must raise samples/s by at least this much
+  double min_gain_pct = BatchSweepConfig{}.min_gain_pct;  // a doubling must raise samples/s by at least this much
   int64_t max_batch = 1 << 20;   // never beyond this batch size (samples)
   int64_t train_samples = 0;     // training-set size; 0 = unknown (no data-set limit)
 };

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/batch_sweep.h"
 
 // The defaults below are the settings' defaults; each member's TOML key, flag, unit and valid
 // range are in the settings table (trainscope/settings.h, docs/configuration.md).
@@ -57,7 +56,7 @@ struct TrainConfig {
   bool malloc_tuning = true;           // glibc malloc's thresholds fixed for the process (set_host_malloc)
   int64_t nan_check_interval = 100;    // steps between NaN/Inf loss checks (one host sync each)
   int64_t inject_nan_at_step = -1;     // testing hook: make the loss NaN at this step (-1: off)
-  // ---- variants (issue 14; trainscope/variants.h, docs/variants.md)
+  // ---- variants (trainscope/variants.h, docs/variants.md)
   std::vector<std::string> variants;  // execution variants, a matrix dimension; [] = default_variants()
   double target_accuracy_pct = 0;      // >0: end a run when test accuracy first reaches this (%)
   int64_t eval_every_steps = 0;        // >0 with a target: evaluate every N steps (0 = each epoch)
@@ -107,7 +106,7 @@ struct InferenceConfig {
 struct BatchSweepConfig {
   bool enabled = false;
   int64_t start = 16;          // samples; the batch sizes when `--batch-sizes auto` gives no number
-  double min_gain_pct = BatchSweepRule{}.min_gain_pct;  // a doubling must raise samples/s by this much
+  double min_gain_pct = 5;     // %; a doubling must raise samples/s by this much (BatchSweepRule's default too)
   int64_t max_batch = 65536;   // samples; never beyond
 };
 

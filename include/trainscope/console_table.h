@@ -19,12 +19,4 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs);
 /// that was not streamed. Defined in src/results/input_pipeline_text.cpp.
 std::string format_input_pipeline(const RunRecord& r);
 
-/// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min"
-/// (defined in src/common/text.cpp; the report uses the same one).
-std::string format_duration(double seconds);
-/// A rate (samples/s, images/s) as the report and summary print it, so that the console, report.md,
-/// report.html and the summary show the same digits: format_number's rule, 12345.6 -> "12346",
-/// 45.67 -> "45.7" (src/common/text.h). Defined in src/common/text.cpp with format_number.
-std::string format_rate(double per_s);
-
 }  // namespace trainscope

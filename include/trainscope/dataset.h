@@ -1,6 +1,8 @@
 // Data sets: readers for IDX (MNIST family), CIFAR-10 binary, image folders and a seeded
-// synthetic set. Everything is decoded once and kept in memory as normalised float32 NCHW,
-// so batch assembly is one gather per batch (no per-sample allocation).
+// synthetic set. A set is decoded once and kept in memory as normalised float32 NCHW, so batch
+// assembly is one gather per batch (no per-sample allocation), except the training set of an
+// image folder too large to decode into memory (stream_folder below): that one is streamed,
+// decoded by worker threads batch by batch (trainscope/input_pipeline.h).
 //
 // Errors: a missing/unreadable file throws Error(kIo); a corrupt, truncated or inconsistent
 // file throws Error(kDataFormat) naming the file, the byte offset and the problem. Declared

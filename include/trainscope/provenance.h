@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/record_sections.h"
+#include "trainscope/fields.h"
 
 namespace trainscope {
 
@@ -80,76 +80,9 @@ struct Provenance {
   }
 };
 
-/// The CPUs this process may run on, which is what intra-op threads, data workers and decode
-/// threads should be sized to; std::thread::hardware_concurrency counts every online CPU, also
-/// those a job scheduler or container keeps this process off.
-struct CpuBudget {
-  int64_t online = 0;    // logical CPUs online (std::thread::hardware_concurrency; >= 1)
-  int64_t affinity = 0;  // CPUs in the affinity mask (/proc/self/status Cpus_allowed_list: taskset,
-                         // Slurm --cpus-per-task binding, docker --cpuset-cpus); 0 when unreadable
-  /// The cgroup's CPU quota in CPUs: quota / period of cgroup v2 cpu.max (docker --cpus,
-  /// Kubernetes CPU limits) or of cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us; absent when
-  /// unlimited or unreadable.
-  std::optional<double> quota_cpus;
-  /// min(affinity (or online when unreadable), ceil(quota_cpus)), at least 1. Ceil, as the JVM
-  /// and Go runtimes size their thread pools: a 1.5-CPU quota runs 2 threads at 75 % each.
-  int64_t usable = 1;
-  /// What made usable smaller than online: "affinity mask: 4 of 16 CPUs, set by taskset, Slurm or
-  /// a cpuset", "cgroup CPU quota: 2.5 CPUs, set by a container or job limit", both joined by
-  /// "; ", or "".
-  std::string limited_by;
-  /// limited_by, or "every online CPU" when nothing limits the process (warnings' words).
-  std::string limit_words() const { return limited_by.empty() ? "every online CPU" : limited_by; }
-};
-
-/// Reads the budget from `proc_root`/self/status, `proc_root`/self/cgroup and the cgroup's
-/// files under `cgroup_root` (v2: <root><path>/cpu.max, else <root>/cpu.max; v1:
-/// <root>/cpu,cpuacct<path>/ or <root>/cpu<path>/). Files that are missing or unreadable are
-/// skipped (their part of the budget is then unknown, not an error). `online` overrides the
-/// online count (0: std::thread::hardware_concurrency), for tests.
-CpuBudget read_cpu_budget(const std::string& proc_root = "/proc", const std::string& cgroup_root = "/sys/fs/cgroup",
-                          int64_t online = 0);
-
-/// read_cpu_budget().usable of this process, read anew on each call (an affinity change by the
-/// process itself takes effect).
-int64_t usable_cpus();
-
 /// The CPU counts in words: "16 logical CPUs", or "16 logical CPUs, 4 usable" when the process
 /// could use fewer (cpu_usable_cores); report headers and compare's host differences.
 std::string cpu_count_words(const Provenance& p);
-
-/// glibc malloc's mmap threshold when trainscope fixes it: blocks up to 1 GiB come from the heap
-/// (a step's largest host tensors, cnn b128's 49 and 98 MiB buffers among them; bench/RESULTS.md,
-/// "The allocator, not the sampler"). glibc 2.36 accepts any value that fits mallopt's int.
-inline constexpr int64_t kFixedMmapThresholdBytes = int64_t{1} << 30;
-/// The largest mmap threshold older glibc versions accept (their mallopt refuses more than
-/// HEAP_MAX_SIZE / 2 = 32 MiB on 64-bit), tried when mallopt refuses kFixedMmapThresholdBytes.
-inline constexpr int64_t kFallbackMmapThresholdBytes = int64_t{32} << 20;
-
-/// The host memory allocator, set once per process before the workload allocates
-/// (docs/configuration.md#host-memory-allocator; src/common/host_malloc.cpp says why). With `tune`
-/// and glibc's malloc serving this process, fixes its mmap threshold at kFixedMmapThresholdBytes
-/// (or kFallbackMmapThresholdBytes) and turns trimming of the main heap off (mallopt(3)
-/// M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -1): host blocks below it are then served from the heap and
-/// reused instead of being mapped, unmapped and faulted in again each step, and glibc no longer
-/// moves the thresholds as blocks are freed. Threads' own arenas still map blocks larger than
-/// their 64 MiB heaps and still unmap whole heaps they empty. Left as it is: a malloc served by
-/// another object than the C library (tcmalloc, jemalloc, mimalloc, a sanitizer's runtime;
-/// dladdr of the `malloc` the process resolves to), and a glibc malloc whose thresholds the
-/// environment sets (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_,
-/// MALLOC_MMAP_MAX_, or those GLIBC_TUNABLES); when those leave the mmap threshold at its
-/// 128 KiB start, `warning` (when not null) says so and how to fix it. Fixed thresholds last for
-/// the process: a later call with `tune` false cannot undo them. Call it before the workload's
-/// threads allocate (mallopt updates glibc's parameters without the other arenas' locks). Returns
-/// the words host_allocator() gives from then on. Never throws except std::bad_alloc.
-std::string set_host_malloc(bool tune, std::string* warning = nullptr);
-
-/// What serves malloc in this process and how set_host_malloc left it, for
-/// Provenance::host_allocator: "glibc 2.36 malloc, fixed thresholds: mmap 1024 MiB, trimming off",
-/// "glibc 2.36 malloc, dynamic thresholds (malloc tuning off)", "libtcmalloc_minimal.so.4
-/// (replaces glibc malloc; malloc tuning does not apply)"; before any set_host_malloc, "glibc 2.36
-/// malloc, dynamic thresholds".
-std::string host_allocator();
 
 /// Fills the host-side fields (date, host, CPU, build info). The LibTorch half adds
 /// libtorch/CUDA/GPU fields (see trainscope/runner.h).

@@ -21,25 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/fields.h"  // Better, kLiteral, JsonText, OptD, OptI
+
 namespace trainscope {
-
-/// Direction of a numeric field for comparisons; kNone for descriptions and counts.
-enum class Better { kNone, kHigher, kLower };
-
-/// A 4th argument of v(...) in a fields() list: the field is written as it is, a "" string as ""
-/// and an absent sub-object as null, instead of the default (null, and the key left out). The
-/// run record and provenance keep the JSON form they had before the typed sections this way.
-struct Literal {};
-inline constexpr Literal kLiteral{};
-
-/// Opaque JSON text (an object or null), kept as written.
-struct JsonText {
-  std::string text;  // "" = null
-  bool operator==(const JsonText&) const = default;
-};
-
-using OptD = std::optional<double>;
-using OptI = std::optional<int64_t>;
 
 // ------------------------------------------------------------------------------ telemetry
 
@@ -109,16 +93,16 @@ struct EnergySummary {
 };
 
 struct DeviceTelemetry {
-  std::map<std::string, MetricStats> fields_;  // metric ("power_w") -> stats
+  std::map<std::string, MetricStats> metrics;  // metric ("power_w") -> stats (JSON key "fields")
   std::optional<EnergySummary> energy;         // absent: neither energy counter nor power reading
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    v("fields", s.fields_, Better::kNone);
+    v("fields", s.metrics, Better::kNone);
     v("energy", s.energy, Better::kNone);
   }
   const MetricStats* metric(const std::string& m) const {
-    auto it = fields_.find(m);
-    return it == fields_.end() ? nullptr : &it->second;
+    auto it = metrics.find(m);
+    return it == metrics.end() ? nullptr : &it->second;
   }
 };
 

@@ -27,6 +27,7 @@
 
 #include "trainscope/batch_sweep.h"
 #include "trainscope/provenance.h"
+#include "trainscope/reporter.h"
 #include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
 
@@ -299,7 +300,8 @@ Analysis analyze(const ReportInput& in, const AdviceThresholds& t = {});
 /// Time series for the HTML charts, from <run_dir>/telemetry.csv.gz (or telemetry.csv): only the
 /// metrics charted (util/SM activity, power, temperature, memory), each thinned to at most
 /// `max_points` by keeping min/max-preserving buckets. Missing file: empty, with a reason in *why.
-/// `keep(device, metric)` picks other metrics instead (the TensorBoard reporter); max_points 0 = all points.
+/// `keep(device, metric)` picks other metrics instead; max_points 0 = all points. The reading is
+/// trainscope/telemetry.h read_telemetry_series; this picks the charted metrics.
 std::vector<CounterSeries> load_telemetry_series(
     const std::string& run_dir, size_t max_points = 800, std::string* why = nullptr,
     const std::function<bool(const std::string& device, const std::string& metric)>& keep = {});
@@ -318,5 +320,26 @@ struct ReportFiles {
 };
 /// Analyses `in` and writes report.md and report.html into `out_dir` (atomically). Throws Error(kIo).
 ReportFiles write_report(const ReportInput& in, const std::string& out_dir, const AdviceThresholds& t = {});
+
+/// The reporter (trainscope/reporter.h) that writes report.md + report.html in the run folder at
+/// finish. A report that cannot be written is a notice through notices->notice (may be null): the
+/// measurements are in results.json already. After finish, written() tells whether the files
+/// exist and input() holds what they were built from (the CLI prints the console summary from it).
+class ReportFilesReporter final : public Reporter {
+ public:
+  explicit ReportFilesReporter(Reporter* notices) : notices_(notices) {}
+  void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
+  void finish(const std::vector<RunRecord>& runs) override;
+  bool written() const { return written_; }
+  const ReportInput& input() const { return input_; }
+  const std::string& markdown_path() const { return markdown_path_; }
+  const std::string& html_path() const { return html_path_; }
+
+ private:
+  Reporter* notices_;
+  ReportInput input_;
+  bool written_ = false;
+  std::string markdown_path_, html_path_;
+};
 
 }  // namespace trainscope

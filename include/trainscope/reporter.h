@@ -3,6 +3,12 @@
 // reporters write results.json/results.csv, the SQLite history, the console lines and table, and
 // report.md/report.html. The runner itself writes no results file.
 //
+// The interface knows records and provenance only (docs/design.md#layers): the implementations
+// that read the analysis (ReportFilesReporter, trainscope/report.h), the history
+// (HistoryReporter, trainscope/history.h) or TensorBoard (trainscope/tensorboard.h) sit above it,
+// and a program picks them by name (trainscope/reporter_registry.h). ResultsFilesReporter is
+// here because it writes the record's own files and is the runner's default.
+//
 // Call order, all on the matrix's thread:
 //   start(provenance, run folder, planned runs)                       once, after the inputs are valid
 //   per cell: run_started(record) + run_finished(record), or run_skipped(record) (--resume)
@@ -24,7 +30,6 @@
 #include <vector>
 
 #include "trainscope/provenance.h"
-#include "trainscope/report.h"
 #include "trainscope/run_record.h"
 
 namespace trainscope {
@@ -59,27 +64,6 @@ class ResultsFilesReporter final : public Reporter {
   Provenance provenance_;
   std::string run_dir_;
   std::vector<RunRecord> runs_;
-};
-
-/// report.md + report.html (trainscope/report.h) in the run folder at finish. A report that
-/// cannot be written is a notice through notices->notice (may be null): the measurements are in
-/// results.json already. After finish, written() tells whether the files exist and input() holds
-/// what they were built from (the CLI prints the console summary from it).
-class ReportFilesReporter final : public Reporter {
- public:
-  explicit ReportFilesReporter(Reporter* notices) : notices_(notices) {}
-  void start(const Provenance& p, const std::string& run_dir, size_t planned_runs) override;
-  void finish(const std::vector<RunRecord>& runs) override;
-  bool written() const { return written_; }
-  const ReportInput& input() const { return input_; }
-  const std::string& markdown_path() const { return markdown_path_; }
-  const std::string& html_path() const { return html_path_; }
-
- private:
-  Reporter* notices_;
-  ReportInput input_;
-  bool written_ = false;
-  std::string markdown_path_, html_path_;
 };
 
 }  // namespace trainscope

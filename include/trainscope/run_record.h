@@ -240,7 +240,7 @@ struct RunRecord {
   std::optional<InferenceSection> inference;  // trainscope/inference.h
   std::optional<InputPipelineSection> input_pipeline;  // how batches were made (src/train/batch_source.h)
 
-  // variants, MFU, time-to-accuracy (issue 14; trainscope/variants.h, trainscope/mfu.h)
+  // variants, MFU, time-to-accuracy (trainscope/variants.h, trainscope/mfu.h)
   std::string variant = "eager";     // canonical variant name (variants.h); part of the run id unless eager
   /// Why the variant did not run as asked: "not applicable on cpu: ..." (status not_applicable),
   /// or the CUDA-graph capture's fallback reason (the run continued eagerly); "" = ran as asked.
@@ -314,7 +314,7 @@ struct RunRecord {
     v("telemetry", s.telemetry, Better::kNone, kLiteral);
     v("profile", s.profile, Better::kNone, kLiteral);
     v("inference", s.inference, Better::kNone, kLiteral);
-    // variants, MFU, time-to-accuracy (issue 14)
+    // variants, MFU, time-to-accuracy
     v("variant", s.variant, Better::kNone, kLiteral);
     v("variant_note", s.variant_note, Better::kNone);
     v("train_flops_per_s", s.train_flops_per_s, Better::kHigher);

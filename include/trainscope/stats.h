@@ -16,8 +16,6 @@ double percentile_sorted(const std::vector<double>& sorted, double p);
 
 std::optional<double> mean(const std::vector<double>& values);
 std::optional<double> median(std::vector<double> values);
-/// Sample standard deviation (n-1); nullopt for fewer than 2 values.
-std::optional<double> stddev(const std::vector<double>& values);
 
 /// Length of the union of [start, end) intervals (ns); overlapping intervals count once, so a
 /// busy fraction computed from it is <= 100 % by construction

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,17 +44,16 @@ struct TelemetryOptions {
   std::string proc_root = "/proc", sys_root = "/sys";
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path; "" disables NVML
   bool enable_nvml = true, enable_proc = true, enable_rapl = true, enable_hwmon = true;
-  // Period of the slow fields: NVML's ms-slow ones (energy counter, PCIe throughput, process
-  // list, GPM metrics; bench/RESULTS.md lists 3.8 ms (energy) and 20.8 ms (PCIe) per call on
-  // an H200, against 0.3..6 us for the others) and proc's CPU frequency (a file per CPU, the
-  // part of a proc poll that grows with the host). Never faster than interval_s.
+  // Period of the slow fields: NVML's ones that take milliseconds per call (energy counter, PCIe
+  // throughput, process list, GPM metrics; the others take microseconds) and proc's CPU frequency
+  // (a file per CPU, the part of a proc poll that grows with the host). Never faster than
+  // interval_s. Per-call figures: bench/RESULTS.md, "Figures the code's choices rest on".
   double slow_interval_s = 1.0;
-  // Period of NVML's PCIe throughput, the slowest field (two calls of ~21 ms each that wait in
-  // the driver, 42 ms of the sampler's wall time per read; each reading is a ~20 ms snapshot of
-  // the link, not an average). Whether reading it every second costs a launch-bound run is not
-  // resolved (bench/RESULTS.md, fourteenth session: two A/Bs of 16 pairs disagreed), so it is
-  // read less often by default at little loss. Never faster than slow_interval_s; a GPU that
-  // becomes a run's GPU gets it at once.
+  // Period of NVML's PCIe throughput, the slowest field (two calls that wait in the driver; each
+  // reading is a snapshot of the link of about one call's length, not an average). Whether
+  // reading it every second costs a launch-bound run is not known, so it is read less often by
+  // default at little loss. Never faster than slow_interval_s; a GPU that becomes a run's GPU
+  // gets it at once.
   double pcie_interval_s = 10.0;
 };
 
@@ -62,6 +62,15 @@ struct CounterSeries {
   std::string metric;  // with unit, e.g. "power_w"
   std::vector<std::pair<int64_t, double>> points;  // (ns since origin, value)
 };
+
+/// The samples of <run_dir>/telemetry.csv.gz (or telemetry.csv) as one series per (device,
+/// metric), in time order, those `keep(device, metric)` picks (every one when `keep` is empty),
+/// each thinned to at most `max_points` by keeping each time bucket's min and max so peaks
+/// survive (max_points 0, or below 8: every point). Malformed lines are skipped. A missing or
+/// unreadable file, or one with no sample kept: empty, with the reason in *why.
+std::vector<CounterSeries> read_telemetry_series(
+    const std::string& run_dir, size_t max_points, std::string* why,
+    const std::function<bool(const std::string& device, const std::string& metric)>& keep);
 
 struct GpuInfo {
   int nvml_index = -1;
@@ -138,9 +147,9 @@ class TelemetrySampler {
   TelemetrySnapshot sample_now();
   /// sample_now() that also reads the run GPUs' energy counters (set_run_devices) when the slow
   /// fields are not due: the edge of a window then has a counter reading of its own rather than
-  /// one up to slow_interval_s away (docs/telemetry.md#energy). About 3.5 ms on the caller's
-  /// thread on an H200 (the call spins; bench/RESULTS.md, tenth session); `trainscope run`
-  /// calls it at the headline window's start and after the last step, outside both windows.
+  /// one up to slow_interval_s away (docs/telemetry.md#energy). The call spins for milliseconds on
+  /// the caller's thread, so `trainscope run` calls it at the headline window's start and after
+  /// the last step, outside both windows.
   TelemetrySnapshot read_energy_now();
 
   std::vector<GpuInfo> gpus() const;
@@ -149,8 +158,8 @@ class TelemetrySampler {
   /// only for the GPUs listed; the others keep their fast fields (power, utilisation, memory,
   /// temperature, clocks). An empty list: no GPU's slow fields (between runs, on a CPU run).
   /// nullopt: every GPU's (the default; `monitor`). Why: a slow poll holds a core for
-  /// about 7.7 ms a second on the H200 host (bench/RESULTS.md, tenth session), which an all-core
-  /// CPU run may wait for (a possible cost, not a measured one). Takes effect at the next poll
+  /// milliseconds every slow interval, which an all-core CPU run may wait for (a possible cost,
+  /// not a measured one). Takes effect at the next poll
   /// (sample_now() to read a new run GPU's slow fields at once); callable before start().
   void set_run_devices(std::optional<std::vector<std::string>> devices);
   /// The sources as probed; reason is "" when available. NVML details carry driver/NVML
@@ -170,11 +179,12 @@ class TelemetrySampler {
   TelemetrySection run_section(int64_t t0_ns, int64_t t1_ns, int64_t samples_processed,
                                const std::string& device) const;
   std::vector<CounterSeries> series() const;  // for trace counter tracks and charts
-  /// Raw samples, gzip CSV with header "t_ns,device,metric,value".
   /// Every sample so far as CSV text: "t_ns,device,metric,value" header, rows by time.
   std::string samples_csv() const;
   /// samples_csv() gzipped, written atomically (trainscope/fs.h); throws Error(kIo) on failure.
-  void write_samples_csv_gz(const std::string& path) const;
+  /// `earlier` (the CSV text of an earlier session's file, header included; `run --resume`)
+  /// comes first, and this sampler's rows follow it without a second header.
+  void write_samples_csv_gz(const std::string& path, const std::string& earlier = "") const;
 
   /// Nanoseconds since origin, now.
   int64_t now_ns() const;

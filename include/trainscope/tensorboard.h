@@ -45,7 +45,7 @@ struct TensorBoardScalar {
 };
 
 /// The scalars of one run (tags above), from its record and the telemetry series of its run
-/// folder (trainscope/report.h load_telemetry_series; points outside the run's window are left
+/// folder (trainscope/telemetry.h read_telemetry_series; points outside the run's window are left
 /// out). Ordered by tag group: train, epoch, run, phases, telemetry.
 std::vector<TensorBoardScalar> tensorboard_scalars(const RunRecord& r, const std::vector<CounterSeries>& telemetry);
 

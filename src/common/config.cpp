@@ -346,8 +346,8 @@ void validate(const MatrixConfig& m) {
   no_duplicates(m.models, "model");
   no_duplicates(m.batch_sizes, "batch size");
   no_duplicates(m.devices, "device");
-  // variants (issue 14): "bf16+graphs" and "graphs+bf16" are one variant
-  // variants: [] is the default set (default_variants: eager, plus graphs with a GPU)
+  // variants: "bf16+graphs" and "graphs+bf16" are one variant; [] is the default set
+  // (default_variants: eager, plus graphs with a GPU)
   std::vector<std::string> canonical;
   for (const auto& v : m.train.variants) canonical.push_back(parse_variant(v, "--variants").name());
   no_duplicates(canonical, "variant");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/text.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 namespace trainscope {

@@ -7,11 +7,9 @@
 // above M_TRIM_THRESHOLD back to the kernel. Both move at run time: freeing a mapped block of up to
 // 32 MiB raises the mmap threshold to its size and the trim threshold to twice that. Which tensors
 // are mapped, unmapped and faulted in again each step therefore depends on the order of the
-// process's first allocations and frees, which one more thread shifts. Measured on a 2-core VM
-// (bench/RESULTS.md, "The allocator, not the sampler"): cpu cnn b128 ran in one of two states,
-// 1 500 or 750 samples/s, with 1.4 or 2.8 million page faults per 150 steps, whether telemetry was
-// on or off; with the thresholds fixed every run was in the fast state, and with a 1 GiB mmap
-// threshold (rather than 32 MiB) its 49 and 98 MiB blocks came from the heap too.
+// process's first allocations and frees, which one more thread shifts: the same CPU run then lands
+// in a fast or a slow state by chance; with the thresholds fixed it always runs in the fast one
+// (bench/RESULTS.md, "Figures the code's choices rest on").
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
 #include <malloc.h>
@@ -23,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "trainscope/host_malloc.h"
 #include "trainscope/provenance.h"
 
 namespace trainscope {

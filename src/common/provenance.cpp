@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "trainscope/build_info.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/git_commit.h"
 
 namespace trainscope {

@@ -176,7 +176,7 @@ void add_train(std::vector<Setting>& t) {
   t.push_back({.key = "train.inject_nan_at_step", .flag = "--inject-nan-at-step", .noun = "NaN injection step",
                .help = "testing: make the loss NaN at this step", .range = {.min = -1}, .note = "-1 = off",
                .field = TS_FIELD(train.inject_nan_at_step), .in_file = false, .hidden = true});
-  // ---- variants (issue 14; trainscope/variants.h)
+  // ---- variants (trainscope/variants.h)
   t.push_back({.key = "train.variants", .flag = "--variants", .noun = "variant",
                .help = "execution variants, a matrix dimension: eager, or a '+' combination of graphs, bf16, tf32, "
                        "channels_last, threadsN (e.g. eager,bf16,graphs+bf16,threads8; docs/variants.md)",

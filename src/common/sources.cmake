@@ -9,6 +9,6 @@ target_sources(trainscope_core PRIVATE
   common/progress.cpp
   common/stats.cpp
   common/text.cpp
-  # variants (issue 14)
+  # execution variants (trainscope/variants.h)
   common/variants.cpp
   common/mfu.cpp)

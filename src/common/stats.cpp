@@ -30,13 +30,6 @@ std::optional<double> mean(const std::vector<double>& v) {
 
 std::optional<double> median(std::vector<double> v) { return percentile(std::move(v), 50); }
 
-std::optional<double> stddev(const std::vector<double>& v) {
-  if (v.size() < 2) return std::nullopt;
-  double m = *mean(v), acc = 0;
-  for (double x : v) acc += (x - m) * (x - m);
-  return std::sqrt(acc / static_cast<double>(v.size() - 1));
-}
-
 long long union_length(std::vector<std::pair<long long, long long>> iv) {
   std::sort(iv.begin(), iv.end());
   long long total = 0, cur_s = 0, cur_e = 0;

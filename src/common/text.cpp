@@ -6,7 +6,6 @@
 #include <cmath>
 #include <ctime>
 
-#include "trainscope/console_table.h"
 
 namespace trainscope {
 

@@ -16,9 +16,17 @@ enum class UtcFormat {
 std::string utc_timestamp(UtcFormat format = UtcFormat::kIso8601);
 
 /// A number with about three significant digits: 1234.5 -> "1234", 12.34 -> "12.3", 1.234 ->
-/// "1.23", 0.1234 -> "0.12" (console lines, reports). format_duration (trainscope/console_table.h,
-/// defined with it in src/common/text.cpp) puts a unit on seconds with it.
+/// "1.23", 0.1234 -> "0.12" (console lines, reports).
 std::string format_number(double v);
+
+/// Human units, about three significant digits: 0.5 s -> "500 ms", 4000 s -> "66.7 min" (the
+/// console, the report and the summary use this one).
+std::string format_duration(double seconds);
+
+/// A rate (samples/s, images/s) as the report and summary print it, so that the console, report.md,
+/// report.html and the summary show the same digits: format_number's rule, 12345.6 -> "12346",
+/// 45.67 -> "45.7".
+std::string format_rate(double per_s);
 
 /// A count and its noun, singular for 1: (1, "epoch") -> "1 epoch", (2, "epoch") -> "2 epochs"
 /// (report sentences; nouns whose plural is not noun + "s" need their own wording).

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "trainscope/cpu_budget.h"
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
 #include "trainscope/provenance.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 
 namespace trainscope {

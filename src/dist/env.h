@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 namespace trainscope {

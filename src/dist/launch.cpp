@@ -22,6 +22,7 @@ extern char** environ;
 #include "dist/context.h"
 #include "dist/rank.h"
 #include "train/device.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 #include "trainscope/variants.h"
 

@@ -9,6 +9,7 @@
 #include "common/text.h"
 #include "dist/context.h"
 #include "train/device.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 

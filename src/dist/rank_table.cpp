@@ -2,23 +2,24 @@
 
 #include <fmt/format.h>
 
-#include "trainscope/console_table.h"
+#include "common/text.h"
 
 namespace trainscope {
 namespace dist {
 
 namespace {
 
-std::string num(const std::optional<double>& v, const char* fmt_spec = "{:.2f}") {
+// A table cell: the figure in `fmt_spec`, or "—" when it was not measured.
+std::string cell(const std::optional<double>& v, const char* fmt_spec = "{:.2f}") {
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "—";
 }
 
 std::string rank_line(const RankSummary& k) {
   return fmt::format("{:>4}  {:<14} {:<8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}  {}\n", k.rank,
                      k.host.substr(0, 14), k.device, k.steady_samples_per_s ? format_rate(*k.steady_samples_per_s) : "—",
-                     num(k.step_ms), num(k.forward_ms), num(k.backward_ms), num(k.optimizer_ms), num(k.comm_ms),
-                     num(k.comm_overlap_ms), num(k.comm_wait_ms), num(k.power_w_mean, "{:.0f}"),
-                     num(k.util_pct_mean, "{:.0f}"),
+                     cell(k.step_ms), cell(k.forward_ms), cell(k.backward_ms), cell(k.optimizer_ms), cell(k.comm_ms),
+                     cell(k.comm_overlap_ms), cell(k.comm_wait_ms), cell(k.power_w_mean, "{:.0f}"),
+                     cell(k.util_pct_mean, "{:.0f}"),
                      k.status == "ok" ? "ok" : k.status + (k.failure_reason.empty() ? "" : ": " + k.failure_reason));
 }
 
@@ -35,8 +36,8 @@ std::string format_rank_table(const RunRecord& r) {
   for (const auto& k : d.ranks) out += rank_line(k);
   out += fmt::format("imbalance max/min: step time {}, power {}, utilisation {}, memory {}; exposed communication {} % "
                      "of the step; all ranks {} samples/s\n",
-                     num(d.step_time_imbalance), num(d.power_imbalance), num(d.util_imbalance),
-                     num(d.memory_imbalance), num(d.comm_share_pct, "{:.1f}"),
+                     cell(d.step_time_imbalance), cell(d.power_imbalance), cell(d.util_imbalance),
+                     cell(d.memory_imbalance), cell(d.comm_share_pct, "{:.1f}"),
                      d.global_samples_per_s ? format_rate(*d.global_samples_per_s) : "—");
   if (d.scaling_efficiency_pct)
     out += fmt::format("scaling efficiency {:.1f} % of {} x the one-process run {}\n", *d.scaling_efficiency_pct,

@@ -10,6 +10,7 @@
 
 #include "report/report_util.h"
 #include "results/record_json.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/variants.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"

@@ -161,10 +161,6 @@ std::optional<T> section_from_json(const nlohmann::json& j) {
 
 }  // namespace record_json
 
-template <class T>
-nlohmann::json section_json(const std::optional<T>& s) {
-  return s ? record_json::write(*s) : nlohmann::json(nullptr);
-}
 inline nlohmann::json to_json(const TelemetrySection& s) { return record_json::write(s); }
 inline nlohmann::json to_json(const TelemetrySummary& s) { return record_json::write(s); }
 inline nlohmann::json to_json(const ProfileSection& s) { return record_json::write(s); }

@@ -46,7 +46,7 @@ void add_record_metrics(std::vector<RunMetric>& m) {
   add(m, "peak_rss_bytes", false, [](const RunRecord& r) { return d(r.peak_rss_bytes); });
   add(m, "device_peak_allocated_bytes", false, [](const RunRecord& r) { return d(r.device_peak_allocated_bytes); });
   add(m, "device_peak_reserved_bytes", false, [](const RunRecord& r) { return d(r.device_peak_reserved_bytes); });
-  // variants (issue 14)
+  // variants, MFU, time-to-accuracy
   add(m, "train_flops_per_s", true, [](const RunRecord& r) { return r.train_flops_per_s; });
   add(m, "mfu_pct", true, [](const RunRecord& r) { return r.mfu_pct; });
   add(m, "time_to_accuracy_s", false, [](const RunRecord& r) {

@@ -45,22 +45,24 @@ namespace {
 
 // A whole number (a byte count, a peak read from a counter) in full, as spreadsheets read it
 // back exactly; any other value to 6 significant digits. 2^53: the largest such a double holds.
-std::string num(double v) {
+std::string csv_number(double v) {
   if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) return fmt::format("{:.0f}", v);
   return fmt::format("{:.6g}", v);
 }
+// An optional count (an integer) as written; absent: an empty cell.
 template <typename T>
-std::string num(const std::optional<T>& v) {
+std::string csv_count(const std::optional<T>& v) {
   return v ? fmt::format("{}", *v) : std::string();
 }
-std::string numd(const std::optional<double>& v) { return v ? num(*v) : std::string(); }
+// An optional figure as csv_number writes it; absent: an empty cell.
+std::string csv_number(const std::optional<double>& v) { return v ? csv_number(*v) : std::string(); }
 
 // CSV cell of a headline field (numbers: whole ones in full, others 6 significant digits; absent: empty).
 struct CsvCell {
   std::vector<std::string>* out;
   std::string operator()(const std::string& v) const { return csv_field(v); }
-  std::string operator()(const OptD& v) const { return numd(v); }
-  std::string operator()(const OptI& v) const { return num(v); }
+  std::string operator()(const OptD& v) const { return csv_number(v); }
+  std::string operator()(const OptI& v) const { return csv_count(v); }
   std::string operator()(const std::optional<bool>& v) const { return v ? (*v ? "true" : "false") : ""; }
   template <class T>
   void operator()(const char*, const T& v, Better) const {
@@ -78,8 +80,8 @@ std::vector<std::string> headline_cells(const std::optional<TelemetrySection>& t
 std::vector<std::string> inference_cells(const std::optional<InferenceSection>& i) {
   const auto* ss = i && i->single_stream ? &*i->single_stream : nullptr;
   const auto* off = i && i->offline ? &*i->offline : nullptr;
-  return {numd(ss ? ss->latency.p50_ms : std::nullopt), numd(ss ? ss->latency.p99_ms : std::nullopt),
-          numd(off ? off->best_samples_per_s : std::nullopt)};
+  return {csv_number(ss ? ss->latency.p50_ms : std::nullopt), csv_number(ss ? ss->latency.p99_ms : std::nullopt),
+          csv_number(off ? off->best_samples_per_s : std::nullopt)};
 }
 
 }  // namespace
@@ -99,33 +101,33 @@ std::vector<std::string> csv_header() {
   for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision",
                         "target_accuracy_pct", "target_reached", "time_to_target_s", "samples_to_target",
                         "energy_to_target_j"})
-    cols.push_back(c);  // variants, MFU, time-to-accuracy (issue 14)
+    cols.push_back(c);  // variants, MFU, time-to-accuracy
   return cols;
 }
 
 std::vector<std::string> csv_row(const RunRecord& r) {
-  auto ph = [&](double PhaseBreakdown::*m) { return r.phases ? num(r.phases.value().*m) : std::string(); };
+  auto ph = [&](double PhaseBreakdown::*m) { return r.phases ? csv_number(r.phases.value().*m) : std::string(); };
   std::vector<std::string> row = {csv_field(r.run_id), r.device, csv_field(r.device_name), csv_field(r.model), std::to_string(r.batch_size),
           std::to_string(r.repeat), to_string(r.status), r.error_kind, csv_field(r.failure_reason),
-          csv_field(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), num(r.parameters),
-          numd(r.forward_flops_per_sample), r.optimizer, num(r.learning_rate), std::to_string(r.seed),
+          csv_field(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), csv_count(r.parameters),
+          csv_number(r.forward_flops_per_sample), r.optimizer, csv_number(r.learning_rate), std::to_string(r.seed),
           std::to_string(r.intra_op_threads), std::to_string(r.epochs_requested), std::to_string(r.epochs_completed),
-          std::to_string(r.steps_completed), std::to_string(r.steps_per_epoch), num(r.train_time_s),
-          numd(r.steady_samples_per_s), numd(r.mean_epoch_time_s), numd(r.time_for_requested_epochs_s),
+          std::to_string(r.steps_completed), std::to_string(r.steps_per_epoch), csv_number(r.train_time_s),
+          csv_number(r.steady_samples_per_s), csv_number(r.mean_epoch_time_s), csv_number(r.time_for_requested_epochs_s),
           r.time_for_requested_epochs_is_estimate ? "true" : "false", r.stopped_early ? "true" : "false",
-          r.stop_reason, numd(r.final_train_loss), numd(r.final_train_accuracy_pct), numd(r.test_accuracy_pct),
+          r.stop_reason, csv_number(r.final_train_loss), csv_number(r.final_train_accuracy_pct), csv_number(r.test_accuracy_pct),
           ph(&PhaseBreakdown::data_ms), ph(&PhaseBreakdown::h2d_ms), ph(&PhaseBreakdown::forward_ms),
           ph(&PhaseBreakdown::backward_ms), ph(&PhaseBreakdown::optimizer_ms), ph(&PhaseBreakdown::step_ms),
-          r.phases ? r.phases->method : "", num(r.peak_rss_bytes), num(r.device_peak_allocated_bytes),
-          num(r.device_peak_reserved_bytes)};
+          r.phases ? r.phases->method : "", csv_count(r.peak_rss_bytes), csv_count(r.device_peak_allocated_bytes),
+          csv_count(r.device_peak_reserved_bytes)};
   for (auto& c : inference_cells(r.inference)) row.push_back(std::move(c));
   row.push_back(std::to_string(r.world_size));
   for (auto& c : headline_cells(r.telemetry)) row.push_back(std::move(c));
-  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy (issue 14)
-  for (auto& c : std::initializer_list<std::string>{csv_field(r.variant), csv_field(r.variant_note), numd(r.train_flops_per_s), numd(r.mfu_pct),
-                  r.mfu_precision, tta ? num(tta->target_pct) : "", std::string(tta ? (tta->reached ? "true" : "false") : ""),
-                  numd(tta ? tta->time_s : std::nullopt), num(tta ? tta->samples : std::nullopt),
-                  numd(tta ? tta->energy_j : std::nullopt)})
+  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy
+  for (auto& c : std::initializer_list<std::string>{csv_field(r.variant), csv_field(r.variant_note), csv_number(r.train_flops_per_s), csv_number(r.mfu_pct),
+                  r.mfu_precision, tta ? csv_number(tta->target_pct) : "", std::string(tta ? (tta->reached ? "true" : "false") : ""),
+                  csv_number(tta ? tta->time_s : std::nullopt), csv_count(tta ? tta->samples : std::nullopt),
+                  csv_number(tta ? tta->energy_j : std::nullopt)})
     row.push_back(c);
   return row;
 }

@@ -4,4 +4,5 @@ target_sources(trainscope_core PRIVATE
   results/run_metrics.cpp
   results/console_table.cpp
   results/inference_reporters.cpp
-  results/input_pipeline_text.cpp)
+  results/input_pipeline_text.cpp
+  results/results_files.cpp)

@@ -12,7 +12,6 @@
 #include "tboard/tfevents.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
-#include "trainscope/report.h"
 #include "trainscope/tensorboard.h"
 
 namespace trainscope {
@@ -138,7 +137,7 @@ void TensorBoardReporter::run_finished(const RunRecord& r) {
   if (r.status == RunStatus::kNotApplicable) return;  // measured nothing: no event file, no fake 0
   try {
     std::string why;
-    auto series = load_telemetry_series(run_dir_, 0, &why, tensorboard_metric);
+    auto series = read_telemetry_series(run_dir_, 0, &why, tensorboard_metric);
     write_tensorboard_events(run_folder(r.run_id), tensorboard_scalars(r, series), host_);
   } catch (const std::exception& e) {
     if (notices_) notices_->notice(fmt::format("TensorBoard events of {} not written: {}", r.run_id, e.what()));

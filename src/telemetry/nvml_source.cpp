@@ -1,10 +1,9 @@
-// NVIDIA GPUs through NVML (dlopen). Cheap fields (us per call, bench/RESULTS.md "Peer figures")
-// are polled every sample; the ms-slow ones (total energy 3.8 ms, process list, GPM) every
-// slow_interval and PCIe throughput (20.8 ms per call, waiting in the driver) every pcie_interval,
-// only for the GPUs a run uses (set_run_devices): on the H200 host a slow poll holds a core for
-// 7.7 ms a second (bench/RESULTS.md, tenth session), a cost to an all-core CPU run for fields that
-// run does not use; the PCIe calls hold the sampler 42 ms, whose cost to a launch-bound GPU run
-// is not resolved (fourteenth session). A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
+// NVIDIA GPUs through NVML (dlopen). Cheap fields (microseconds per call) are polled every sample;
+// the slow ones (total energy, process list, GPM: milliseconds per call) every slow_interval and
+// PCIe throughput (tens of ms per call, waiting in the driver) every pcie_interval, only for the
+// GPUs a run uses (set_run_devices), because a slow poll holds a core that an all-core CPU run may
+// wait for (the figures: bench/RESULTS.md, "Figures the code's choices rest on").
+// A call answering NOT_SUPPORTED (or an entry point the library lacks) marks
 // that field unsupported for that GPU: counted once as dropped, never polled again. GPU_IS_LOST
 // retires the GPU; the others go on.
 #include <unistd.h>

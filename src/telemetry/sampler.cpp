@@ -513,7 +513,7 @@ TelemetrySummary TelemetrySampler::summarize(int64_t t0_ns, int64_t t1_ns, int64
   for (const auto& [key, f] : impl_->store) by_device[key.first][key.second] = &f;
   for (const auto& [device, fields] : by_device) {
     DeviceTelemetry& d = out.devices[device];
-    for (const auto& [metric, f] : fields) d.fields_[metric] = field_stats(*f, t0_ns, t1_ns);
+    for (const auto& [metric, f] : fields) d.metrics[metric] = field_stats(*f, t0_ns, t1_ns);
     d.energy = energy_for(fields, t0_ns, t1_ns, samples_processed);
   }
   return out;
@@ -550,8 +550,13 @@ std::string TelemetrySampler::samples_csv() const {
   return text;
 }
 
-void TelemetrySampler::write_samples_csv_gz(const std::string& path) const {
-  write_file_atomic(path, gzip_compress(samples_csv()));
+void TelemetrySampler::write_samples_csv_gz(const std::string& path, const std::string& earlier) const {
+  std::string rows = samples_csv();
+  if (!earlier.empty()) {
+    auto body = rows.find('\n');  // skip this sampler's header line
+    rows = earlier + (body == std::string::npos ? std::string() : rows.substr(body + 1));
+  }
+  write_file_atomic(path, gzip_compress(rows));
 }
 
 }  // namespace trainscope

@@ -9,4 +9,5 @@ target_sources(trainscope_core PRIVATE
   telemetry/nvml_source.cpp
   telemetry/sampler.cpp
   telemetry/headline.cpp
+  telemetry/series_file.cpp
   telemetry/prometheus.cpp)

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "data/stream_defaults.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 #include "trainscope/provenance.h"
 
@@ -53,7 +54,7 @@ class SourceBase : public BatchSource {
 
 // Assembles a batch by copying whole samples into the (pinned) staging buffer. A plain
 // memcpy per sample: at::index_select would fan out to every intra-op thread, and waking 32
-// idle OpenMP threads costs ~0.5 ms per step on a GPU host (measured: bench/RESULTS.md).
+// idle OpenMP threads costs a GPU step more than the copy (bench/RESULTS.md, "Figures the code's choices rest on").
 class MemorySource : public SourceBase {
  public:
   MemorySource(const Workload& w, int64_t B, bool pinned, int staging) : SourceBase(w) {

@@ -8,6 +8,7 @@
 
 #include "common/text.h"
 #include "train/compat.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 #include "trainscope/provenance.h"
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 #include "trainscope/telemetry.h"
 

@@ -1,3 +1,4 @@
+#include "trainscope/host_malloc.h"
 #include "trainscope/runner.h"
 
 #include <algorithm>
@@ -764,13 +765,7 @@ void Matrix::merge_run(RunRecord rec) {
 // telemetry.csv.gz: the earlier sessions' rows (--resume) plus every sample of this session,
 // rewritten atomically after each run, so a SIGKILL keeps what was sampled for finished runs.
 void Matrix::write_telemetry() {
-  if (!sampler_) return;
-  std::string rows = sampler_->samples_csv();
-  if (!kept_telemetry_.empty()) {
-    auto body = rows.find('\n');  // skip this session's header line
-    rows = kept_telemetry_ + (body == std::string::npos ? std::string() : rows.substr(body + 1));
-  }
-  write_file_atomic(res_.run_dir + "/telemetry.csv.gz", gzip_compress(rows));
+  if (sampler_) sampler_->write_samples_csv_gz(res_.run_dir + "/telemetry.csv.gz", kept_telemetry_);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ target_sources(trainscope PRIVATE
   train/optimizer.cpp
   train/runner.cpp
   train/min_time.cpp
-  # variants (issue 14)
+  # execution variants (trainscope/variants.h)
   train/variant_exec.cpp
   train/step_sums.cpp)
 # CUDA graphs (graph_step.h): the capture in CUDA builds, a stub that always falls back elsewhere.

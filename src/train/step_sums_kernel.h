@@ -1,8 +1,7 @@
 // One CUDA kernel for a training step's loss and accuracy sums (step_sums.h), launched by
 // add_step_sums in CUDA builds instead of the ATen sequence (add, argmax, eq, sum, add: five
-// kernels). Inside a captured graph every kernel costs the replay a few microseconds; on mlp
-// b128 (~115 us per step with graphs+bf16 on an H200) the five were the 7 % by which trainscope
-// trailed Python's graph recipe that sums nothing (bench/RESULTS.md, seventh session). Plain
+// kernels): inside a captured graph every kernel costs the replay a few microseconds, which a
+// short step feels (bench/RESULTS.md, "Figures the code's choices rest on"). Plain
 // CUDA runtime types, no LibTorch: the .cu builds without ATen's CUDA headers.
 #pragma once
 

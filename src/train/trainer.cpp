@@ -126,17 +126,17 @@ class TrainLoop {
   bool step(EpochState& e, int64_t s);
   // the step's compute: eager (forward, loss, backward, optimizer) or one graph replay
   std::pair<torch::Tensor, torch::Tensor> eager_compute(const torch::Tensor& x, const torch::Tensor& y, int64_t s,
-                                                        Clock::time_point* hm);
-  void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* hm);
+                                                        Clock::time_point* host_marks);
+  void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* host_marks);
   void try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s);
   bool fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor& bx, torch::Tensor& by);
-  void phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm);
+  void phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* host_marks);
   // --target-accuracy (docs/variants.md#time-to-accuracy)
   void maybe_evaluate_mid_epoch(EpochState& e);
   void check_target(double accuracy_pct, double trained_s, int64_t end_ns);
   void target_figures();
   void after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
-                  const Clock::time_point* hm);
+                  const Clock::time_point* host_marks);
   bool should_stop(const EpochState& e, int64_t s);
   dist::StopWish local_stop_wish() const;
   void drain_stop_votes(const EpochState& e);
@@ -164,7 +164,8 @@ class TrainLoop {
   std::unique_ptr<BatchSource> batches_;
   std::unique_ptr<dist::RunSync> dist_;  // data-parallel runs only (src/dist/grad_sync.h)
   torch::Generator gen_;
-  int64_t n_ = 0, B_ = 0, steps_per_epoch_ = 0;
+  int64_t shard_samples_ = 0;  // training samples of this rank (all of them in one process)
+  int64_t batch_size_ = 0, steps_per_epoch_ = 0;
   int staging_ = 1;
   bool rss_reset_ = false;
 
@@ -241,17 +242,17 @@ void TrainLoop::set_up() {
   reset_device_memory_stats(dev_);
   rss_reset_ = reset_peak_rss();
 
-  n_ = dist_ ? dist_->shard_size(tr.count) : tr.count, B_ = spec_.batch_size;
-  steps_per_epoch_ = (n_ + B_ - 1) / B_;
-  if (B_ > n_)
+  shard_samples_ = dist_ ? dist_->shard_size(tr.count) : tr.count, batch_size_ = spec_.batch_size;
+  steps_per_epoch_ = (shard_samples_ + batch_size_ - 1) / batch_size_;
+  if (batch_size_ > shard_samples_)
     r_.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
                                    "all {} samples",
-                                   B_, n_, n_));
+                                   batch_size_, shard_samples_, shard_samples_));
   r_.steps_per_epoch = steps_per_epoch_;
   clock_ = make_phase_clock(dev_, steps_per_epoch_);
   // Pinned staging buffers (GPU) so host-to-device copies are asynchronous DMA transfers.
   staging_ = cuda_ ? kStaging : 1;
-  batches_ = make_batch_source(w_, B_, cuda_, staging_, cfg_.seed);
+  batches_ = make_batch_source(w_, batch_size_, cuda_, staging_, cfg_.seed);
   gen_ = at::detail::createCPUGenerator(cfg_.seed + 1);
   ph_.method = clock_->method();
   keep_data_on_device();
@@ -327,13 +328,13 @@ void TrainLoop::close_headline(Clock::time_point t) {
 
 void TrainLoop::begin_epoch(EpochState& e) {
   if (hooks_.progress)
-    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, B_, e.epoch, cfg_.epochs),
+    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, batch_size_, e.epoch, cfg_.epochs),
                            steps_per_epoch_);
   e.perm = torch::randperm(w_.data.train.count, gen_, torch::TensorOptions().dtype(torch::kLong));
   if (dist_) e.perm = dist_->shard(e.perm);
   e.perm_ptr = e.perm.data_ptr<int64_t>();
   if (resident_) dev_perm_ = e.perm.to(dev_);
-  else batches_->begin_epoch(e.epoch, e.perm_ptr, n_);
+  else batches_->begin_epoch(e.epoch, e.perm_ptr, shard_samples_);
   e.sums = make_step_sums(dev_);
   e.host_data_ms.assign(static_cast<size_t>(steps_per_epoch_), 0.0);
   e.host_step_ms = e.host_data_ms;
@@ -348,26 +349,26 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   const auto t0 = Clock::now();
   if (hooks_.on_step_begin) hooks_.on_step_begin(global_step_);
   torch::Tensor bx, by;  // from the batch source, or device tensors when the data set is resident
-  int64_t m = std::min(B_, n_ - s * B_);
+  int64_t m = std::min(batch_size_, shard_samples_ - s * batch_size_);
   bool filled = fetch_batch(e, s, m, bx, by);  // the batch is in the graph's static buffers (or it gathers it)
   const auto t_data = Clock::now();
-  Clock::time_point hm[PhaseClock::kMarks];
-  hm[0] = t_data;
+  Clock::time_point host_marks[PhaseClock::kMarks];
+  host_marks[0] = t_data;
   clock_->mark(s, 0);
-  if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == B_) {
+  if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == batch_size_) {
     try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by, s);
     filled = graph_ != nullptr;
   }
   torch::Tensor loss;
-  replayed_ = graph_ && m == B_;
+  replayed_ = graph_ && m == batch_size_;
   if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
-    graph_compute(bx, by, filled, s, hm);
+    graph_compute(bx, by, filled, s, host_marks);
     loss = graph_->loss();  // the replay added its loss and accuracy sums inside the graph
   } else {
     auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
     torch::Tensor logits;
-    std::tie(loss, logits) = eager_compute(x, y, s, hm);
+    std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
     add_step_sums(e.sums, loss, logits, y);
   }
   ++global_step_;
@@ -385,7 +386,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
     r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv});  // already on the host
   }
   r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
-  after_step(e, s, m, t0, t_data, hm);
+  after_step(e, s, m, t0, t_data, host_marks);
   if (hooks_.progress) hooks_.progress->update(s + 1);
   if (s + 1 < steps_per_epoch_) maybe_evaluate_mid_epoch(e);  // the epoch's last step: evaluate_epoch
   return should_stop(e, s);
@@ -396,8 +397,8 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
 // because the captured graph gathers the batch itself (only its indices were copied).
 bool TrainLoop::fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor& bx, torch::Tensor& by) {
   if (resident_) {
-    auto idx = dev_perm_.narrow(0, s * B_, m);
-    if (graph_ && m == B_ && graph_->static_index()) {
+    auto idx = dev_perm_.narrow(0, s * batch_size_, m);
+    if (graph_ && m == batch_size_ && graph_->static_index()) {
       graph_->static_index()->copy_(idx, /*non_blocking=*/true);
       return true;
     }
@@ -406,30 +407,30 @@ bool TrainLoop::fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor&
     return false;
   }
   if (cuda_ && s >= staging_) clock_->wait(s - staging_, 1);  // that buffer's copy has finished
-  std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * B_, m);
+  std::tie(bx, by) = batches_->next(s, e.perm_ptr + s * batch_size_, m);
   m = bx.size(0);
   return false;
 }
 
 // Forward (the variant's StepForward), loss, backward and optimizer step, marking the phases.
 std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Tensor& x, const torch::Tensor& y,
-                                                                 int64_t s, Clock::time_point* hm) {
+                                                                 int64_t s, Clock::time_point* host_marks) {
   clock_->mark(s, 1);
-  hm[1] = Clock::now();
+  host_marks[1] = Clock::now();
   auto logits = forward_(x);
   auto loss = torch::nn::functional::cross_entropy(logits, y);
   if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
   clock_->mark(s, 2);
-  hm[2] = Clock::now();
+  host_marks[2] = Clock::now();
   opt_->zero_grad();
   if (dist_) dist_->before_backward(global_step_, local_stop_wish());
   loss.backward();
   if (dist_) dist_->after_backward();
   clock_->mark(s, 3);
-  hm[3] = Clock::now();
+  host_marks[3] = Clock::now();
   opt_->step();
   clock_->mark(s, 4);
-  hm[4] = Clock::now();
+  host_marks[4] = Clock::now();
   return {loss, logits};
 }
 
@@ -437,16 +438,16 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
 // (asynchronously) and the graph replayed. Phases: h2d, then the whole replay booked as
 // "forward" (backward and optimizer are inside it and read 0; docs/variants.md#cuda-graphs).
 void TrainLoop::graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s,
-                              Clock::time_point* hm) {
+                              Clock::time_point* host_marks) {
   if (!filled) {
     graph_->static_x().copy_(bx, /*non_blocking=*/true);
     graph_->static_y().copy_(by, /*non_blocking=*/true);
   }
   clock_->mark(s, 1);
-  hm[1] = Clock::now();
+  host_marks[1] = Clock::now();
   graph_->replay();
   for (int k = 2; k < PhaseClock::kMarks; ++k) clock_->mark(s, k);
-  hm[2] = hm[3] = hm[4] = Clock::now();
+  host_marks[2] = host_marks[3] = host_marks[4] = Clock::now();
 }
 
 // Captures the training step with this step's batch (graph_step.h). Its warm-up steps train the
@@ -454,7 +455,7 @@ void TrainLoop::graph_compute(const torch::Tensor& bx, const torch::Tensor& by, 
 void TrainLoop::try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s) {
   constexpr int kCaptureWarmup = 3;  // PyTorch's recipe (graph_step.h)
   std::optional<ResidentSet> set;  // a resident training set: the graph gathers its own batches
-  if (resident_) set = ResidentSet{dev_x_, dev_y_, dev_perm_.narrow(0, s * B_, B_)};
+  if (resident_) set = ResidentSet{dev_x_, dev_y_, dev_perm_.narrow(0, s * batch_size_, batch_size_)};
   CaptureOutcome out = capture_train_step(*model_, *opt_, forward_, x, y, dev_, kCaptureWarmup, set ? &*set : nullptr);
   if (out.step) {
     graph_ = std::move(out.step);
@@ -468,7 +469,7 @@ void TrainLoop::try_capture(const torch::Tensor& x, const torch::Tensor& y, int6
 
 // Books the step into its protocol window, feeds the hooks, opens/closes the headline window.
 void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
-                           const Clock::time_point* hm) {
+                           const Clock::time_point* host_marks) {
   const int64_t step = global_step_ - 1;
   const auto t_end = Clock::now();
   last_step_end_ = t_end;
@@ -496,7 +497,7 @@ void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_poin
     case StepRole::kAfterProfile: after_ms_.add(step_ms); break;
     case StepRole::kWarmup: break;
   }
-  if (hooks_.on_phase_span) phase_spans(step, t0, t_data, hm);
+  if (hooks_.on_phase_span) phase_spans(step, t0, t_data, host_marks);
   if (hooks_.on_step_end) hooks_.on_step_end(step);
   if (!headline_open_ && !headline_closed_ && global_step_ == cfg_.warmup_steps && global_step_ < first_touched_)
     open_headline();
@@ -509,16 +510,16 @@ void TrainLoop::after_step(EpochState& e, int64_t s, int64_t m, Clock::time_poin
 
 // The step's phase spans for the hooks: data, h2d, forward, backward, optimizer; a replayed
 // graph step has data, h2d and one "graph_replay" span.
-void TrainLoop::phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* hm) {
+void TrainLoop::phase_spans(int64_t step, Clock::time_point t0, Clock::time_point t_data, const Clock::time_point* host_marks) {
   static const char* kPhase[] = {"h2d", "forward", "backward", "optimizer"};
   auto ns = [&](Clock::time_point t) { return ns_since(spec_.origin, t); };
   hooks_.on_phase_span(step, "data", ns(t0), ns(t_data));
-  hooks_.on_phase_span(step, "h2d", ns(hm[0]), ns(hm[1]));
+  hooks_.on_phase_span(step, "h2d", ns(host_marks[0]), ns(host_marks[1]));
   if (replayed_) {
-    hooks_.on_phase_span(step, "graph_replay", ns(hm[1]), ns(hm[4]));
+    hooks_.on_phase_span(step, "graph_replay", ns(host_marks[1]), ns(host_marks[4]));
     return;
   }
-  for (int k = 1; k < 4; ++k) hooks_.on_phase_span(step, kPhase[k], ns(hm[k]), ns(hm[k + 1]));
+  for (int k = 1; k < 4; ++k) hooks_.on_phase_span(step, kPhase[k], ns(host_marks[k]), ns(host_marks[k + 1]));
 }
 
 bool TrainLoop::should_stop(const EpochState& e, int64_t s) {
@@ -689,7 +690,7 @@ void TrainLoop::check_target(double accuracy_pct, double trained_s, int64_t end_
   t.steps = global_step_;
   t.end_ns = end_ns;
   stop_ = true;
-  r_.stopped_early = global_step_ < planned_train_steps(cfg_, n_, B_);
+  r_.stopped_early = global_step_ < planned_train_steps(cfg_, shard_samples_, batch_size_);
   if (r_.stopped_early) r_.stop_reason = "target_accuracy";
 }
 
@@ -705,7 +706,7 @@ void TrainLoop::target_figures() {
 // MFU (trainscope/mfu.h): 3 x forward FLOPs x samples/s against the peak of the variant's precision.
 // LibTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by default
 // (at::globalContext().allowTF32CuDNN()), so a CUDA run of a convolutional model is rated
-// against the TF32 peak even in eager (against FP32's it read 78-89 % for resnet18 on the H200).
+// against the TF32 peak even in eager (against FP32's it would overstate MFU several times).
 void TrainLoop::mfu_figures() {
   const bool cudnn_tf32 = cuda_ && !variant_.bf16 && at::globalContext().allowTF32CuDNN() && has_4d_parameters(*model_);
   auto f = compute_mfu(r_.forward_flops_per_sample, r_.steady_samples_per_s, spec_.device, r_.device_name,
@@ -753,7 +754,7 @@ void TrainLoop::figures() {
     r_.notes.push_back(fmt::format("the time budget ended the run at step {}, before the profiling window placed at the "
                                    "end of the {} planned steps: nothing was profiled (the headline stays undisturbed); "
                                    "set --profile-skip or --max-steps to profile such runs",
-                                   global_step_, planned_train_steps(cfg_, n_, B_)));
+                                   global_step_, planned_train_steps(cfg_, shard_samples_, batch_size_)));
   epoch_time_figures();
   mfu_figures();
   target_figures();
@@ -784,7 +785,7 @@ void TrainLoop::epoch_time_figures() {
     double eval_mean = 0;
     for (const auto& e : r_.epochs) eval_mean += e.eval_time_s / static_cast<double>(r_.epochs.size());
     r_.time_for_requested_epochs_s =
-        static_cast<double>(cfg_.epochs) * (static_cast<double>(n_) / *r_.steady_samples_per_s + eval_mean);
+        static_cast<double>(cfg_.epochs) * (static_cast<double>(shard_samples_) / *r_.steady_samples_per_s + eval_mean);
     r_.time_for_requested_epochs_is_estimate = true;
   }
 }

@@ -19,6 +19,7 @@
 
 #include "../test_helpers.h"
 #include "train/script_models.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/fs.h"
 #include "trainscope/provenance.h"
 #include "trainscope/inference_reporter.h"
@@ -725,7 +726,7 @@ TEST(Cli, ProfileWindowClosesBeforeInference) {
   EXPECT_TRUE(r["inference"].contains("single_stream"));
 }
 
-// ---- Models given to `run` and `infer` (issue 12). The TorchScript files are built in C++ at
+// ---- Models given to `run` and `infer`. The TorchScript files are built in C++ at
 // test time (tests/train/script_models.h).
 namespace {
 std::vector<std::string> model_matrix(const std::string& out, const std::string& name, const std::string& models) {
@@ -820,7 +821,7 @@ TEST(Cli, FailedRunStepCountAgreesWithTheProfilerWarning) {
   }
 }
 
-// ---------------------------------------------------------------- issue 16: across machines
+// ---------------------------------------------------------------- across machines
 
 namespace {
 

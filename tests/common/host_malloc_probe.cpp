@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "trainscope/host_malloc.h"
 #include "trainscope/provenance.h"
 
 int main(int argc, char** argv) {

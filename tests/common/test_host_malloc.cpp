@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <string>
+#include "trainscope/host_malloc.h"
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "trainscope/build_info.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 namespace {

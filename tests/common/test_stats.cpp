@@ -29,9 +29,7 @@ TEST(Stats, UnionLengthMergesOverlaps) {
   EXPECT_EQ(union_length({{5, 5}, {7, 3}}), 0);
 }
 
-TEST(Stats, MeanMedianStddev) {
+TEST(Stats, MeanMedian) {
   EXPECT_DOUBLE_EQ(*mean({1, 2, 3}), 2);
   EXPECT_DOUBLE_EQ(*median({5, 1, 3}), 3);
-  EXPECT_NEAR(*stddev({2, 4, 4, 4, 5, 5, 7, 9}), 2.138089935, 1e-8);
-  EXPECT_FALSE(stddev({1}).has_value());
 }

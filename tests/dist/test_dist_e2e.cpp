@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist/compat_c10d.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
 #include <cmath>

@@ -6,6 +6,7 @@
 
 #include "dist/env.h"
 #include "dist/rank_table.h"
+#include "trainscope/cpu_budget.h"
 #include "trainscope/error.h"
 
 using namespace trainscope;

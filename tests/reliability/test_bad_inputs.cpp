@@ -1,4 +1,4 @@
-// The bad-input table (issue 7): every row builds one bad input in a fresh temporary folder,
+// The bad-input table (CONTRIBUTING.md#the-bad-input-table): every row builds one bad input in a fresh temporary folder,
 // feeds it to the public reader that would see it in a run, and expects exactly one outcome:
 //
 //  * readers that throw (config, data sets, files): trainscope::Error of the listed kind whose
@@ -235,7 +235,7 @@ std::vector<Row> rows() {
            ErrorKind::kInvalidArgument, "use 1..1048576 samples (--eval-batch-size; TOML key train.eval_batch_size)");
   toml_row("toml_inference_budget_over_an_hour", "[inference]\noffline_budget_s = 7200\n",
            "inference.offline_budget_s 7200", ErrorKind::kInvalidArgument, "use (0, 3600] s");
-  // run_name (--name) is one folder under out_dir: never a path that leaves it (issue 12).
+  // run_name (--name) is one folder under out_dir: never a path that leaves it.
   toml_row("toml_run_name_parent", "run_name = \"../escaped\"\n", "'../escaped'", ErrorKind::kInvalidArgument,
            "is not one safe folder name");
   toml_row("toml_run_name_absolute", "run_name = \"/abs/path\"\n", "'/abs/path'", ErrorKind::kInvalidArgument,

@@ -1034,7 +1034,7 @@ TEST(ReportCompare, UnknownMetricIsAnError) {
   EXPECT_THROW(compare_runs(a, a, "steady_samples_per_s", -1), Error);
 }
 
-// ---------------------------------------------------------------- issue 16: the dashboard
+// ---------------------------------------------------------------- the dashboard
 
 TEST(ReportSummary, OpensWithOneTablePerModelThenChartsThenAnswers) {
   auto in = load_run_folder(kStudy);

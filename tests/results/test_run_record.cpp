@@ -8,6 +8,7 @@
 #include <set>
 
 #include "results/record_json.h"
+#include "common/text.h"
 #include "trainscope/console_table.h"
 #include "trainscope/error.h"
 #include "trainscope/report.h"
@@ -217,8 +218,8 @@ TEST(RunRecord, TypedSectionsRoundTripThroughJson) {
   auto r = sample("cuda:0", 1000);
   TelemetrySection t;
   t.headline.energy_j = 12.5;
-  t.summary.devices["gpu1"].fields_["power_w"].mean = 23;
-  t.summary.devices["gpu1"].fields_["power_w"].drop_reasons["sentinel"] = 2;
+  t.summary.devices["gpu1"].metrics["power_w"].mean = 23;
+  t.summary.devices["gpu1"].metrics["power_w"].drop_reasons["sentinel"] = 2;
   t.summary.sources.push_back({"nvml", "", true, {"power_w"}, {R"({"driver_version":"580.0"})"}});
   r.telemetry = t;
   ProfileSection p;

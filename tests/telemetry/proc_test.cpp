@@ -247,7 +247,7 @@ TEST(telemetry_ProcSource, GarbageAndMissingFiles) {
   EXPECT_NE(p.reason.find("ENOENT"), std::string::npos) << p.reason;
 }
 
-// Container memory (issue 12): /proc/meminfo is the host's inside a container, so the cgroup's
+// Container memory: /proc/meminfo is the host's inside a container, so the cgroup's
 // own usage and limit are read beside the process RSS. cgroup v2: /proc/self/cgroup "0::PATH",
 // files memory.current / memory.max under <sys>/fs/cgroup/PATH.
 TEST(telemetry_ProcSource, CgroupV2MemoryUsageAndLimit) {

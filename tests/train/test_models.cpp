@@ -106,7 +106,7 @@ TEST(Models, CheckpointReloadsToIdenticalOutputs) {
   }
 }
 
-// Weight sharing (issue 12): one Linear(784, 784) registered under three names is one set of
+// Weight sharing: one Linear(784, 784) registered under three names is one set of
 // parameters, counted once (the traversal lists it three times: 1,854,170 before the fix).
 TEST(Models, SharedParametersAreCountedOnce) {
   auto path = ts_test::save_shared_linear_net(::testing::TempDir() + "shared_counted.pt");

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "common/text.h"
 #include "trainscope/console_table.h"
 #include "trainscope/compare.h"
 #include "trainscope/history.h"

@@ -25,6 +25,7 @@
 #include "train/trainer.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "trainscope/host_malloc.h"
 #include "trainscope/inference.h"
 #include "trainscope/inference_reporter.h"
 #include "trainscope/runner.h"

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "commands.h"
@@ -27,6 +28,7 @@
 #include "trainscope/profile.h"
 #include "trainscope/fs.h"
 #include "trainscope/reporter.h"
+#include "trainscope/reporter_registry.h"
 #include "trainscope/runner.h"
 #include "trainscope/tensorboard.h"
 #include "interrupt.h"
@@ -165,22 +167,54 @@ int matrix_exit_status(const MatrixResult& res) {
   return kExitOk;
 }
 
-// The reporters of `trainscope run`, results first (so a later reporter's failure never loses a
-// run), then the history database, the console and the report.
+// What the reporters of one `trainscope run` read and where they live: the console and the
+// report are read by others (notices) and after the matrix (the summary); the rest are owned here.
 // A data-parallel rank other than 0 (`secondary`) writes only its own results files (its folder
 // is <run folder>/ranks/rankN); rank 0 reports for the whole job (docs/distributed.md).
+struct RunOutputs {
+  const MatrixConfig& m;
+  std::string inject_failure;
+  bool secondary = false;
+  ConsoleReporter console{m.profile.top_n};
+  ReportFilesReporter report{&console};
+  std::vector<std::unique_ptr<Reporter>> owned;
+  Reporter* own(std::unique_ptr<Reporter> r) { return owned.emplace_back(std::move(r)).get(); }
+};
+
+// The outputs of `trainscope run`, by name (trainscope/reporter_registry.h), in the order the
+// matrix calls them: results first, so a later reporter's failure never loses a run.
+const ReporterRegistry<RunOutputs>& run_reporters() {
+  static const ReporterRegistry<RunOutputs> reg = [] {
+    ReporterRegistry<RunOutputs> r;
+    r.add("results", "results.json and results.csv, rewritten after every run", [](RunOutputs& o) {
+      return o.own(std::make_unique<ResultsFilesReporter>());
+    });
+    r.add("inject-failure", "testing only (--inject-reporter-failure): fails after the first run",
+          [](RunOutputs& o) -> Reporter* {
+            return o.inject_failure.empty() ? nullptr : o.own(std::make_unique<FaultReporter>(o.inject_failure));
+          });
+    r.add("history", "the run history database (history.sqlite)", [](RunOutputs& o) -> Reporter* {
+      if (o.secondary) return nullptr;
+      const std::string db = o.m.history_db.empty() ? o.m.out_dir + "/history.sqlite" : o.m.history_db;
+      return o.own(std::make_unique<HistoryReporter>(db, &o.console));
+    });
+    r.add("console", "a line per run, the matrix table, the top operators",
+          [](RunOutputs& o) -> Reporter* { return o.secondary ? nullptr : &o.console; });
+    r.add("report", "report.md and report.html at the end",
+          [](RunOutputs& o) -> Reporter* { return o.secondary ? nullptr : &o.report; });
+    r.add("tensorboard", "a TensorBoard event file per run (unless --no-tensorboard)", [](RunOutputs& o) -> Reporter* {
+      if (!o.m.tensorboard.enabled || o.secondary) return nullptr;
+      return o.own(std::make_unique<TensorBoardReporter>(o.m.tensorboard.dir, &o.console));
+    });
+    return r;
+  }();
+  return reg;
+}
+
 int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure, bool secondary = false) {
-  ResultsFilesReporter results;
-  ConsoleReporter console(m.profile.top_n);
-  HistoryReporter history(m.history_db.empty() ? m.out_dir + "/history.sqlite" : m.history_db, &console);
-  ReportFilesReporter report(&console);
-  FaultReporter fault(inject_failure);
-  std::vector<Reporter*> reporters{&results};
-  if (!inject_failure.empty()) reporters.push_back(&fault);
-  if (!secondary)
-    for (Reporter* r : std::initializer_list<Reporter*>{&history, &console, &report}) reporters.push_back(r);
-  TensorBoardReporter tensorboard(m.tensorboard.dir, &console);
-  if (m.tensorboard.enabled && !secondary) reporters.push_back(&tensorboard);
+  RunOutputs out{m, inject_failure, secondary};
+  const std::vector<Reporter*> reporters = run_reporters().make(out);
+  const ReportFilesReporter& report = out.report;
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
       "at once)\n");
