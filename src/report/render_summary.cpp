@@ -8,6 +8,7 @@
 #include <set>
 
 #include "report/report_util.h"
+#include "trainscope/variants.h"
 
 namespace trainscope::report_detail {
 
@@ -172,12 +173,43 @@ std::string scaling_line(const BatchScaling& s, bool multi_host) {
   return v;
 }
 
+// Per model, the fastest measured recipe (variant and batch size) of each device and its speed-up
+// over the CPU's fastest: what a verdict on where to train rests on (docs/report.md#how-to-read-it).
+std::vector<std::string> fastest_recipes(const Analysis& a) {
+  std::vector<std::string> bases, lines;
+  for (const auto& c : a.cells)
+    if (const auto b = split_model_variant(c.model).first; std::find(bases.begin(), bases.end(), b) == bases.end())
+      bases.push_back(b);
+  for (const auto& base : bases) {
+    std::vector<const Cell*> best;  // per device, in the cells' order
+    for (const auto& c : a.cells) {
+      if (split_model_variant(c.model).first != base || !c.samples_per_s.ok()) continue;
+      auto it = std::find_if(best.begin(), best.end(), [&](const Cell* x) { return x->device == c.device && x->host == c.host; });
+      if (it == best.end()) best.push_back(&c);
+      else if (c.samples_per_s.median > (*it)->samples_per_s.median) *it = &c;
+    }
+    const auto cpu = std::find_if(best.begin(), best.end(), [](const Cell* x) { return x->device == "cpu"; });
+    if (best.size() < 2 || cpu == best.end()) continue;  // one device: nothing to weigh
+    std::string v = fmt::format("`{}`, fastest measured recipe per device:", base);
+    for (const Cell* c : best) {
+      v += fmt::format(" {} `{}` b{} {} samples/s", c->device, c->model, c->batch_size, fmt_num(c->samples_per_s.median));
+      if (c != *cpu && (*cpu)->samples_per_s.median > 0)
+        v += fmt::format(" ({}× the CPU's)", fmt_num(c->samples_per_s.median / (*cpu)->samples_per_s.median));
+      v += ";";
+    }
+    v.back() = '.';
+    lines.push_back(v);
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::string md_summary(const Analysis& a) {
   std::string s = "## Summary\n\nPer model, every device and batch size: median over repeats; speed-up = samples/s "
                   "over the CPU's for the same workload; — = not measured.\n\n";
   for (const auto& m : models_of(a)) s += fmt::format("### `{}`\n\n", m) + md_table(summary_table(a, m)) + "\n";
+  for (const auto& x : fastest_recipes(a)) s += "- " + x + "\n";
   for (const auto& x : a.summary_absences) s += "- — " + x + "\n";
   if (!a.summary_absences.empty()) s += "\n";
   for (const auto& h : a.host_comparisons) {
@@ -199,6 +231,11 @@ std::string md_summary(const Analysis& a) {
 std::string console_summary(const Analysis& a) {
   std::string s = "Summary (median over repeats; speed-up over the CPU of the same workload)\n";
   for (const auto& m : models_of(a)) s += fmt::format("{}\n", m) + text_table(summary_table(a, m));
+  for (const auto& x : fastest_recipes(a)) {
+    std::string line = x;
+    std::erase(line, '`');
+    s += "  " + line + "\n";
+  }
   for (const auto& x : a.summary_absences) s += "  — " + x + "\n";
   for (const auto& h : a.host_comparisons) {
     s += fmt::format("\nAcross machines: A = {}; B = {}\n", h.host_a, h.host_b);

@@ -455,3 +455,15 @@ TEST(Variants, DefaultSetIsEagerPlusGraphsWithAGpu) {
   EXPECT_EQ(default_variants({"cpu", "cuda:0"}), (std::vector<std::string>{"eager", "graphs"}));
   EXPECT_EQ(default_variants({"cuda:1"}), (std::vector<std::string>{"eager", "graphs"}));
 }
+
+// The summary names, per model, each device's fastest measured recipe: the verdict's basis.
+TEST(VariantAdvice, SummaryNamesEachDevicesFastestRecipe) {
+  ReportInput in;
+  in.runs = {ok_run("cpu", "mlp", 128, "eager", 235628), ok_run("cuda:0", "mlp", 128, "eager", 185860),
+             ok_run("cuda:0", "mlp", 128, "graphs", 789896), ok_run("cuda:0", "mlp", 64, "graphs", 617201)};
+  const std::string md = render_markdown(in, analyze(in));
+  EXPECT_NE(md.find("`mlp`, fastest measured recipe per device: cpu `mlp` b128 235628 samples/s; cuda:0 "
+                    "`mlp [graphs]` b128 789896 samples/s (3.35× the CPU's)."),
+            std::string::npos)
+      << md;
+}
