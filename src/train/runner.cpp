@@ -23,6 +23,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/min_time.h"
+#include "train/lm_task.h"
 #include "train/trainer.h"
 #include "workload/model_names.h"
 #include "trainscope/batch_sweep.h"
@@ -71,7 +72,9 @@ nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& dat
           {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
           {"trained_on", spec.device},
           {"batch_size", spec.batch_size},
-          {"seed", spec.train.seed}};
+          {"seed", spec.train.seed},
+          {"task", w.data.task},
+          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
 }
 
 namespace {
@@ -232,7 +235,7 @@ void Matrix::check_inputs() {
   // Models: build each once on the CPU to reject unknown names, shape mismatches and models
   // with nothing to train before anything runs.
   for (const auto& m : cfg_.models) {
-    auto model = make_model(m, tr.channels, tr.height, tr.width, tr.num_classes);
+    auto model = make_run_model(m, tr, cfg_.train);
     check_model_fits(*model, workload_->train_x, tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
     model_has_4d_[m] = has_4d_parameters(*model);
   }
@@ -581,7 +584,10 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
       p->on_phase_span(s, ph, t0, t1);
     };
   }
-  if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
+  if (cfg_.inference.enabled && workload_->data.train.is_tokens())
+    rec.notes.push_back("inference not measured: a language model's inference is generation (prefill and decode "
+                        "tokens/s, TTFT, TPOT), which trainscope does not measure yet (docs/language-models.md)");
+  else if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
     hooks.on_trained = [&](Model& m, const torch::Device& d) {
       // A run that ends inside the profiling window: close it first, so inference
       // operators never land in the training operator table or trace.

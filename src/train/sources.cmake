@@ -1,8 +1,10 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
+  workload/gpt.cpp
   workload/model_check.cpp
   train/device.cpp
   train/trainer.cpp
+  train/lm_task.cpp
   train/batch_source.cpp
   train/optimizer.cpp
   train/runner.cpp

@@ -1,3 +1,5 @@
+#include "train/lm_task.h"
+#include "train/task_loss.h"
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -61,6 +63,10 @@ Workload make_workload(DatasetPair data) {
   w.data = std::move(data);
   auto& tr = w.data.train;
   auto& te = w.data.test;
+  if (tr.is_tokens()) {  // windows and their next tokens: two views of the token stream (trainscope/dataset.h)
+    view_token_windows(w);
+    return w;
+  }
   const int64_t resident = tr.sample_numel() > 0 ? static_cast<int64_t>(tr.images.size()) / tr.sample_numel() : 0;
   w.train_x = torch::from_blob(tr.images.data(), {resident, tr.channels, tr.height, tr.width}, torch::kFloat);  // < count when streamed
   w.train_y = torch::from_blob(tr.labels.data(), {tr.count}, torch::kLong);
@@ -79,17 +85,20 @@ std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const t
   int64_t n = x.size(0);
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  int64_t rows = 0;  // predictions: samples, or tokens of a language model
   for (int64_t s = 0; s < n; s += batch_size) {
     int64_t m = std::min(batch_size, n - s);
     auto bx = x.narrow(0, s, m).to(device);
     auto by = y.narrow(0, s, m).to(device);
-    auto logits = model.forward(bx);
-    correct += logits.argmax(1).eq(by).sum();
-    loss_sum += torch::nn::functional::cross_entropy(logits, by, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
+    auto logits = prediction_rows(model.forward(bx));  // language models: one row per token
+    auto targets = target_rows(by);
+    correct += logits.argmax(1).eq(targets).sum();
+    loss_sum += torch::nn::functional::cross_entropy(logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
+    rows += targets.size(0);
   }
   model.set_training(true);
-  double acc = 100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(n);
-  return {acc, loss_sum.item<double>() / static_cast<double>(n)};
+  double acc = 100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(rows, 1));
+  return {acc, loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(rows, 1))};
 }
 
 namespace {
@@ -212,6 +221,7 @@ void TrainLoop::describe_run() {
   r_.repeat = spec_.repeat;
   r_.status = RunStatus::kRunning;
   fill_run_settings(r_, cfg_, w_);
+  describe_task(r_, spec_.model, w_.data, cfg_, dev_, parse_variant(spec_.variant, "the run's variant").bf16);
   r_.start_ns = ns_since(spec_.origin, Clock::now());
   variant_ = parse_variant(spec_.variant, "the run's variant");
   r_.variant = variant_.name();
@@ -225,10 +235,10 @@ void TrainLoop::set_up() {
   const auto& tr = w_.data.train;
   // Same seed for every device and batch size, so runs start from the same weights.
   torch::manual_seed(cfg_.seed);
-  model_ = make_model(spec_.model, tr.channels, tr.height, tr.width, tr.num_classes);
+  model_ = make_run_model(spec_.model, tr, cfg_);
   r_.parameters = model_->parameter_count();
   try {
-    r_.forward_flops_per_sample = count_forward_flops(*model_, tr.channels, tr.height, tr.width);
+    r_.forward_flops_per_sample = run_forward_flops(*model_, spec_.model, tr, cfg_);
   } catch (const c10::Error& e) {
     throw_error(ErrorKind::kModel, fmt::format("model '{}' cannot take inputs of shape 1x{}x{}x{} from the data set: {}",
                                                spec_.model, tr.channels, tr.height, tr.width,
@@ -279,7 +289,7 @@ void TrainLoop::set_up_variant() {
 void TrainLoop::keep_data_on_device() {
   if (!cuda_ || w_.data.stream) return;
   const auto total = device_memory_stats(dev_).total_bytes;
-  const int64_t bytes = w_.train_x.numel() * 4 + w_.train_y.numel() * 8;
+  const int64_t bytes = w_.train_x.numel() * w_.train_x.element_size() + w_.train_y.numel() * 8;
   if (!total || bytes > *total / 4) return;
   dev_x_ = w_.train_x.to(dev_);
   dev_y_ = w_.train_y.to(dev_);
@@ -369,7 +379,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
     torch::Tensor logits;
     std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
-    add_step_sums(e.sums, loss, logits, y);
+    add_task_sums(e.sums, loss, logits, y);
   }
   ++global_step_;
   ++e.steps;
@@ -418,7 +428,7 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
   clock_->mark(s, 1);
   host_marks[1] = Clock::now();
   auto logits = forward_(x);
-  auto loss = torch::nn::functional::cross_entropy(logits, y);
+  auto loss = task_loss(logits, y);
   if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
   clock_->mark(s, 2);
   host_marks[2] = Clock::now();
@@ -616,11 +626,11 @@ void TrainLoop::finish_epoch(EpochState& e) {
   er.steps = e.steps;
   er.samples = e.samples;
   er.profiled_steps = e.profiled_steps;
-  const double denom = static_cast<double>(std::max<int64_t>(e.samples, 1));
+  const double denom = static_cast<double>(std::max<int64_t>(e.samples * predictions_per_sample(w_.data.train), 1));
   if (graph_) graph_->drain_sums(e.sums);  // the replays' sums (graph_step.h)
   const auto sums = e.sums.cpu();
   er.train_loss = sums[0].item<double>() / denom;
-  er.train_accuracy_pct = 100.0 * sums[1].item<double>() / denom;
+  if (!w_.data.train.is_tokens()) er.train_accuracy_pct = 100.0 * sums[1].item<double>() / denom;
   er.epoch_time_s = epoch_time;
   er.samples_per_s = epoch_time > 0 ? static_cast<double>(e.samples) / epoch_time : 0;
   er.complete = e.steps == steps_per_epoch_;
@@ -645,7 +655,7 @@ void TrainLoop::evaluate_epoch(EpochRecord& er) {
   Evaluation ev = mid_eval_;
   if (!reuse) {
     const auto e0 = Clock::now();
-    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
     ev.seconds = seconds(e0, Clock::now());
     eval_time_total_ += ev.seconds;
   }
@@ -665,7 +675,7 @@ void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
   const double trained_s = train_time_ + seconds(e.start, t0) - epoch_paused_s_;
   const bool was_open = headline_open_;
   if (was_open) close_headline(t0);
-  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
   const auto t1 = Clock::now();
   epoch_paused_s_ += seconds(t0, t1);
   eval_time_total_ += seconds(t0, t1);
@@ -757,6 +767,7 @@ void TrainLoop::figures() {
                                    global_step_, planned_train_steps(cfg_, shard_samples_, batch_size_)));
   epoch_time_figures();
   mfu_figures();
+  language_model_figures(r_);
   target_figures();
 }
 
