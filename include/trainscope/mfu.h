@@ -11,8 +11,8 @@
 //
 // The precision in use picks the peak: bf16 -> BF16 tensor cores; tf32 -> TF32 tensor cores;
 // otherwise FP32 (CUDA cores). LibTorch's default lets cuDNN use TF32 for convolutions even in
-// fp32 "eager", so the trainer passes tf32 for a CUDA run of a convolutional model (trainer.cpp,
-// TrainLoop::mfu_figures; docs/variants.md#mfu).
+// fp32 "eager", so the trainer passes tf32 for a CUDA run of a convolutional model
+// (src/train/run_figures.cpp, TrainLoop::mfu_figures; docs/variants.md#mfu).
 #pragma once
 
 #include <optional>

@@ -42,7 +42,7 @@ std::optional<double> speedup(const Cell& gpu, const Cell& cpu);
 /// the first match is returned (callers that compare hosts pass the host).
 const Cell* find_cell(const std::vector<Cell>& cells, const std::string& device, const std::string& model,
                       int64_t batch_size, const std::string& host = "");
-/// Shared by the renderings (src/report/render.cpp): the speed-up column text ("6.24×",
+/// Shared by the renderings (src/report/render_parts.cpp): the speed-up column text ("6.24×",
 /// "1× (baseline)", "—"), a device telemetry Stat marked "n=3, too few" when too few readings
 /// were behind it, HTML escaping, and `code` spans to <code>.
 std::string speedup_of(const Analysis& a, const Cell& c);

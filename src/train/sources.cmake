@@ -3,8 +3,15 @@ target_sources(trainscope PRIVATE
   workload/gpt.cpp
   workload/model_check.cpp
   train/device.cpp
+  # train_run: its loop (train/train_loop.h) in one file per idea
   train/trainer.cpp
   train/lm_task.cpp
+  train/train_step.cpp
+  train/graph_replay.cpp
+  train/measurement.cpp
+  train/run_figures.cpp
+  train/evaluation.cpp
+  train/peak_rss.cpp
   train/batch_source.cpp
   train/optimizer.cpp
   train/runner.cpp
