@@ -94,7 +94,7 @@ struct ProfileConfig {
   bool profile_memory = true;
   bool with_flops = false;     // needs every operator's inputs copied: +overhead (bench/RESULTS.md)
   int64_t trace_max_bytes = 64ll << 20;  // trace.json.gz size cap (uncompressed bytes)
-  int64_t top_n = 15;          // operators shown on the console
+  int64_t top_n = 5;           // operators shown on the console (after the answer)
 };
 
 /// Inference after training (trainscope/inference.h).

@@ -21,7 +21,9 @@ inline const char* op_name(const at::RecordFunction& fn) { return fn.name(); }
 /// (renamed c10::OutOfMemoryError in 2.x); both derive from c10::Error and say "out of memory".
 inline bool is_out_of_memory(const c10::Error& e) {
   std::string m = e.what();
-  return m.find("out of memory") != std::string::npos || m.find("OutOfMemory") != std::string::npos;
+  // CUDA's "out of memory", and the CPU allocator's "can't allocate memory" (DefaultCPUAllocator)
+  return m.find("out of memory") != std::string::npos || m.find("OutOfMemory") != std::string::npos ||
+         m.find("can't allocate memory") != std::string::npos;
 }
 
 
