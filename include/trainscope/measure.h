@@ -42,12 +42,28 @@ struct MeasureConfig {
   TelemetryOptions telemetry_options;
   std::string device;                 // telemetry device of the headline: "cpu", "gpu0"; "" = gpu0
                                       // when NVML sees a GPU, else cpu
+  double tree_interval_s = 0.5;       // period of the process-tree readings (/proc scan), > 0
+  std::string proc_root = "/proc";
 };
 
 /// Step-time statistics of a window, ms.
 struct StepStats {
   int64_t steps = 0;
   double mean_ms = 0, p50_ms = 0, p95_ms = 0, max_ms = 0;
+};
+
+/// One reading of the program's process tree (/proc: the program and its descendants).
+struct TreeSample {
+  int64_t t_ns = 0;
+  double cpu_pct = -1;  // CPU time / wall time since the previous reading, 100 = one core; -1 first
+  int64_t rss_bytes = 0, threads = 0, processes = 0;
+};
+
+/// The process tree over a window.
+struct TreeSummary {
+  int64_t samples = 0;
+  std::optional<double> cpu_pct_mean, cpu_pct_max;
+  std::optional<int64_t> rss_bytes_max, threads_max, processes_max;
 };
 
 struct MeasureResult {
@@ -64,11 +80,13 @@ struct MeasureResult {
   StepStats window;
   std::optional<double> steps_per_s, items_per_s;
   std::optional<TelemetrySection> telemetry;  // over the window (or the whole run without one)
+  std::vector<TreeSample> tree;               // the program's process tree, about every 0.5 s
+  TreeSummary tree_window;                    // over the same window as telemetry
   std::vector<std::string> notes;
 };
 
 /// Runs `config.command` to its end and measures it; writes into config.out_dir: stdout.log,
-/// stderr.log (the program's output), steps.csv, telemetry.csv.gz, measure.json. `on_start`
+/// stderr.log (the program's output), steps.csv, process_tree.csv, telemetry.csv.gz, measure.json. `on_start`
 /// (optional) is called with the child's pid once it runs. Signals SIGINT, SIGTERM, SIGHUP and
 /// SIGQUIT sent to this process are forwarded to the program (a terminal's Ctrl-C reaches both
 /// directly and is not sent twice); the handlers are restored on return.

@@ -193,6 +193,7 @@ ChildExit run_child(const ChildSpec& spec, const ChildEvents& events) {
   spawn(spec, run);
   int exec_errno = 0;
   const bool exec_failed = ::read(run.fail.r, &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  if (!exec_failed && events.on_start) events.on_start(run.pid);
   std::array<pollfd, 3> fds{{{run.out.r, POLLIN, 0}, {run.err.r, POLLIN, 0}, {run.steps.r, POLLIN, 0}}};
   const std::array<int, 3> files{out_file, err_file, -1}, echoes{spec.echo ? 1 : -1, spec.echo ? 2 : -1, -1};
   std::optional<int> status;

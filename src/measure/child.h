@@ -19,6 +19,7 @@ struct ChildSpec {
 };
 
 struct ChildEvents {
+  std::function<void(int pid)> on_start;                   // the child runs
   std::function<void(const std::string& chunk)> on_steps;  // step-pipe bytes as they come
   std::function<void()> on_tick;                           // about every tick_ms
   int tick_ms = 100;

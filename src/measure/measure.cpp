@@ -9,6 +9,7 @@
 
 #include "common/provenance_json.h"
 #include "measure/child.h"
+#include "measure/process_tree.h"
 #include "results/record_json.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -29,6 +30,7 @@ void validate(const MeasureConfig& c) {
   if (c.items_per_step && !(*c.items_per_step > 0))
     throw_error(ErrorKind::kInvalidArgument, fmt::format("measure: --items-per-step must be > 0, not {}", *c.items_per_step));
   if (c.stall_timeout_s < 0) throw_error(ErrorKind::kInvalidArgument, "measure: --stall-timeout must be >= 0 (0: none)");
+  if (!(c.tree_interval_s > 0)) throw_error(ErrorKind::kInvalidArgument, "measure: the process-tree interval must be > 0");
 }
 
 // <out>/hook/sitecustomize.py, and the environment that puts it first on PYTHONPATH.
@@ -81,6 +83,11 @@ nlohmann::json result_json(const MeasureResult& r, const MeasureConfig& c, const
   j["steps_per_s"] = r.steps_per_s ? nlohmann::json(*r.steps_per_s) : nlohmann::json(nullptr);
   j["items_per_s"] = r.items_per_s ? nlohmann::json(*r.items_per_s) : nlohmann::json(nullptr);
   if (r.telemetry) j["telemetry"] = record_json::write(*r.telemetry);
+  const TreeSummary& t = r.tree_window;
+  auto num = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["process_tree"] = {{"samples", t.samples}, {"cpu_pct_mean", num(t.cpu_pct_mean)}, {"cpu_pct_max", num(t.cpu_pct_max)},
+                       {"rss_bytes_max", num(t.rss_bytes_max)}, {"threads_max", num(t.threads_max)},
+                       {"processes_max", num(t.processes_max)}};
   j["notes"] = r.notes;
   return j;
 }
@@ -96,6 +103,8 @@ struct Watch {
   MeasureResult* r = nullptr;
   int bad_lines = 0;
   std::chrono::steady_clock::time_point origin;
+  std::unique_ptr<ProcessTree> tree;
+  int64_t tree_due_ns = 0;
 
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
@@ -106,6 +115,12 @@ struct Watch {
     if (cut == std::string::npos) return;
     bad_lines += parse_step_lines(partial.substr(0, cut + 1), origin_mono_ns, r->step_end_ns, &r->items_reported);
     partial.erase(0, cut + 1);
+  }
+  void on_tick(const MeasureConfig& c) {
+    const int64_t now = now_ns();
+    if (!tree || now < tree_due_ns) return;
+    tree->sample(now);
+    tree_due_ns = now + static_cast<int64_t>(c.tree_interval_s * 1e9);
   }
   // A stall: steps began and none came for `timeout_s`.
   bool stalled(double timeout_s) {
@@ -160,6 +175,11 @@ MeasureResult measure_command(const MeasureConfig& config) {
     sampler->start();
   }
   ChildEvents events;
+  events.on_start = [&](int pid) {
+    watch.tree = std::make_unique<ProcessTree>(pid, config.proc_root);
+    watch.on_tick(config);
+  };
+  events.on_tick = [&] { watch.on_tick(config); };
   events.on_steps = [&](const std::string& chunk) { watch.on_steps(chunk); };
   events.should_stop = [&] { return watch.stalled(config.stall_timeout_s); };
   r.start_ns = watch.now_ns();
@@ -170,9 +190,12 @@ MeasureResult measure_command(const MeasureConfig& config) {
   r.outcome = r.stalled ? "stalled, then " + describe(x) : describe(x);
   if (watch.bad_lines) r.notes.push_back(fmt::format("{} malformed step line(s) skipped", watch.bad_lines));
   steady_window(r, config.warmup_steps, config.items_per_step);
+  if (watch.tree) r.tree = watch.tree->samples();
+  r.tree_window = summarize_tree(r.tree, r.window_start_ns.value_or(r.start_ns), r.window_end_ns.value_or(r.end_ns));
   if (sampler) add_telemetry(r, config, *sampler);
   Provenance p = collect_host_provenance();
   write_file_atomic(config.out_dir + "/steps.csv", steps_csv(r));
+  write_file_atomic(config.out_dir + "/process_tree.csv", tree_csv(r.tree));
   write_file_atomic(config.out_dir + "/measure.json", result_json(r, config, p).dump(2) + "\n");
   return r;
 }

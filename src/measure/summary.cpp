@@ -40,9 +40,15 @@ std::string render_summary(const MeasureResult& r, const MeasureConfig& c) {
                      format_duration(r.window.p50_ms / 1e3), format_duration(r.window.p95_ms / 1e3),
                      format_duration(r.window.max_ms / 1e3));
   }
+  if (const TreeSummary& t = r.tree_window; t.samples > 0)
+    s += fmt::format("program (process tree, {} readings): CPU mean {} (100 % = one core), max {}; RSS max {}; "
+                     "threads max {}; processes max {}\n",
+                     t.samples, opt(t.cpu_pct_mean, "%"), opt(t.cpu_pct_max, "%"),
+                     t.rss_bytes_max ? format_number(static_cast<double>(*t.rss_bytes_max) / 1e6) + " MB" : "—",
+                     t.threads_max.value_or(0), t.processes_max.value_or(0));
   if (r.telemetry) s += telemetry_lines(*r.telemetry);
   for (const std::string& n : r.notes) s += "note: " + n + "\n";
-  s += fmt::format("files: {}/ (measure.json, steps.csv, stdout.log, stderr.log{})\n", r.run_dir,
+  s += fmt::format("files: {}/ (measure.json, steps.csv, process_tree.csv, stdout.log, stderr.log{})\n", r.run_dir,
                    r.telemetry ? ", telemetry.csv.gz" : "");
   return s;
 }

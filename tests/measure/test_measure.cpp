@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "../test_helpers.h"
+#include "measure/process_tree.h"
 #include "trainscope/measure.h"
 
 using namespace trainscope;
@@ -100,6 +102,14 @@ TEST(MeasureChild, RealTorchTrainingScript) {
   ASSERT_TRUE(r.telemetry.has_value());
   EXPECT_EQ(r.telemetry->headline.device, "cpu");
   EXPECT_EQ(r.telemetry->headline.window, "headline");
+  ASSERT_GE(r.tree.size(), 2u) << "the program's process tree, read about every 0.5 s";
+  EXPECT_GT(r.tree.back().rss_bytes, 50'000'000) << "a Python process with torch loaded";
+  EXPECT_GE(r.tree.back().threads, 1);
+  const TreeSummary all = summarize_tree(r.tree, r.start_ns, r.end_ns);
+  ASSERT_TRUE(all.cpu_pct_mean.has_value());
+  EXPECT_GT(*all.cpu_pct_mean, 0);
+  const auto j = nlohmann::json::parse(test::read_text(c.out_dir + "/measure.json"));
+  EXPECT_TRUE(j["process_tree"].contains("rss_bytes_max"));
 }
 
 TEST(MeasureChild, NoStepsIsANoteNotAnError) {
@@ -151,4 +161,36 @@ TEST(MeasureErrors, CommandNotFoundBeforeAnythingRuns) {
   MeasureConfig bad = config("nf4", {"/bin/true"});
   bad.items_per_step = 0;
   EXPECT_NE(test::what_of([&] { measure_command(bad); }).find("--items-per-step must be > 0"), std::string::npos);
+}
+
+// A fake /proc: the program 100 with a child 101 and a grandchild 102; 200 is another process.
+TEST(MeasureProcessTree, SumsTheProgramAndItsDescendantsOnly) {
+  const std::string root = temp_path("proc");
+  auto stat = [&](int pid, int ppid, long ticks, int threads, long rss_pages) {
+    std::filesystem::create_directories(root + "/" + std::to_string(pid));
+    // fields: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+    //         utime stime cutime cstime priority nice num_threads itrealvalue starttime vsize rss
+    std::ofstream(root + "/" + std::to_string(pid) + "/stat")
+        << pid << " (py thon) S " << ppid << " 1 1 0 -1 0 0 0 0 0 " << ticks << " 0 0 0 20 0 " << threads
+        << " 0 100 1000 " << rss_pages << " 0\n";
+  };
+  stat(100, 1, 100, 4, 1000);
+  stat(101, 100, 50, 2, 500);
+  stat(102, 101, 10, 1, 100);
+  stat(200, 1, 9999, 9, 9999);
+  ProcessTree tree(100, root);
+  tree.sample(0);
+  stat(100, 1, 100 + sysconf(_SC_CLK_TCK), 4, 1000);  // one second of CPU in one second
+  tree.sample(1'000'000'000);
+  ASSERT_EQ(tree.samples().size(), 2u);
+  const TreeSample& s = tree.samples()[1];
+  EXPECT_EQ(s.processes, 3);
+  EXPECT_EQ(s.threads, 7);
+  EXPECT_EQ(s.rss_bytes, 1600 * sysconf(_SC_PAGESIZE));
+  EXPECT_NEAR(s.cpu_pct, 100.0, 1e-9);
+  EXPECT_LT(tree.samples()[0].cpu_pct, 0) << "no CPU figure from one reading";
+  const TreeSummary sum = summarize_tree(tree.samples(), 0, 2'000'000'000);
+  EXPECT_EQ(sum.samples, 2);
+  EXPECT_DOUBLE_EQ(*sum.cpu_pct_mean, 100.0);
+  EXPECT_EQ(*sum.processes_max, 3);
 }
