@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
 
 namespace trainscope::measure {
@@ -43,6 +44,7 @@ struct MeasureConfig {
   std::string device;                 // telemetry device of the headline: "cpu", "gpu0"; "" = gpu0
                                       // when NVML sees a GPU, else cpu
   double tree_interval_s = 0.5;       // period of the process-tree readings (/proc scan), > 0
+  std::string command_line;           // trainscope's own, for the provenance
   std::string proc_root = "/proc";
 };
 
@@ -86,11 +88,20 @@ struct MeasureResult {
 };
 
 /// Runs `config.command` to its end and measures it; writes into config.out_dir: stdout.log,
-/// stderr.log (the program's output), steps.csv, process_tree.csv, telemetry.csv.gz, measure.json. `on_start`
+/// stderr.log (the program's output), steps.csv, process_tree.csv, telemetry.csv.gz, measure.json,
+/// results.json and results.csv (measure_record). `on_start`
 /// (optional) is called with the child's pid once it runs. Signals SIGINT, SIGTERM, SIGHUP and
 /// SIGQUIT sent to this process are forwarded to the program (a terminal's Ctrl-C reaches both
 /// directly and is not sent twice); the handlers are restored on return.
 MeasureResult measure_command(const MeasureConfig& config);
+
+/// The run record of a measurement (what `run` writes per cell, so results.json, `report` and
+/// `compare` read it): run id "<device>-<program>-b<items per step>-r0", the program's name as
+/// model ("train" for python3 train.py), status ok only for exit 0 without a stall, the steady
+/// window as the headline window, items/s as steady_samples_per_s, the telemetry section, the
+/// process tree's peak RSS as peak_rss_bytes. Trainer-only fields stay absent.
+RunRecord measure_record(const MeasureResult& r, const MeasureConfig& c, const std::string& device_name,
+                         int64_t clock_origin_unix_ns);
 
 /// The summary printed after a measurement (steps, window, rates, telemetry, files).
 std::string render_summary(const MeasureResult& r, const MeasureConfig& config);

@@ -15,6 +15,7 @@
 #include "trainscope/fs.h"
 #include "trainscope/measure.h"
 #include "trainscope/provenance.h"
+#include "trainscope/reporter.h"
 
 namespace trainscope::measure {
 
@@ -157,6 +158,24 @@ void add_telemetry(MeasureResult& r, const MeasureConfig& c, TelemetrySampler& s
   s.write_samples_csv_gz(c.out_dir + "/telemetry.csv.gz");
 }
 
+// results.json and results.csv: the run record, as `run` writes them.
+void write_results(const MeasureResult& r, const MeasureConfig& c, const Provenance& p, const TelemetrySampler* s,
+                   std::chrono::steady_clock::time_point origin) {
+  std::string device_name = p.cpu_model;
+  const std::string dev = r.telemetry ? r.telemetry->headline.device : "";
+  if (s && dev.rfind("gpu", 0) == 0)
+    for (const GpuInfo& g : s->gpus())
+      if ("gpu" + std::to_string(g.nvml_index) == dev) device_name = g.name;
+  const int64_t unix_origin = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  (std::chrono::system_clock::now() - (std::chrono::steady_clock::now() - origin)).time_since_epoch())
+                                  .count();
+  const RunRecord rec = measure_record(r, c, device_name, unix_origin);
+  ResultsFilesReporter files;
+  files.start(p, c.out_dir, 1);
+  files.run_finished(rec);
+  files.finish({rec});
+}
+
 }  // namespace
 
 MeasureResult measure_command(const MeasureConfig& config) {
@@ -194,9 +213,11 @@ MeasureResult measure_command(const MeasureConfig& config) {
   r.tree_window = summarize_tree(r.tree, r.window_start_ns.value_or(r.start_ns), r.window_end_ns.value_or(r.end_ns));
   if (sampler) add_telemetry(r, config, *sampler);
   Provenance p = collect_host_provenance();
+  p.command_line = config.command_line;
   write_file_atomic(config.out_dir + "/steps.csv", steps_csv(r));
   write_file_atomic(config.out_dir + "/process_tree.csv", tree_csv(r.tree));
   write_file_atomic(config.out_dir + "/measure.json", result_json(r, config, p).dump(2) + "\n");
+  write_results(r, config, p, sampler.get(), watch.origin);
   return r;
 }
 

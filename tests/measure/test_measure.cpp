@@ -69,6 +69,9 @@ TEST(MeasureChild, OutputExitStatusAndStepsThroughTheHook) {
   const MeasureResult r = measure_command(c);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.outcome, "exited 3");
+  const auto results = nlohmann::json::parse(test::read_text(c.out_dir + "/results.json"));
+  EXPECT_EQ(results["runs"].at(0)["status"], "failed");
+  EXPECT_EQ(results["runs"].at(0)["failure_reason"], "the program exited 3");
   EXPECT_EQ(r.step_end_ns.size(), 6u);
   EXPECT_EQ(r.items_reported, 6 * 32);
   ASSERT_TRUE(r.steps_per_s.has_value());
@@ -110,6 +113,14 @@ TEST(MeasureChild, RealTorchTrainingScript) {
   EXPECT_GT(*all.cpu_pct_mean, 0);
   const auto j = nlohmann::json::parse(test::read_text(c.out_dir + "/measure.json"));
   EXPECT_TRUE(j["process_tree"].contains("rss_bytes_max"));
+  // the run record, as `run` writes it: report and compare read the measured program
+  const auto results = nlohmann::json::parse(test::read_text(c.out_dir + "/results.json"));
+  const auto& run = results["runs"].at(0);
+  EXPECT_EQ(run["run_id"], "cpu-train_mlp-b32-r0");
+  EXPECT_EQ(run["status"], "ok");
+  EXPECT_DOUBLE_EQ(run["steady_samples_per_s"].get<double>(), *r.items_per_s);
+  EXPECT_EQ(run["measurement"]["headline_steps"], 35);
+  EXPECT_TRUE(std::filesystem::exists(c.out_dir + "/results.csv"));
 }
 
 TEST(MeasureChild, NoStepsIsANoteNotAnError) {

@@ -28,6 +28,7 @@ int run_measure(MeasureArgs& a, const std::vector<std::string>& command) {
   c.python_hook = !a.no_hook;
   c.telemetry = !a.no_telemetry;
   c.echo_output = !a.quiet;
+  c.command_line = command_line();
   const measure::MeasureResult r = measure::measure_command(c);
   fmt::print(stderr, "{}", measure::render_summary(r, c));
   return r.exit_code;
