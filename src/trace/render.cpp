@@ -37,7 +37,14 @@ std::vector<std::string> category_cells(const std::array<int64_t, kCategoryCount
 Table step_table(const TraceAnalysis& a) {
   Table t{"Step time by category (TensorBoard profiler plugin; % of the step)", {"step", "time"}, {}};
   for (int c = 0; c < kCategoryCount; ++c) t.header.push_back(category_name(static_cast<Category>(c)));
-  for (const Step& s : a.steps) {
+  // a long trace: the first and last kSteps / 2 steps, every step in the JSON
+  constexpr size_t kSteps = 20;
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    if (a.steps.size() > kSteps && i == kSteps / 2) {
+      t.rows.push_back({fmt::format("({} more)", a.steps.size() - kSteps), "", "", "", "", "", "", "", "", ""});
+      i = a.steps.size() - kSteps / 2;
+    }
+    const Step& s = a.steps[i];
     std::vector<std::string> row{s.name, dur(s.duration_ns())};
     for (auto& cell : category_cells(s.category_ns, s.duration_ns())) row.push_back(cell);
     t.rows.push_back(row);
@@ -107,6 +114,7 @@ std::string text_table(const Table& t) {
       const std::string pad(w[i] > width(cell) ? w[i] - width(cell) : 0, ' ');
       s += (i ? "  " : "") + (i == 0 ? cell + pad : pad + cell);
     }
+    s.erase(s.find_last_not_of(' ') + 1);
     return s + "\n";
   };
   std::string out = t.title + "\n" + line(t.header);

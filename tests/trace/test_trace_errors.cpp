@@ -152,4 +152,9 @@ TEST(TraceLarge, ManyStepsStreamed) {
   for (const Step& st : a.steps)
     ASSERT_EQ(std::accumulate(st.category_ns.begin(), st.category_ns.end(), int64_t{0}), st.duration_ns()) << st.name;
   EXPECT_EQ(a.total_ns[static_cast<int>(Category::kKernel)], 2000 * 12 * 4000);
+  const std::string text = render_text({a});
+  EXPECT_NE(text.find("(1980 more)\n"), std::string::npos) << "the console lists the first and last 10 steps";
+  EXPECT_NE(text.find("ProfilerStep#1999"), std::string::npos);
+  EXPECT_EQ(text.find("ProfilerStep#1000 "), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_json({a}))["traces"][0]["steps"].size(), 2000u) << "the JSON has every step";
 }
