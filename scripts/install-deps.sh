@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh          # build + run
 #   scripts/install-deps.sh --test   # also what the tests need (GoogleTest, headless Chromium, curl,
 #                                    # tcmalloc: the test that a preloaded allocator is left alone,
-#                                    # pmccabe: the function-length check)
+#                                    # pmccabe: the function-length check, python3-torch: the
+#                                    # PyTorch 1.13 programs `measure` tests run)
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config
       libtorch-dev              # LibTorch 1.13 (CPU)
@@ -16,7 +17,7 @@ pkgs=(cmake g++ make pkg-config
       python3-pil               # bench/make_image_folder.py writes the JPEG/PNG folders with Pillow
       )
 if [[ ${1:-} == --test ]]; then
-  pkgs+=(libgtest-dev libgmock-dev chromium curl libtcmalloc-minimal4 pmccabe python3)
+  pkgs+=(libgtest-dev libgmock-dev chromium curl libtcmalloc-minimal4 pmccabe python3 python3-torch)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

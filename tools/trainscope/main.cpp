@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
   cli::add_infer_command(app, exit_status);
   cli::add_history_commands(app, exit_status);
   cli::add_settings_command(app, exit_status);
+  cli::add_analyze_command(app, exit_status);
+  cli::add_measure_command(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
