@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm lm-profile self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,6 +61,15 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    lm-profile)
+      # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
+      # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      { timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --no-inference --no-progress \
+          --out /tmp/runs -d cuda:0 --seq-len 1024 -b 16 --variants bf16 --max-steps 40 --min-time 0 --profile-top 30 --name lm-prof
+        PYTHONUNBUFFERED=1 timeout 90 python3 bench/gpu/lm_profile.py /tmp/peer-lm.trace.json
+        timeout 60 $TS analyze /tmp/peer-lm.trace.json
+      } 2>&1 | tee "$OUT/lm-profile.log";;
     default)
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"

@@ -16,7 +16,8 @@ bool ends_with(const std::string& s, const std::string& x) {
 // Unit from the name's suffix (units are in field names).
 std::string unit_of(const std::string& name) {
   static const std::pair<const char*, const char*> kUnits[] = {
-      {"_samples_per_s", "samples/s"}, {"_tokens_per_s", "tokens/s"}, {"_loss", "nats/token"}, {"_flops_per_s", "FLOP/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
+      {"_samples_per_s", "samples/s"}, {"_tokens_per_s", "tokens/s"}, {"_loss", "nats/token"},
+      {"_perplexity", "exp(nats/token)"}, {"_bits_per_byte", "bits/byte"}, {"_flops_per_s", "FLOP/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
       {"_bytes", "bytes"}, {"_w", "W"}, {"_j", "J"}, {"_c", "°C"}, {"_mhz", "MHz"}};
   std::string base = name;
   for (const char* stat : {"_mean", "_max"})

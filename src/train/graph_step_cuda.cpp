@@ -148,8 +148,9 @@ std::string capture_precondition(const StepOptimizer& opt, const torch::Tensor& 
     return "CUDA graph capture needs at least 1 warm-up step (optimizer state is created on the first step)";
   if (!x.defined() || !y.defined() || x.device() != device || y.device() != device)
     return fmt::format("the warm-up batch must be on {} (x and y)", device.str());
-  if (x.dim() < 1 || y.dim() != 1 || x.size(0) != y.size(0) || x.size(0) < 1)
-    return "the warm-up batch needs x of shape B x ... and y of shape B (B >= 1)";
+  // y: B labels, or B x T next tokens of a language model (train/task_loss.h)
+  if (x.dim() < 1 || y.dim() < 1 || y.dim() > 2 || x.size(0) != y.size(0) || x.size(0) < 1)
+    return "the warm-up batch needs x of shape B x ... and y of shape B or B x T (B >= 1)";
   return "";
 }
 

@@ -39,12 +39,17 @@ struct BlockImpl : nn::Module {
   }
   torch::Tensor forward(torch::Tensor x) {
     const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-    auto qkv = c_attn(ln_1(x)).split(C, 2);
+    auto qkv = linear(c_attn, ln_1(x)).split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, heads_, C / heads_}).transpose(1, 2); };
     auto y = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2])).transpose(1, 2).reshape({B, T, C});
-    x = x + attn_proj(y);
-    return x + mlp_proj(torch::gelu(c_fc(ln_2(x)), "tanh"));
+    x = x + linear(attn_proj, y);
+    return x + linear(mlp_proj, torch::gelu(linear(c_fc, ln_2(x)), "tanh"));
   }
+  // at::linear, not the module's forward: the C++ frontend's Linear (torch::nn::functional::linear)
+  // computes a 3-D input as matmul followed by an in-place bias add, two kernels where at::linear
+  // folds B x T into one matrix product with the bias in its epilogue (addmm), as Python's
+  // nn.Linear does; on the H200 the separate adds were about 13 % of a GPT-2 step (bench/RESULTS.md).
+  static torch::Tensor linear(const nn::Linear& l, const torch::Tensor& x) { return at::linear(x, l->weight, l->bias); }
   int64_t heads_;
   nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};

@@ -2,7 +2,10 @@
 // PaLM FLOP formula, the loss at initialisation, and a model that learns.
 #include <gtest/gtest.h>
 
+#include <ATen/record_function.h>
+
 #include <cmath>
+#include <map>
 
 #include "train/task_loss.h"
 #include "trainscope/error.h"
@@ -111,4 +114,31 @@ TEST(Gpt, CheckModelFitsTakesTokenWindows) {
   EXPECT_NO_THROW(check_model_fits(*m, x, 256, true, "model 'gpt-mini'"));
   auto img = make_model("mlp", 1, 1, 32, 256);
   EXPECT_THROW(check_model_fits(*img, x, 256, true, "model 'mlp'"), Error);
+}
+
+namespace {
+
+thread_local std::map<std::string, int>* t_ops = nullptr;
+
+std::unique_ptr<at::ObserverContext> count_op(const at::RecordFunction& fn) {
+  if (t_ops) ++(*t_ops)[fn.name()];
+  return nullptr;
+}
+
+}  // namespace
+
+// The blocks' linear layers go through at::linear: one matrix product with the bias folded in
+// (addmm) per layer, not the C++ frontend's matmul followed by an in-place bias add.
+TEST(Gpt, LinearLayersAreOneAddmmEachWithoutASeparateBiasAdd) {
+  torch::manual_seed(5);
+  auto m = make_gpt("tiny", tiny());
+  torch::NoGradGuard ng;
+  std::map<std::string, int> ops;
+  t_ops = &ops;
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_op));
+  m->forward(torch::randint(0, 64, {2, 16}, torch::kLong));
+  at::removeCallback(handle);
+  t_ops = nullptr;
+  EXPECT_EQ(ops["aten::add_"], 0);
+  EXPECT_EQ(ops["aten::addmm"], 4 * tiny().layers);  // c_attn, attn_proj, c_fc, mlp_proj
 }

@@ -7,6 +7,7 @@
 #include "trainscope/config.h"
 #include "trainscope/dataset.h"
 #include "trainscope/error.h"
+#include "trainscope/fs.h"
 
 using namespace trainscope;
 namespace fs = std::filesystem;
@@ -15,7 +16,7 @@ namespace {
 
 std::string fresh_dir(const std::string& tag) {
   const std::string d = ::testing::TempDir() + "lmdata_" + tag + "/";
-  fs::remove_all(d);
+  remove_tree(d);
   fs::create_directories(d);
   return d;
 }
