@@ -155,6 +155,10 @@ void add_telemetry(MeasureResult& r, const MeasureConfig& c, TelemetrySampler& s
   const int64_t items = window && c.items_per_step ? static_cast<int64_t>(*c.items_per_step * r.window.steps) : 0;
   r.telemetry = s.run_section(t0, t1, items, headline_device(c, s));
   r.telemetry->headline.window = window ? "headline" : "run";
+  // the headline's "process" is the program measured (its process tree), not trainscope
+  r.telemetry->headline.process_cpu_pct_mean = r.tree_window.cpu_pct_mean;
+  r.telemetry->headline.process_rss_bytes_max =
+      r.tree_window.rss_bytes_max ? std::optional<double>(static_cast<double>(*r.tree_window.rss_bytes_max)) : std::nullopt;
   s.write_samples_csv_gz(c.out_dir + "/telemetry.csv.gz");
 }
 
@@ -211,6 +215,10 @@ MeasureResult measure_command(const MeasureConfig& config) {
   steady_window(r, config.warmup_steps, config.items_per_step);
   if (watch.tree) r.tree = watch.tree->samples();
   r.tree_window = summarize_tree(r.tree, r.window_start_ns.value_or(r.start_ns), r.window_end_ns.value_or(r.end_ns));
+  if (!r.tree_window.cpu_pct_mean && r.window_start_ns && !r.tree.empty()) {
+    r.tree_window = summarize_tree(r.tree, r.start_ns, r.end_ns);
+    r.notes.push_back("the steady window was shorter than the process-tree readings: its figures cover the whole run");
+  }
   if (sampler) add_telemetry(r, config, *sampler);
   Provenance p = collect_host_provenance();
   p.command_line = config.command_line;

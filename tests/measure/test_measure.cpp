@@ -113,6 +113,8 @@ TEST(MeasureChild, RealTorchTrainingScript) {
   EXPECT_GT(*all.cpu_pct_mean, 0);
   const auto j = nlohmann::json::parse(test::read_text(c.out_dir + "/measure.json"));
   EXPECT_TRUE(j["process_tree"].contains("rss_bytes_max"));
+  EXPECT_EQ(r.telemetry->headline.process_rss_bytes_max, static_cast<double>(*r.tree_window.rss_bytes_max))
+      << "the headline's process is the program, not trainscope";
   // the run record, as `run` writes it: report and compare read the measured program
   const auto results = nlohmann::json::parse(test::read_text(c.out_dir + "/results.json"));
   const auto& run = results["runs"].at(0);

@@ -21,8 +21,7 @@ struct MeasureArgs {
 
 int run_measure(MeasureArgs& a, const std::vector<std::string>& command) {
   measure::MeasureConfig& c = a.config;
-  c.command = command;
-  if (!c.command.empty() && c.command.front() == "--") c.command.erase(c.command.begin());
+  c.command = program_args().empty() ? command : program_args();
   c.out_dir = a.out + "/" + (a.name.empty() ? "measure-" + utc_timestamp(UtcFormat::kFolder) : a.name);
   if (a.items_per_step > 0) c.items_per_step = a.items_per_step;
   c.python_hook = !a.no_hook;
@@ -58,7 +57,9 @@ void add_measure_command(CLI::App& app, int& exit_status) {
   sub->add_flag("--no-hook", a->no_hook, "do not put the Python step hook on the program's PYTHONPATH");
   sub->add_flag("--no-telemetry", a->no_telemetry, "no telemetry sampler");
   sub->add_flag("--quiet", a->quiet, "the program's output only into the run folder, not to the console");
-  sub->prefix_command();  // everything from the first positional (or after --) is the program's
+  // without --: everything from the first word that is no option of measure is the program's
+  sub->prefix_command();
+  sub->allow_extras();
   sub->callback([a, sub, &exit_status] { exit_status = run_measure(*a, sub->remaining()); });
 }
 

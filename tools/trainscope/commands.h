@@ -24,6 +24,13 @@ inline std::string& command_line() {
   return s;
 }
 
+/// `measure ... -- CMD ARGS`: the words after the first "--" (set by main, which parses only the
+/// words before it, so none of the program's words is read as trainscope's).
+inline std::vector<std::string>& program_args() {
+  static std::vector<std::string> v;
+  return v;
+}
+
 // Each adds its sub-command to `app`; when the sub-command runs it stores its exit status.
 void add_run_command(CLI::App& app, int& exit_status);
 void add_devices_command(CLI::App& app, int& exit_status);

@@ -134,8 +134,16 @@ int main(int argc, char** argv) {
   cli::add_settings_command(app, exit_status);
   cli::add_analyze_command(app, exit_status);
   cli::add_measure_command(app, exit_status);
+  int parse_argc = argc;  // `measure [options] -- CMD ARGS`: CMD ARGS are the program's (commands.h)
+  if (argc > 1 && std::string(argv[1]) == "measure")
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        cli::program_args().assign(argv + i + 1, argv + argc);
+        parse_argc = i;
+        break;
+      }
   try {
-    app.parse(argc, argv);
+    app.parse(parse_argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     std::fputs(fmt::format("{}", usage_error(app, e, argc, argv)).c_str(), stderr);
