@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -46,6 +46,21 @@ for stage in "$@"; do
           --args ./$bin --gtest_filter="$filt") > "$OUT/crash-$bin.log" 2>&1
         echo "== $t"; grep -v "^\[New Thread\|^\[Thread .* exited\]" "$OUT/crash-$bin.log" | tail -60
       done;;
+    lm)
+      # GPT-2 124M training (docs/language-models.md) against the Python peer (bench/lm_peer.py) in
+      # one invocation: random GPT-2 token ids (throughput does not depend on the values) as
+      # nanoGPT-style train.bin/val.bin, B16 x T1024 on cuda:0; B4 x T256 bf16 on the CPU cores.
+      mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"
+      LMARGS="--data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --no-inference --no-profile --no-progress --out /tmp/runs"
+      { timeout 200 $TS run $LMARGS -d cuda:0 --seq-len 1024 -b 16 --variants eager,bf16,tf32,graphs+bf16 --max-steps 60 --name lm-gpu
+        python3 -c "import json;[print(r['run_id'], r['status'], r.get('language_model',{}) and r['language_model'].get('steady_tokens_per_s'), r.get('mfu_pct'), r['language_model'] and r['language_model'].get('attention'), r['optimizer_impl']) for r in json.load(open('/tmp/runs/lm-gpu/results.json'))['runs']]"
+        PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py train --steps 30
+        PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py train --steps 30 --graph
+        timeout 100 $TS run $LMARGS -d cpu --seq-len 256 -b 4 --variants bf16 --max-steps 14 --warmup-steps 4 --min-time 0 --name lm-cpu
+        PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py train --device cpu --batch 4 --seq 256 --steps 12 --warmup 3
+        PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
+      } 2>&1 | tee "$OUT/lm.log"
+      cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
     default)
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"

@@ -16,7 +16,8 @@ namespace trainscope {
 /// Where the training and test data come from.
 struct DataConfig {
   /// "idx" (MNIST family), "cifar10" (binary version), "folder" (one sub-folder per class),
-  /// "synthetic" (seeded random, for tests and smoke runs).
+  /// "synthetic" (seeded random, for tests and smoke runs); language models: "text" (a UTF-8
+  /// file or folder, byte tokens), "tokens" (nanoGPT's train.bin and val.bin, uint16 ids).
   std::string format = "idx";
   /// Folder holding the files. idx: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
   /// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]. cifar10: data_batch_{1..5}.bin,
@@ -37,6 +38,10 @@ struct DataConfig {
   int64_t prefetch_batches = 0;       // finished + building batches at most; 0 = src/data/stream_defaults.h
   std::string augment = "auto";       // streamed training transform: auto | random-resized-crop | pad-crop | none
   std::string on_bad_image = "fail";  // a streamed image that cannot be read/decoded: "fail" the run or "skip" it
+  // Language-model data (text, tokens; docs/language-models.md#data).
+  int64_t seq_len = 256;              // tokens per training window (T)
+  int64_t vocab_size = 0;             // 0 = from the data: 256 for text bytes, largest id + 1 (at least 50257) for tokens
+  int64_t eval_windows = 64;          // validation windows evaluated (the first ones); 0 = all
 };
 
 /// One training run's settings (a cell of the experiment matrix).
@@ -63,6 +68,10 @@ struct TrainConfig {
   bool force_graph_capture = false;    // testing hook: attempt the graph capture on any device
   bool cudnn_benchmark = false;        // CUDA: cuDNN autotuning (at::globalContext().setBenchmarkCuDNN)
   // ---- end variants
+  // ---- language models (docs/language-models.md): 0 = the built-in preset's value
+  int64_t lm_layers = 0, lm_width = 0, lm_heads = 0;
+  double weight_decay = 0;             // adam: decoupled weight decay (AdamW, Loshchilov & Hutter 2019); 0 = Adam
+  double grad_clip = 0;                // >0: clip the global gradient norm to this before each step
 };
 
 /// Hardware telemetry during runs (trainscope/telemetry.h).
@@ -85,7 +94,7 @@ struct ProfileConfig {
   bool profile_memory = true;
   bool with_flops = false;     // needs every operator's inputs copied: +overhead (bench/RESULTS.md)
   int64_t trace_max_bytes = 64ll << 20;  // trace.json.gz size cap (uncompressed bytes)
-  int64_t top_n = 15;          // operators shown on the console
+  int64_t top_n = 5;           // operators shown on the console (after the answer)
 };
 
 /// Inference after training (trainscope/inference.h).

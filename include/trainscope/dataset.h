@@ -30,6 +30,10 @@ struct RawImages {
 };
 
 /// A normalised in-memory data set: float32 N x C x H x W, (x/255 - mean_c) / std_c.
+/// A language-model set (is_tokens()) holds a token stream instead of images: channels = height
+/// = 1, width = the sequence length T, num_classes = the vocabulary, count = the windows of T
+/// tokens; window i is tokens[i*T, i*T+T) and its targets (the next tokens) tokens[i*T+1,
+/// i*T+T+1), so tokens holds count*T + 1 ids (docs/language-models.md#data).
 struct Dataset {
   std::string name;              // e.g. "fashion-mnist train"
   int64_t count = 0, channels = 0, height = 0, width = 0;
@@ -37,7 +41,9 @@ struct Dataset {
   std::vector<float> images;     // count*channels*height*width
   std::vector<int64_t> labels;   // count
   std::vector<std::string> class_names;  // may be empty (IDX, synthetic)
+  std::vector<int64_t> tokens;   // language-model sets: count*width + 1 token ids in [0, num_classes)
   int64_t sample_numel() const { return channels * height * width; }
+  bool is_tokens() const { return !tokens.empty(); }
 };
 
 /// How a training set is streamed from an image folder instead of decoded into memory
@@ -60,7 +66,10 @@ struct DatasetPair {
   Dataset train, test;
   std::shared_ptr<const StreamPlan> stream;  // set: the training set is streamed (see StreamPlan)
   std::string cache_reason;                  // folder: why the set is (not) streamed
-  std::string format;            // "idx", "cifar10", "folder", "synthetic"
+  std::string format;            // "idx", "cifar10", "folder", "synthetic", "text", "tokens"
+  std::string task = "classification";  // or "causal_lm" (text, tokens): trainscope/task.h
+  std::string tokenizer;         // language models: "bytes" (text) or "uint16 token ids" (tokens)
+  int64_t files = 0;             // language models: files read (train + validation)
   std::string source;            // folder or description
   std::vector<float> mean, std;  // per channel, computed on the training set (in [0,1] pixel units)
 };
@@ -116,6 +125,46 @@ DatasetPair load_streamed_folder(const DataConfig& cfg, uint64_t seed);
 /// The default number of decode workers: the cores left after the trainer's intra-op threads,
 /// at least 1; *reason says how it was chosen.
 int64_t default_data_workers(int64_t cores, int64_t intra_op_threads, std::string* reason);
+
+// --- language-model data (docs/language-models.md#data) ---
+
+/// nanoGPT's token file (train.bin / val.bin written by its prepare.py): little-endian uint16
+/// token ids, no header. Throws Error(kDataFormat) naming `name` for an empty file or an odd
+/// byte count (the offset of the stray last byte).
+std::vector<int64_t> parse_token_bin(std::span<const uint8_t> bytes, const std::string& name);
+
+/// Throws Error(kDataFormat) naming `name` and the byte offset of the first byte that is not
+/// part of a well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, <= U+10FFFF).
+void check_utf8(std::span<const uint8_t> bytes, const std::string& name);
+
+/// A text corpus split for training: bytes are the tokens (vocabulary 256).
+struct TextSplit {
+  std::vector<uint8_t> train, test;
+  int64_t files = 0, test_files = 0;  // test_files 0: one file split by a contiguous range
+};
+
+/// Reads `path`, one UTF-8 text file or a folder of them (every regular file below it, in
+/// sorted path order; empty files skipped). A folder of at least 2 files is split by whole files:
+/// a seeded shuffle of the files, the first ones held out until they reach test_fraction of the
+/// bytes. One file is split by one contiguous range of test_fraction of its bytes at a seeded
+/// position. Never by interleaved bytes. Throws Error(kIo) for a missing path, Error(kDataFormat)
+/// for a file that is not UTF-8 or a corpus without text.
+TextSplit read_text_corpus(const std::string& path, double test_fraction, uint64_t seed);
+
+/// A language-model data set from token streams: windows of seq_len (see Dataset). Throws
+/// Error(kDataFormat) naming `what` when a stream holds fewer than seq_len + 1 tokens, with the fix.
+Dataset make_token_dataset(std::vector<int64_t> stream, int64_t seq_len, int64_t vocab, const std::string& name,
+                           const std::string& what);
+
+/// True for the language-model data formats (text, tokens).
+bool is_lm_data_format(const std::string& format);
+
+/// Loads a language-model data set (format text or tokens): text from data.path (the
+/// default data.path stands for Debian's python3-doc corpus), split by read_text_corpus with
+/// data.test_fraction; tokens from data.path/train.bin and val.bin. Windows of data.seq_len,
+/// limit_train / limit_test in windows. Throws as the readers above, and Error(kDataFormat) when a
+/// token id is not below data.vocab_size.
+DatasetPair load_lm_datasets(const DataConfig& cfg, uint64_t seed);
 
 /// Loads train and test sets as configured and normalises both with the training set's
 /// per-channel mean and standard deviation. Throws Error(kIo/kDataFormat/kInvalidArgument).

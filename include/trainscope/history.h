@@ -46,7 +46,12 @@ struct HistoryRow {
 
 class HistoryDb {
  public:
-  explicit HistoryDb(const std::string& path);  // creates the file and schema when absent
+  /// What the opener does with the database: kWrite creates the file and schema when absent
+  /// and migrates an older schema (its folder must be writable); kRead (history, compare,
+  /// report) opens it that way where it can, else read-only, so a database on a read-only or
+  /// full file system can still be listed and reported on. Error(kIo) naming the path.
+  enum class Access { kWrite, kRead };
+  explicit HistoryDb(const std::string& path, Access access = Access::kWrite);
   ~HistoryDb();
   HistoryDb(const HistoryDb&) = delete;
   HistoryDb& operator=(const HistoryDb&) = delete;
@@ -79,6 +84,8 @@ class HistoryDb {
 
  private:
   struct Impl;  // the sqlite3 connection (src/report/history_db.cpp)
+  void open_for_writing();
+  void open_read_only();
   std::string path_;
   std::unique_ptr<Impl> impl_;
 };

@@ -12,7 +12,8 @@
 namespace trainscope {
 
 /// Bumped whenever a field of results.json / results.csv / the history database changes meaning.
-inline constexpr int kSchemaVersion = 1;
+/// 2: task, throughput_unit and the language_model section (records of 1 read as classification).
+inline constexpr int kSchemaVersion = 2;
 
 struct GpuDescription {
   std::string name;          // e.g. "NVIDIA H200"

@@ -76,7 +76,8 @@ struct Cell {
   WorkloadId workload;
   std::string host;              // Provenance::host of the runs' folder
   std::string verdict;           // one line: how this cell compares within its model (analyze)
-  int runs_ok = 0, runs_failed = 0;
+  int runs_ok = 0, runs_failed = 0;  // runs_failed: every run that did not end ok (interrupted too)
+  int runs_interrupted = 0;      // of runs_failed: stopped by Ctrl-C/SIGTERM, not failed
   int runs_not_applicable = 0;   // status not_applicable: the variant does not apply here (variants.h)
   std::string not_applicable;    // their reason, e.g. "not applicable on cpu: graphs needs a CUDA device"
   std::vector<std::string> run_ids;

@@ -58,12 +58,16 @@ class ResultsFilesReporter final : public Reporter {
   void run_finished(const RunRecord& r) override;
   void run_skipped(const RunRecord& r) override;
   void finish(const std::vector<RunRecord>& runs) override;
+  /// The runs in the files as last written: after an I/O error, the runs a user still has
+  /// (the run whose write failed is not among them).
+  size_t runs_written() const { return written_; }
 
  private:
-  void write() const;
+  void write();
   Provenance provenance_;
   std::string run_dir_;
   std::vector<RunRecord> runs_;
+  size_t written_ = 0;
 };
 
 }  // namespace trainscope

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/language_model_section.h"
 #include "trainscope/provenance.h"
 #include "trainscope/record_sections.h"
 
@@ -39,7 +40,7 @@ struct EpochRecord {
   int64_t steps = 0;
   int64_t samples = 0;
   double train_loss = 0;          // mean cross-entropy over the epoch's steps
-  double train_accuracy_pct = 0;
+  std::optional<double> train_accuracy_pct;  // absent for a language model (train/task_loss.h)
   std::optional<double> test_accuracy_pct;
   std::optional<double> test_loss;
   double epoch_time_s = 0;        // training wall time of the epoch (evaluation excluded)
@@ -257,6 +258,10 @@ struct RunRecord {
   int64_t clock_origin_unix_ns = 0;
   std::vector<LossCheck> loss_checks;  // one per NaN check, in step order
   std::optional<DistributedSection> distributed;  // data-parallel runs (docs/distributed.md)
+  // task (docs/language-models.md): what a sample is and how throughput is counted
+  std::string task = "classification";   // | "causal_lm"
+  std::string throughput_unit = "samples/s";  // | "tokens/s": the headline figure's unit
+  std::optional<LanguageModelSection> language_model;  // causal_lm runs
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
@@ -328,6 +333,9 @@ struct RunRecord {
     v("loss_checks", s.loss_checks, Better::kNone);
     v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
     v("distributed", s.distributed, Better::kNone, kLiteral);
+    v("task", s.task, Better::kNone, kLiteral);
+    v("throughput_unit", s.throughput_unit, Better::kNone, kLiteral);
+    v("language_model", s.language_model, Better::kNone, kLiteral);
   }
 };
 

@@ -27,7 +27,7 @@ std::string format_prometheus(const TelemetrySnapshot& snapshot, const std::vect
 
 /// Serves GET /metrics (body from `render`, called per request on the server thread) with
 /// Content-Type "text/plain; version=0.0.4"; other paths answer 404. Plain POSIX sockets,
-/// one request per connection.
+/// one request per connection, every connection served at once (a slow client delays no other).
 class MetricsServer {
  public:
   /// host: an IPv4 address ("127.0.0.1" by default: loopback only); port 0 picks a free port.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <vector>
 
 #include "trainscope/error.h"
 
@@ -49,8 +51,62 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+namespace {
+
+// `tmp` gets the bytes of `from` (from its start), is fsynced and renamed to `path`; on any
+// failure `tmp` is removed and Error(kIo) names `path`.
+void copy_to_file_atomic(int from, const std::string& tmp, const std::string& path) {
+  auto fail = [&](int fd, int e) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': {} (the previous version, if any, is kept)", path,
+                                            std::strerror(e)));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
+  if (::lseek(from, 0, SEEK_SET) != 0) fail(fd, errno);
+  std::vector<char> buf(size_t{1} << 20);
+  for (;;) {
+    ssize_t n = ::read(from, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(fd, errno);
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) fail(fd, errno);
+      off += w;
+    }
+  }
+  if (::fsync(fd) != 0) fail(fd, errno);
+  if (::close(fd) != 0) fail(-1, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(e)));
+  }
+}
+
+}  // namespace
+
 void write_file_through_temporary(const std::string& path, const std::function<void(const std::string&)>& write) {
   const std::string tmp = temporary_path(path);
+  // The library writes into memory (a memfd, which it opens by its /proc path), and the bytes
+  // reach the disk through copy_to_file_atomic: a full disk is then an Error(kIo) here and never
+  // meets the library's writer, which may not survive it (LibTorch's zip writer throws from a
+  // destructor, and the process aborts). It costs the file's size in memory while it is copied.
+  const int mem = ::memfd_create("trainscope-file", MFD_CLOEXEC);
+  const std::string mem_path = "/proc/self/fd/" + std::to_string(mem);
+  if (mem >= 0 && ::access(mem_path.c_str(), W_OK) == 0) {
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{mem};
+    write(mem_path);  // its exception propagates; nothing is on the disk yet
+    copy_to_file_atomic(mem, tmp, path);
+    return;
+  }
+  if (mem >= 0) ::close(mem);  // no /proc: the library writes the temporary file itself
   try {
     write(tmp);
   } catch (...) {

@@ -15,6 +15,8 @@ namespace {
 bool when_not_resumed(const MatrixConfig& m) { return !m.resume; }
 bool when_folder(const MatrixConfig& m) { return m.data.format == "folder"; }
 bool when_synthetic(const MatrixConfig& m) { return m.data.format == "synthetic"; }
+bool when_lm_data(const MatrixConfig& m) { return m.data.format == "text" || m.data.format == "tokens"; }
+bool when_split(const MatrixConfig& m) { return m.data.format == "folder" || m.data.format == "text"; }
 bool when_telemetry(const MatrixConfig& m) { return m.telemetry.enabled; }
 bool when_target(const MatrixConfig& m) { return m.train.target_accuracy_pct > 0; }
 bool when_profile(const MatrixConfig& m) { return m.profile.enabled; }
@@ -28,7 +30,8 @@ void add_top_level(std::vector<Setting>& t) {
   t.push_back({.key = "devices", .flag = "-d,--devices", .help = "devices to compare: cpu, cuda (every GPU), cuda:N",
                .note = "[] = cpu and every visible GPU", .field = TS_FIELD(devices)});
   t.push_back({.key = "models", .flag = "-m,--models", .noun = "model",
-               .help = "models: mlp, cnn, resnet18, vgg11 or a TorchScript file (.pt)", .field = TS_FIELD(models)});
+               .help = "models: mlp, cnn, resnet18, vgg11; language models gpt-mini, gpt2, gpt2-medium; or a TorchScript "
+                       "file (.pt)", .field = TS_FIELD(models)});
   t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size",
                .help = "training batch sizes; auto (or 32,auto): the batch sweep (batch_sweep.*)",
                .unit = "samples", .range = {.min = 1, .max = kMaxBatch}, .field = TS_FIELD(batch_sizes)});
@@ -54,12 +57,50 @@ void add_top_level(std::vector<Setting>& t) {
                .field = TS_FIELD(command_line), .in_file = false, .hidden = true});
 }
 
+void add_language_model(std::vector<Setting>& t) {
+  auto shape = [&](const char* key, const char* flag, const char* noun, const char* help, double hi,
+                   SettingField (*field)(MatrixConfig&)) {
+    t.push_back({.key = key, .flag = flag, .noun = noun, .help = help, .range = {.min = 0, .max = hi},
+                 .note = "0 = the model's preset", .field = field, .applies = when_lm_data,
+                 .applies_text = "data.format = text or tokens"});
+  };
+  shape("train.lm_layers", "--lm-layers", "transformer layers", "language models: transformer blocks", 256,
+        TS_FIELD(train.lm_layers));
+  shape("train.lm_width", "--lm-width", "model width", "language models: width d (a multiple of the heads)", 65536,
+        TS_FIELD(train.lm_width));
+  shape("train.lm_heads", "--lm-heads", "attention heads", "language models: attention heads", 1024,
+        TS_FIELD(train.lm_heads));
+  t.push_back({.key = "train.weight_decay", .flag = "--weight-decay", .noun = "weight decay",
+               .help = "adam: decoupled weight decay on matrices (AdamW); 0 = Adam", .range = {.min = 0, .max = 10},
+               .field = TS_FIELD(train.weight_decay)});
+  t.push_back({.key = "train.grad_clip", .flag = "--grad-clip", .noun = "gradient clip",
+               .help = "clip the global gradient L2 norm to this before each optimizer step", .range = {.min = 0},
+               .note = "0 = off", .field = TS_FIELD(train.grad_clip)});
+}
+
 void add_data(std::vector<Setting>& t) {
   t.push_back({.key = "data.format", .flag = "--data-format", .noun = "data format",
                .help = "idx (MNIST family), cifar10 (binary version), folder (one sub-folder per class), synthetic "
-                       "(seeded random)",
-               .range = {.choices = {"idx", "cifar10", "folder", "synthetic"}}, .field = TS_FIELD(data.format)});
-  t.push_back({.key = "data.path", .flag = "--data", .help = "data folder", .field = TS_FIELD(data.path)});
+                       "(seeded random); language models: text (UTF-8 file or folder, byte tokens), tokens "
+                       "(nanoGPT's train.bin and val.bin)",
+               .range = {.choices = {"idx", "cifar10", "folder", "synthetic", "text", "tokens"}},
+               .field = TS_FIELD(data.format)});
+  t.push_back({.key = "data.path", .flag = "--data", .help = "data folder (text: a file or folder)",
+               .note = "text: the default stands for Debian's python3-doc corpus", .field = TS_FIELD(data.path)});
+  t.push_back({.key = "data.seq_len", .flag = "--seq-len", .noun = "sequence length",
+               .help = "language models: tokens per training window", .unit = "tokens",
+               .range = {.min = 2, .max = 65536}, .field = TS_FIELD(data.seq_len), .applies = when_lm_data,
+               .applies_text = "data.format = text or tokens"});
+  t.push_back({.key = "data.vocab_size", .flag = "--vocab-size", .noun = "vocabulary size",
+               .help = "language models: token ids must be below it", .unit = "tokens",
+               .range = {.min = 0, .max = 1 << 24},
+               .note = "0 = from the data (text 256, tokens the largest id + 1, at least 50257)",
+               .field = TS_FIELD(data.vocab_size), .applies = when_lm_data,
+               .applies_text = "data.format = text or tokens"});
+  t.push_back({.key = "data.eval_windows", .flag = "--eval-windows", .noun = "validation windows",
+               .help = "language models: validation windows evaluated after each epoch (the first ones of the split)",
+               .unit = "windows", .range = {.min = 0}, .note = "0 = all", .field = TS_FIELD(data.eval_windows),
+               .applies = when_lm_data, .applies_text = "data.format = text or tokens"});
   t.push_back({.key = "data.image_size", .flag = "--image-size", .noun = "image size",
                .help = "folder: images are resized to N x N", .unit = "pixels", .range = {.min = 4, .max = 1024},
                .field = TS_FIELD(data.image_size), .applies = when_folder, .applies_text = "data.format = folder"});
@@ -67,9 +108,10 @@ void add_data(std::vector<Setting>& t) {
                .help = "folder: 1 (grey) or 3 (RGB) channels", .range = {.choices = {"1", "3"}},
                .field = TS_FIELD(data.image_channels), .applies = when_folder, .applies_text = "data.format = folder"});
   t.push_back({.key = "data.test_fraction", .noun = "test fraction",
-               .help = "folder without train/ and test/: share held out for testing",
+               .help = "folder without train/ and test/, or text: share held out for testing (text: by whole files, "
+                       "or one contiguous range of a single file)",
                .range = {.min = 0, .max = 1, .min_open = true, .max_open = true}, .field = TS_FIELD(data.test_fraction),
-               .applies = when_folder, .applies_text = "data.format = folder"});
+               .applies = when_split, .applies_text = "data.format = folder or text"});
   auto synthetic = [&](const char* key, const char* noun, const char* help, const char* unit, double lo, double hi,
                        SettingField (*field)(MatrixConfig&)) {
     t.push_back({.key = key, .noun = noun, .help = help, .unit = unit, .range = {.min = lo, .max = hi},
@@ -353,6 +395,7 @@ std::vector<Setting> setting_rows() {
   std::vector<Setting> t;
   add_top_level(t);
   add_data(t);
+  add_language_model(t);
   add_train(t);
   add_telemetry(t);
   add_profile(t);

@@ -205,6 +205,43 @@ static void warn_if_ranks_oversubscribe(int world, const MatrixConfig& m) {
              b.limit_words());
 }
 
+// Bytes of memory available to new processes (/proc/meminfo MemAvailable); 0 when unknown.
+static int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+// Ranks this machine cannot hold are refused before one starts (the store errors they end in
+// name neither the flag nor the cause). Each rank is a copy of this process, so its resident
+// memory now, before any data is loaded, is the least a rank needs; a CPU rank with less than an
+// eighth of a usable CPU measures waiting, not training.
+static void check_ranks_fit(int world, bool gpu) {
+  constexpr int64_t kRanksPerCpu = 8;
+  const int64_t cpus = usable_cpus();
+  if (!gpu && world > kRanksPerCpu * cpus)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--nproc-per-node {} starts {} CPU ranks on {}: each would get less than an eighth of a "
+                            "CPU; use --nproc-per-node <= {} (at most one rank per usable CPU measures well)",
+                            world, world, count_of(cpus, "usable CPU"), cpus));
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  const int64_t rank_bytes = resident * ::sysconf(_SC_PAGESIZE), available = available_memory_bytes();
+  if (rank_bytes > 0 && available > 0 && rank_bytes * world > available)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--nproc-per-node {} starts {} copies of this process, each needing at least {:.0f} MiB "
+                            "(its memory before any data), and {:.0f} MiB are available; use --nproc-per-node <= {}",
+                            world, world, rank_bytes / 1048576.0, available / 1048576.0,
+                            std::max<int64_t>(1, available / rank_bytes)));
+}
+
 int launch_local(const MatrixConfig& m) {
   const int world = static_cast<int>(m.dist.nproc_per_node);
   bool gpu = !m.devices.empty() && m.devices.front().rfind("cuda", 0) == 0;
@@ -217,6 +254,7 @@ int launch_local(const MatrixConfig& m) {
   if (!m.run_name.empty())  // refused once, here, rather than by every rank
     if (auto refusal = run_folder_refusal(m, m.run_name); !refusal.empty())
       throw_error(ErrorKind::kInvalidArgument, refusal);
+  check_ranks_fit(world, gpu);
   if (!gpu) warn_if_ranks_oversubscribe(world, m);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(m.dist.timeout_s * 1000));
   auto store = host_store(world, timeout);

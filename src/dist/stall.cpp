@@ -62,9 +62,11 @@ void StallWatch::watch() {
     lk.unlock();  // telemetry and printing happen outside the lock: the step may end meanwhile
     const std::string tel = telemetry_now_ ? telemetry_now_() : "";
     const std::string msg = fmt::format(
-        "{}: step {} stalled: no progress for {:.0f} s (--dist-timeout){}; a hung collective or model keeps it "
-        "there (Ctrl-C ends the run and keeps what was measured)",
-        run_id_, step, static_cast<double>(timeout_.count()) / 1000.0, tel.empty() ? "" : "; telemetry of the last 5 s: " + tel);
+        "{}: {} stalled: no progress for {:.0f} s (--dist-timeout){}; a hung collective or model keeps it "
+        "there (Ctrl-C stops the matrix; when the work does not return within --dist-timeout after it, the process "
+        "exits, keeping the runs finished before: --resume runs the rest)",
+        run_id_, what_.empty() ? fmt::format("step {}", step) : what_, static_cast<double>(timeout_.count()) / 1000.0,
+        tel.empty() ? "" : "; telemetry of the last 5 s: " + tel);
     if (report_) report_(msg);
     lk.lock();
     notes_[idx] = msg + notes_[idx];

@@ -28,6 +28,9 @@ class StallWatch {
   /// Testing (--inject-fault hang --inject-fault-rank 0 in a single process): step `step` takes
   /// 2.5 timeouts.
   void inject_slow_step(int64_t step) { inject_step_ = step; }
+  /// Names what is watched when it is not a training step ("the pre-flight forward pass of
+  /// model 'x.pt'"): the stall message then says it instead of "step N".
+  void set_what(std::string what) { what_ = std::move(what); }
   /// A step began (0-based global index) / finished: progress.
   void step_begin(int64_t step);
   void step_end(int64_t step);
@@ -38,7 +41,7 @@ class StallWatch {
  private:
   void watch();
 
-  std::string run_id_;
+  std::string run_id_, what_;
   std::chrono::milliseconds timeout_;
   std::function<std::string()> telemetry_now_;
   std::function<void(const std::string&)> report_;

@@ -57,6 +57,14 @@ ReportInput load_run_folder(const std::string& dir) {
   }
   if (!j.is_object() || !j.contains("runs") || !j["runs"].is_array())
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: no \"runs\" array; is it a trainscope results.json?", path));
+  // A newer trainscope's record may mean other things by the same names: refused, not misread.
+  for (const json* v : {&j, j.contains("provenance") ? &j["provenance"] : nullptr})
+    if (v && v->is_object() && v->contains("schema_version") && (*v)["schema_version"].is_number() &&
+        (*v)["schema_version"].get<double>() > kSchemaVersion)
+      throw_error(ErrorKind::kDataFormat,
+                  fmt::format("{}: schema version {} is newer than this trainscope's ({}); read it with the "
+                              "trainscope that wrote it (its provenance names the version) or a newer one",
+                              path, (*v)["schema_version"].dump(), kSchemaVersion));
   ReportInput in;
   in.run_dir = dir;
   try {
@@ -389,6 +397,7 @@ void build_cells(const ReportInput& in, Analysis& a) {
     }
     if (r.status != RunStatus::kOk) {
       ++c.runs_failed;
+      if (r.status == RunStatus::kInterrupted) ++c.runs_interrupted;
       continue;
     }
     ++c.runs_ok;

@@ -151,6 +151,10 @@ struct HistoryDb::Impl {
 
 namespace {
 
+// How each command names its database: `history`, `compare` and `report` take --db, `run` the
+// history_db setting (TOML key, no flag).
+constexpr const char* kOtherDatabase = "--db; for `run`, the history_db key of its --config file";
+
 int user_version(sqlite3* db, const std::string& path) {
   Stmt s(db, "PRAGMA user_version", path);
   return s.step() ? static_cast<int>(s.i64(0)) : 0;
@@ -161,8 +165,8 @@ void create_or_migrate(sqlite3* db, const std::string& path) {
   int version = user_version(db, path);
   if (version > kHistorySchemaVersion)
     throw_error(ErrorKind::kIo, fmt::format("{}: history schema version {} is newer than this trainscope's ({}); "
-                                            "use a newer trainscope or another --db",
-                                            path, version, kHistorySchemaVersion));
+                                            "use a newer trainscope or another database ({})",
+                                            path, version, kHistorySchemaVersion, kOtherDatabase));
   if (version == 1) {
     // The table rebuild needs foreign keys off; the pragma is a no-op inside a transaction.
     exec(db, "PRAGMA foreign_keys=OFF", path);
@@ -175,20 +179,31 @@ void create_or_migrate(sqlite3* db, const std::string& path) {
          path);
   if (t.step() && t.i64(0) > 0)
     throw_error(ErrorKind::kIo, fmt::format("{}: not a trainscope history database (it has other tables); "
-                                            "pass another --db",
-                                            path));
+                                            "pass another database ({})",
+                                            path, kOtherDatabase));
   exec_versioned(db, kSchema, path);
 }
 
 }  // namespace
 
-HistoryDb::HistoryDb(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
-  auto slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) ensure_writable_dir(path.substr(0, slash));
-  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+HistoryDb::HistoryDb(const std::string& path, Access access) : path_(path), impl_(std::make_unique<Impl>()) {
+  try {
+    open_for_writing();
+  } catch (const Error&) {
+    if (access == Access::kWrite) throw;
+    if (impl_->db) sqlite3_close(impl_->db);
+    impl_->db = nullptr;
+    open_read_only();
+  }
+}
+
+void HistoryDb::open_for_writing() {
+  auto slash = path_.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) ensure_writable_dir(path_.substr(0, slash));
+  if (sqlite3_open_v2(path_.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     std::string m = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
-    throw_error(ErrorKind::kIo, fmt::format("{}: cannot open the history database: {}", path, m));
+    throw_error(ErrorKind::kIo, fmt::format("{}: cannot open the history database: {}", path_, m));
   }
   sqlite3_busy_timeout(impl_->db, 5000);  // another trainscope may be writing
   // WAL: readers (history, compare) never block the writer; each run is its own transaction,
@@ -196,6 +211,53 @@ HistoryDb::HistoryDb(const std::string& path) : path_(path), impl_(std::make_uni
   exec(impl_->db, "PRAGMA journal_mode=WAL", path_);
   exec(impl_->db, "PRAGMA synchronous=NORMAL", path_);
   create_or_migrate(impl_->db, path_);
+}
+
+namespace {
+
+// A path as an SQLite URI's path ('%', '?' and '#' escaped).
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Read-only: a WAL database whose folder cannot be written has no -shm file to share with a
+// writer, so SQLite opens it only as immutable (nothing can be writing on a read-only file system).
+void HistoryDb::open_read_only() {
+  std::string why;
+  for (const char* mode : {"mode=ro", "immutable=1"}) {
+    const std::string uri = fmt::format("file:{}?{}", uri_path(path_), mode);
+    if (sqlite3_open_v2(uri.c_str(), &impl_->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(impl_->db, 5000);
+      try {
+        const int version = user_version(impl_->db, path_);
+        if (version == kHistorySchemaVersion) return;
+        why = version == 0 ? fmt::format("not a trainscope history database (no schema version); pass another database ({})", kOtherDatabase)
+              : version > kHistorySchemaVersion
+                  ? fmt::format("history schema version {} is newer than this trainscope's ({}); use a newer "
+                                "trainscope or another database ({})", version, kHistorySchemaVersion, kOtherDatabase)
+                  : fmt::format("history schema version {} needs upgrading to {}, which needs write access: open "
+                                "it once where it can be written, or pass another database ({})", version, kHistorySchemaVersion, kOtherDatabase);
+        sqlite3_close(impl_->db);
+        impl_->db = nullptr;
+        break;
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    } else {
+      why = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
+    }
+    if (impl_->db) sqlite3_close(impl_->db);
+    impl_->db = nullptr;
+  }
+  throw_error(ErrorKind::kIo, fmt::format("{}: cannot open the history database (read-only): {}", path_, why));
 }
 
 HistoryDb::~HistoryDb() = default;

@@ -18,7 +18,7 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
   bool matrix = ref.size() > 1 && (ref[0] == 'm' || ref[0] == 'M') && digits(ref.substr(1));
   if (!matrix && !digits(ref)) {
     if (file_exists(db_path)) {
-      HistoryDb db(db_path);
+      HistoryDb db(db_path, HistoryDb::Access::kRead);
       std::string dir = ref;
       while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
       if (auto id = db.matrix_id_for_dir(dir)) return db.load_matrix(*id);
@@ -33,7 +33,7 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
                 fmt::format("--db '{}': no history database there, so '{}' cannot be looked up; check the path, pass "
                             "the --db that `trainscope run` used, or give a run folder",
                             db_path, ref));
-  HistoryDb db(db_path);
+  HistoryDb db(db_path, HistoryDb::Access::kRead);
   int64_t id = 0;
   try {
     id = std::stoll(matrix ? ref.substr(1) : ref);

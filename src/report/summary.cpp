@@ -79,6 +79,9 @@ namespace {
 
 std::string verdict_of(const AdviceThresholds& t, const Analysis& a, const Cell& c) {
   if (c.runs_ok == 0 && c.runs_failed == 0 && c.runs_not_applicable > 0) return c.not_applicable;
+  if (c.runs_ok == 0 && c.runs_interrupted == c.runs_failed)  // Ctrl-C is no failure of the cell
+    return c.runs_failed == 1 ? std::string("its run was interrupted before it ended")
+                              : fmt::format("all {} runs were interrupted before they ended", c.runs_failed);
   if (c.runs_ok == 0) return c.runs_failed == 1 ? std::string("its run failed") : fmt::format("all {} runs failed", c.runs_failed);
   if (!c.samples_per_s.ok()) return "no steady throughput measured";
   double best = 0;

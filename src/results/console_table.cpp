@@ -37,17 +37,22 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   // Variants (docs/variants.md): a variant column, and MFU where a run has it, only when used.
   const bool variants = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.variant != "eager"; });
   const bool mfu = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.mfu_pct.has_value(); });
+  // Language models (docs/language-models.md): tokens/s and validation loss beside samples/s.
+  const bool lm = std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.language_model.has_value(); });
   // the variant column fits the longest name ("graphs+bf16+channels_last", "bf16+threads16")
   size_t vw = 20;
   for (const auto& r : runs) vw = std::max(vw, r.variant.size());
   auto extra = [&](const std::string& v, const std::string& m) {
     return (variants ? fmt::format(" {:<{}}", v, vw) : "") + (mfu ? fmt::format(" {:>7}", m) : "");
   };
+  auto lm_cells = [&](const std::string& tps, const std::string& loss) {
+    return lm ? fmt::format(" {:>11} {:>9}", tps, loss) : std::string();
+  };
   std::string out;
-  out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>16} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
-                     extra("variant", "MFU"), "rep", "samples/s", "epoch",
+  out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11}{} {:>16} {:>18} {:>9} {:>8}  {}\n", "model", "batch", "device",
+                     extra("variant", "MFU"), "rep", "samples/s", lm_cells("tokens/s", "val loss"), "epoch",
                      "time " + count_of(epochs, "epoch"), "test acc", "vs cpu", "status");
-  out += std::string(106 + (variants ? vw + 1 : 0) + (mfu ? 8 : 0), '-') + "\n";
+  out += std::string(106 + (variants ? vw + 1 : 0) + (mfu ? 8 : 0) + (lm ? 22 : 0), '-') + "\n";
   for (const auto* r : order) {
     std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
     std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";
@@ -72,8 +77,12 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     }
     if (r->status == RunStatus::kOk && !r->variant_note.empty()) st += " (" + r->variant_note + ")";
     std::string mfu_cell = r->mfu_pct ? fmt::format("{:.2f} %", *r->mfu_pct) : "—";
-    out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11} {:>16} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
-                       r->device, extra(r->variant, mfu_cell), r->repeat, sps, ep, tn, acc, sp, st);
+    const auto* l = r->language_model ? &*r->language_model : nullptr;
+    std::string tps = l && l->steady_tokens_per_s ? format_rate(*l->steady_tokens_per_s) : "—";
+    std::string vloss = l && l->val_loss ? fmt::format("{:.3f}", *l->val_loss) : "—";
+    out += fmt::format("{:<14} {:>5} {:<8}{} {:>3} {:>11}{} {:>16} {:>18} {:>9} {:>8}  {}\n", model, r->batch_size,
+                       r->device, extra(r->variant, mfu_cell), r->repeat, sps, lm_cells(tps, vloss), ep, tn, acc, sp,
+                       st);
   }
   bool any_est = false, any_part = false, any_no_rate = false;
   for (const auto& r : runs) {
@@ -82,6 +91,10 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
     any_no_rate |= r.status == RunStatus::kOk && !r.steady_samples_per_s;
   }
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
+  if (lm)
+    out += "language models: a sample is a window of T tokens; tokens/s = samples/s x T; val loss: next-token "
+           "cross-entropy on the validation split, nats per token; test acc: next tokens predicted exactly "
+           "(docs/language-models.md).\n";
   if (std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.world_size > 1; }))
     out += "data-parallel runs (world size > 1): samples/s, epoch and times are rank 0's; the job's samples/s over all "
            "ranks is in the per-rank table below (\"all ranks\").\n";

@@ -29,8 +29,9 @@ void ResultsFilesReporter::finish(const std::vector<RunRecord>& runs) {
   write();
 }
 
-void ResultsFilesReporter::write() const {
+void ResultsFilesReporter::write() {
   write_file_atomic(run_dir_ + "/results.json", results_json(provenance_, runs_));
+  written_ = runs_.size();  // results.json is the record; results.csv is its table
   write_file_atomic(run_dir_ + "/results.csv", results_csv(provenance_, runs_));
 }
 

@@ -16,7 +16,7 @@ bool ends_with(const std::string& s, const std::string& x) {
 // Unit from the name's suffix (units are in field names).
 std::string unit_of(const std::string& name) {
   static const std::pair<const char*, const char*> kUnits[] = {
-      {"_samples_per_s", "samples/s"}, {"_flops_per_s", "FLOP/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
+      {"_samples_per_s", "samples/s"}, {"_tokens_per_s", "tokens/s"}, {"_loss", "nats/token"}, {"_flops_per_s", "FLOP/s"}, {"_per_sample", "J/sample"}, {"_pct", "%"}, {"_ms", "ms"}, {"_s", "s"},
       {"_bytes", "bytes"}, {"_w", "W"}, {"_j", "J"}, {"_c", "°C"}, {"_mhz", "MHz"}};
   std::string base = name;
   for (const char* stat : {"_mean", "_max"})
@@ -76,6 +76,26 @@ void add_headline_metrics(std::vector<RunMetric>& m) {
   });
 }
 
+// Every language-model figure with a direction (trainscope/language_model_section.h), by its name
+// prefixed "lm_" ("lm_steady_tokens_per_s", "lm_val_loss", ...); absent for image runs.
+void add_language_model_metrics(std::vector<RunMetric>& m) {
+  LanguageModelSection probe;
+  LanguageModelSection::fields(probe, [&](const char* name, const auto& member, Better b, auto&&...) {
+    if constexpr (kIsOptDouble<decltype(member)>) {
+      if (b == Better::kNone) return;
+      add(m, std::string("lm_") + name, b == Better::kHigher, [key = std::string(name)](const RunRecord& r) {
+        std::optional<double> out;
+        if (r.language_model)
+          LanguageModelSection::fields(*r.language_model, [&](const char* k, const auto& v, Better, auto&&...) {
+            if constexpr (kIsOptDouble<decltype(v)>)
+              if (key == k) out = v;
+          });
+        return out;
+      });
+    }
+  });
+}
+
 void add_inference_metrics(std::vector<RunMetric>& m) {
   auto ss = [](const RunRecord& r) -> const SingleStreamResult* {
     return r.inference && r.inference->single_stream ? &*r.inference->single_stream : nullptr;
@@ -95,6 +115,7 @@ const std::vector<RunMetric>& run_metrics() {
     add_record_metrics(v);
     add_headline_metrics(v);
     add_inference_metrics(v);
+    add_language_model_metrics(v);
     return v;
   }();
   return m;

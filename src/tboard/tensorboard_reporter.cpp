@@ -56,6 +56,12 @@ void run_points(const RunRecord& r, const Points& p) {
   p.add("run/steady_samples_per_s", step, t, r.steady_samples_per_s);
   p.add("run/test_accuracy_pct", step, t, r.test_accuracy_pct);
   p.add("run/train_time_s", step, t, r.train_time_s);
+  if (const auto& lm = r.language_model) {  // docs/language-models.md
+    p.add("run/steady_tokens_per_s", step, t, lm->steady_tokens_per_s);
+    p.add("run/val_loss", step, t, lm->val_loss);
+    p.add("run/val_perplexity", step, t, lm->val_perplexity);
+    p.add("run/val_bits_per_byte", step, t, lm->val_bits_per_byte);
+  }
   if (!r.phases) return;
   PhaseBreakdown ph = *r.phases;
   PhaseBreakdown::fields(ph, [&](const char* name, const auto& v, Better, auto&&...) {

@@ -1,12 +1,49 @@
 #include "telemetry/nvml_loader.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <initializer_list>
+#include <string>
+#include <string_view>
 
 namespace trainscope::telemetry {
 
 namespace {
+
+// Why a library file cannot be loaded safely: a 64-bit ELF file shorter than one of its loaded
+// segments (a truncated copy) would be mapped past its end, and the loader would die of SIGBUS
+// touching it. "" when the file looks whole, is no such ELF (dlopen says why), or is a bare name
+// the loader searches for.
+std::string truncated_library(const std::string& path) {
+  if (path.find('/') == std::string::npos) return "";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  Elf64_Ehdr eh{};
+  if (::fstat(fd, &st) != 0 || ::pread(fd, &eh, sizeof eh, 0) != static_cast<ssize_t>(sizeof eh)) return "";
+  if (std::string_view(reinterpret_cast<const char*>(eh.e_ident), 4) != ELFMAG || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    return "";
+  const auto size = static_cast<uint64_t>(st.st_size);
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    const uint64_t at = eh.e_phoff + uint64_t{i} * eh.e_phentsize;
+    if (at + sizeof ph > size || ::pread(fd, &ph, sizeof ph, static_cast<off_t>(at)) != static_cast<ssize_t>(sizeof ph))
+      return "its program headers end past the end of the file (" + std::to_string(size) + " bytes): a truncated copy";
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
+      return "it is " + std::to_string(size) + " bytes long, but a segment to load ends at byte " +
+             std::to_string(ph.p_offset + ph.p_filesz) + ": a truncated copy";
+  }
+  return "";
+}
+
 // The table: member, then symbol names newest first (versions as exported by driver 5xx).
 template <class Fn>
 void resolve(void* h, Fn& slot, const char* entry, std::initializer_list<const char*> names,
@@ -30,6 +67,10 @@ NvmlLibrary::~NvmlLibrary() {
 }
 
 bool NvmlLibrary::load(const std::string& library) {
+  if (auto why = truncated_library(library); !why.empty()) {
+    error_ = "not loading " + library + ": " + why + "; point --nvml-library at the driver's own libnvidia-ml.so.1";
+    return false;
+  }
   handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* e = ::dlerror();

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <functional>
+#include <vector>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -170,70 +173,111 @@ std::pair<std::string, uint16_t> parse_listen_address(const std::string& text) {
   return {host, static_cast<uint16_t>(p)};
 }
 
+namespace {
+
+// The HTTP response to one request head: /metrics rendered, 404 elsewhere, 405 for a non-GET.
+std::string response_to(const std::string& req, const std::function<std::string()>& render) {
+  std::string line = req.substr(0, req.find("\r\n"));
+  std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
+  if (line.rfind("GET ", 0) != 0) {
+    status = "405 Method Not Allowed";
+    body = "only GET is supported\n";
+    type = "text/plain";
+  } else {
+    std::string path = line.substr(4, line.find(' ', 4) - 4);
+    if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
+      try {
+        body = render();
+      } catch (const std::exception& e) {
+        status = "500 Internal Server Error";
+        body = std::string(e.what()) + "\n";
+        type = "text/plain";
+      }
+    } else {
+      status = "404 Not Found";
+      body = "trainscope serves /metrics only\n";
+      type = "text/plain";
+    }
+  }
+  return fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
+                     type, body.size(), body);
+}
+
+// One connection: its request head as read so far, then its response as sent so far.
+struct Client {
+  int fd = -1;
+  std::string in, out;
+  size_t sent = 0;
+  bool responding = false;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+}  // namespace
+
+// Every connection is served at once (poll over all of them, non-blocking sockets): a slow or
+// idle client holds its own connection, never another scrape. Each gets 500 ms to send its
+// request head and 2 s to take the response.
 struct MetricsServer::Impl {
+  static constexpr size_t kMaxClients = 256;  // more wait in the listen backlog
   int fd = -1;
   uint16_t port = 0;
   std::function<std::string()> render;
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  void serve_one(int c) {
-    // Read the request head (bounded; a scrape is a few hundred bytes).
-    std::string req;
+  void respond(Client& c) {
+    c.out = response_to(c.in, render);
+    c.responding = true;
+    c.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  }
+
+  // Reads or writes what the socket is ready for; false when the connection is done.
+  bool step(Client& c, short revents) {
     char buf[2048];
-    // One overall deadline per request: connections are served one at a time, so a slow or
-    // idle client may delay other scrapes by at most this much.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    while (req.find("\r\n\r\n") == std::string::npos && req.size() < 16384) {
-      pollfd p{c, POLLIN, 0};
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      ssize_t n = ::recv(c, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      req.append(buf, static_cast<size_t>(n));
+    if (!c.responding && (revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) c.in.append(buf, static_cast<size_t>(n));
+      if (n == 0 || c.in.find("\r\n\r\n") != std::string::npos || c.in.size() >= 16384) respond(c);
+      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
     }
-    std::string line = req.substr(0, req.find("\r\n"));
-    std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
-    if (line.rfind("GET ", 0) != 0) {
-      status = "405 Method Not Allowed";
-      body = "only GET is supported\n";
-      type = "text/plain";
-    } else {
-      std::string path = line.substr(4, line.find(' ', 4) - 4);
-      if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
-        try {
-          body = render();
-        } catch (const std::exception& e) {
-          status = "500 Internal Server Error";
-          body = std::string(e.what()) + "\n";
-          type = "text/plain";
-        }
-      } else {
-        status = "404 Not Found";
-        body = "trainscope serves /metrics only\n";
-        type = "text/plain";
-      }
+    if (c.responding && (revents & POLLOUT)) {
+      ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) c.sent += static_cast<size_t>(n);
+      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (c.sent == c.out.size()) return false;
     }
-    std::string resp = fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                                   status, type, body.size(), body);
-    size_t off = 0;
-    while (off < resp.size()) {
-      ssize_t n = ::send(c, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
+    if (std::chrono::steady_clock::now() < c.deadline) return true;
+    if (c.responding) return false;  // too slow to take its response
+    respond(c);                      // too slow to ask: answered with what it sent (as a 405)
+    return true;
+  }
+
+  void accept_new(std::vector<Client>& clients) {
+    while (clients.size() < kMaxClients) {
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (c < 0) return;
+      Client& cl = clients.emplace_back();
+      cl.fd = c;
+      cl.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     }
-    ::close(c);
   }
 
   void loop() {
+    std::vector<Client> clients;
+    std::vector<pollfd> fds;
     while (!stop.load()) {
-      pollfd p{fd, POLLIN, 0};
-      int r = ::poll(&p, 1, 100);  // wakes to notice stop
-      if (r <= 0) continue;
-      int c = ::accept(fd, nullptr, nullptr);
-      if (c < 0) continue;
-      serve_one(c);
+      fds.assign(1, pollfd{fd, POLLIN, 0});
+      for (const auto& c : clients) fds.push_back(pollfd{c.fd, static_cast<short>(c.responding ? POLLOUT : POLLIN), 0});
+      if (::poll(fds.data(), fds.size(), clients.empty() ? 100 : 20) < 0) continue;  // wakes to notice stop
+      std::vector<Client> open;
+      for (size_t i = 0; i < clients.size(); ++i) {
+        if (step(clients[i], fds[i + 1].revents)) open.push_back(std::move(clients[i]));
+        else ::close(clients[i].fd);
+      }
+      clients = std::move(open);
+      if (fds[0].revents & POLLIN) accept_new(clients);
     }
+    for (auto& c : clients) ::close(c.fd);
   }
 };
 
@@ -245,15 +289,22 @@ MetricsServer::MetricsServer(const std::string& host, uint16_t port, std::functi
   addr.sin_port = htons(port);
   if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
     throw_error(ErrorKind::kInvalidArgument, fmt::format("metrics server: '{}' is not an IPv4 address", host));
-  impl_->fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  impl_->fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // accept_new drains it
   if (impl_->fd < 0) throw_error(ErrorKind::kIo, fmt::format("metrics server: socket() failed: {}", std::strerror(errno)));
   int one = 1;
   ::setsockopt(impl_->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(impl_->fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(impl_->fd, 128) != 0) {
     int err = errno;
     ::close(impl_->fd);
-    throw_error(ErrorKind::kIo, fmt::format("metrics server: cannot listen on {}:{}: {} (port in use? pick another with --listen)",
-                                            host, port, std::strerror(err)));
+    // The hint names the cause errno gives: a busy port, an address this host does not have, a
+    // port below 1024 without the privilege.
+    const char* hint = err == EADDRINUSE      ? "the port is in use: pick another port with --listen"
+                       : err == EADDRNOTAVAIL ? "this host has no such address: give one of its own addresses, "
+                                                "127.0.0.1 or 0.0.0.0 with --listen"
+                       : err == EACCES        ? "ports below 1024 need privileges: pick a port >= 1024 with --listen"
+                                              : "pick another address or port with --listen";
+    throw_error(ErrorKind::kIo, fmt::format("metrics server: cannot listen on {}:{}: {}; {}", host, port,
+                                            std::strerror(err), hint));
   }
   socklen_t len = sizeof addr;
   ::getsockname(impl_->fd, reinterpret_cast<sockaddr*>(&addr), &len);

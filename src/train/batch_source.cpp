@@ -85,6 +85,37 @@ class MemorySource : public SourceBase {
   std::vector<torch::Tensor> x_, y_;
 };
 
+// A language-model set: window i is tokens[i*T, i*T+T), its targets the same shifted by one
+// (trainscope/dataset.h); two memcpy per sample into the (pinned) staging buffers.
+class TokenSource : public SourceBase {
+ public:
+  TokenSource(const Workload& w, int64_t B, bool pinned, int staging) : SourceBase(w) {
+    const int64_t T = w.data.train.width;
+    for (int k = 0; k < staging; ++k) {
+      x_.push_back(torch::empty({B, T}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(pinned)));
+      y_.push_back(torch::empty({B, T}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(pinned)));
+    }
+  }
+  void begin_epoch(int64_t, const int64_t*, int64_t) override {}
+  std::pair<torch::Tensor, torch::Tensor> next(int64_t s, const int64_t* idx, int64_t m) override {
+    const auto k = static_cast<size_t>(s % static_cast<int64_t>(x_.size()));
+    auto bx = x_[k].narrow(0, 0, m), by = y_[k].narrow(0, 0, m);
+    const int64_t T = w_.data.train.width;
+    const int64_t* src = w_.data.train.tokens.data();
+    int64_t* dx = bx.data_ptr<int64_t>();
+    int64_t* dy = by.data_ptr<int64_t>();
+    for (int64_t i = 0; i < m; ++i) {
+      std::memcpy(dx + i * T, src + idx[i] * T, static_cast<size_t>(T) * sizeof(int64_t));
+      std::memcpy(dy + i * T, src + idx[i] * T + 1, static_cast<size_t>(T) * sizeof(int64_t));
+    }
+    return {bx, by};
+  }
+  InputPipelineSection section() const override { return base(0); }
+
+ private:
+  std::vector<torch::Tensor> x_, y_;
+};
+
 class StreamSource : public SourceBase {
  public:
   StreamSource(const Workload& w, int64_t B, bool pinned, int staging, uint64_t seed);
@@ -172,6 +203,7 @@ InputPipelineSection StreamSource::section() const {
 std::unique_ptr<BatchSource> make_batch_source(const Workload& w, int64_t batch_size, bool pinned, int staging,
                                                uint64_t seed) {
   if (w.data.stream) return std::make_unique<StreamSource>(w, batch_size, pinned, staging, seed);
+  if (w.data.train.is_tokens()) return std::make_unique<TokenSource>(w, batch_size, pinned, staging);
   return std::make_unique<MemorySource>(w, batch_size, pinned, staging);
 }
 

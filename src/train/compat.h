@@ -21,7 +21,9 @@ inline const char* op_name(const at::RecordFunction& fn) { return fn.name(); }
 /// (renamed c10::OutOfMemoryError in 2.x); both derive from c10::Error and say "out of memory".
 inline bool is_out_of_memory(const c10::Error& e) {
   std::string m = e.what();
-  return m.find("out of memory") != std::string::npos || m.find("OutOfMemory") != std::string::npos;
+  // CUDA's "out of memory", and the CPU allocator's "can't allocate memory" (DefaultCPUAllocator)
+  return m.find("out of memory") != std::string::npos || m.find("OutOfMemory") != std::string::npos ||
+         m.find("can't allocate memory") != std::string::npos;
 }
 
 
@@ -43,7 +45,37 @@ using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::r
 #else
 #define TRAINSCOPE_HAVE_FUSED_ADAM 0
 #endif
+// at::_fused_adamw_ (decoupled weight decay; PyTorch's AdamW(fused=True)): LibTorch 2.1 on.
+#if defined(TRAINSCOPE_WITH_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+#define TRAINSCOPE_HAVE_FUSED_ADAMW 1
+#else
+#define TRAINSCOPE_HAVE_FUSED_ADAMW 0
+#endif
 // ---- end optimizers
+// ---- attention (workload/gpt.cpp) ----
+// at::scaled_dot_product_attention from LibTorch 2.0; its backend choice is asked through
+// at::_fused_sdp_choice, whose value is the sdp::SDPBackend enum
+// (aten/src/ATen/native/transformers/sdp_utils_cpp.h: math 0, flash 1, efficient 2, cudnn 3,
+// overrideable 4).
+#if TORCH_VERSION_MAJOR >= 2
+#define TRAINSCOPE_HAVE_SDPA 1
+inline std::string sdpa_backend_name(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  try {
+    switch (at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true)) {
+      case 0: return "math (sdpa)";
+      case 1: return "flash";
+      case 2: return "efficient";
+      case 3: return "cudnn";
+      default: return "sdpa";
+    }
+  } catch (const c10::Error&) {
+    return "sdpa";
+  }
+}
+#else
+#define TRAINSCOPE_HAVE_SDPA 0
+#endif
+// ---- end attention
 // ---- variants (autocast)
 // 1.13 and 2.0-2.3 have one switch and dtype per device kind (at::autocast::set_enabled for
 // CUDA, set_cpu_enabled for the CPU, set_autocast_{gpu,cpu}_dtype); 2.4 and later take the

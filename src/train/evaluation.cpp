@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "train/train_loop.h"
+#include "train/lm_task.h"
+#include "train/task_loss.h"
 
 namespace trainscope {
 
@@ -15,17 +17,20 @@ std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const t
   int64_t n = x.size(0);
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  int64_t rows = 0;  // predictions: samples, or tokens of a language model
   for (int64_t s = 0; s < n; s += batch_size) {
     int64_t m = std::min(batch_size, n - s);
     auto bx = x.narrow(0, s, m).to(device);
     auto by = y.narrow(0, s, m).to(device);
-    auto logits = model.forward(bx);
-    correct += logits.argmax(1).eq(by).sum();
-    loss_sum += torch::nn::functional::cross_entropy(logits, by, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
+    auto logits = prediction_rows(model.forward(bx));  // language models: one row per token
+    auto targets = target_rows(by);
+    correct += logits.argmax(1).eq(targets).sum();
+    loss_sum += torch::nn::functional::cross_entropy(logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
+    rows += targets.size(0);
   }
   model.set_training(true);
-  double acc = 100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(n);
-  return {acc, loss_sum.item<double>() / static_cast<double>(n)};
+  double acc = 100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(rows, 1));
+  return {acc, loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(rows, 1))};
 }
 
 void TrainLoop::evaluate_epoch(EpochRecord& er) {
@@ -34,7 +39,7 @@ void TrainLoop::evaluate_epoch(EpochRecord& er) {
   Evaluation ev = mid_eval_;
   if (!reuse) {
     const auto e0 = Clock::now();
-    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
     ev.seconds = seconds(e0, Clock::now());
     eval_time_total_ += ev.seconds;
   }
@@ -54,7 +59,7 @@ void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
   const double trained_s = train_time_ + seconds(e.start, t0) - epoch_paused_s_;
   const bool was_open = headline_open_;
   if (was_open) close_headline(t0);
-  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, cfg_.eval_batch_size);
+  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
   const auto t1 = Clock::now();
   epoch_paused_s_ += seconds(t0, t1);
   eval_time_total_ += seconds(t0, t1);

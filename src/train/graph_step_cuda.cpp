@@ -29,6 +29,7 @@
 #include "train/graph_capture_cuda.h"
 #include "train/graph_step.h"
 #include "train/step_sums.h"
+#include "train/task_loss.h"
 
 namespace trainscope {
 
@@ -92,7 +93,7 @@ class GraphTrainStep final : public CapturedTrainStep {
 // One eager training step: the recipe the graph captures, plus zero_grad (set to none).
 void eager_step(StepOptimizer& opt, const StepForward& forward, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
-  auto loss = torch::nn::functional::cross_entropy(forward(x), y);
+  auto loss = task_loss(forward(x), y);
   loss.backward();
   opt.step();
 }
@@ -117,10 +118,10 @@ std::string capture_into(GraphTrainStep& s, StepOptimizer& opt, const StepForwar
       at::index_select_out(s.y_, s.data_y_, 0, s.index_);
     }
     auto logits = forward(s.x_);
-    auto loss = torch::nn::functional::cross_entropy(logits, s.y_);
+    auto loss = task_loss(logits, s.y_);
     loss.backward();
     opt.step();
-    add_step_sums(s.sums_, loss, logits, s.y_);
+    add_task_sums(s.sums_, loss, logits, s.y_);
     s.graph_->capture_end();
     s.loss_ = loss.detach();
     s.logits_ = logits.detach();

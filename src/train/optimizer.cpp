@@ -36,7 +36,8 @@ void set_grads_to_none(std::vector<torch::Tensor>& params) {
 // size folded into the denominator so that addcdiv_ needs no host scalar.
 class TensorAdam final : public StepOptimizer {
  public:
-  TensorAdam(std::vector<torch::Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+  TensorAdam(std::vector<torch::Tensor> params, double lr, double weight_decay = 0)
+      : params_(std::move(params)), lr_(lr), decay_(weight_decay) {
     state_.resize(params_.size());
   }
   void zero_grad() override { set_grads_to_none(params_); }
@@ -46,7 +47,8 @@ class TensorAdam final : public StepOptimizer {
       if (params_[i].grad().defined()) update(params_[i], state_[i]);
   }
   std::string implementation() const override {
-    return "trainscope Adam (tensor ops, device step counts; capturable)";
+    return decay_ > 0 ? "trainscope AdamW (tensor ops, device step counts; capturable)"
+                      : "trainscope Adam (tensor ops, device step counts; capturable)";
   }
   bool capturable() const override { return true; }
 
@@ -61,6 +63,7 @@ class TensorAdam final : public StepOptimizer {
       s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
       s.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
     }
+    if (decay_ > 0 && p.dim() >= 2) p.mul_(1 - lr_ * decay_);  // decoupled weight decay (AdamW)
     s.step.add_(1);
     s.exp_avg.mul_(kBeta1).add_(g, 1 - kBeta1);
     s.exp_avg_sq.mul_(kBeta2).addcmul_(g, g, 1 - kBeta2);
@@ -73,7 +76,7 @@ class TensorAdam final : public StepOptimizer {
   }
   std::vector<torch::Tensor> params_;
   std::vector<State> state_;
-  double lr_;
+  double lr_, decay_;
 };
 
 // SGD with momentum from foreach tensor operations, capturable after its first (eager) step,
@@ -120,7 +123,11 @@ class ForeachSgd final : public StepOptimizer {
 // Capturable after its first step (nothing is read back to the host).
 class FusedAdam final : public StepOptimizer {
  public:
-  FusedAdam(std::vector<torch::Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {}
+  FusedAdam(std::vector<torch::Tensor> params, double lr, double weight_decay)
+      : params_(std::move(params)), lr_(lr), decay_(weight_decay) {
+    for (auto& p : params_)
+      if (p.dim() >= 2) decayed_.push_back(p);
+  }
   void zero_grad() override { set_grads_to_none(params_); }
   void step() override {
     torch::NoGradGuard ng;
@@ -143,28 +150,73 @@ class FusedAdam final : public StepOptimizer {
     }
     TS_CHECK(ps.size() == exp_avgs_.size(), "fused Adam: the set of parameters with gradients changed");
     at::_foreach_add_(steps_, 1);
+    if (decay_ > 0 && !decayed_.empty()) at::_foreach_mul_(decayed_, 1 - lr_ * decay_);  // decoupled (AdamW)
     std::vector<torch::Tensor> no_max;
     at::_fused_adam_(ps, gs, exp_avgs_, exp_avg_sqs_, no_max, steps_, lr_, kBeta1, kBeta2, 0.0, kEps,
                      /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{}, /*found_inf=*/{});
   }
-  std::string implementation() const override { return "at::_fused_adam_ (fused, one kernel per step)"; }
+  std::string implementation() const override {
+    return decay_ > 0 ? "at::_fused_adam_ with decoupled weight decay (AdamW; fused, two kernels per step)"
+                      : "at::_fused_adam_ (fused, one kernel per step)";
+  }
   bool capturable() const override { return true; }
 
  private:
-  std::vector<torch::Tensor> params_, exp_avgs_, exp_avg_sqs_, steps_;
-  double lr_;
+  std::vector<torch::Tensor> params_, decayed_, exp_avgs_, exp_avg_sqs_, steps_;
+  double lr_, decay_;
 };
 #endif
 
 // at::_fused_adam_ where this build has it (compat.h), else nullptr (params left untouched).
-std::unique_ptr<StepOptimizer> fused_adam(std::vector<torch::Tensor>& params, double lr) {
+std::unique_ptr<StepOptimizer> fused_adam(std::vector<torch::Tensor>& params, double lr, double weight_decay) {
 #if TRAINSCOPE_HAVE_FUSED_ADAM
-  return std::make_unique<FusedAdam>(std::move(params), lr);
+  return std::make_unique<FusedAdam>(std::move(params), lr, weight_decay);
 #else
-  (void)params;
-  (void)lr;
+  (void)params, (void)lr, (void)weight_decay;
   return nullptr;
 #endif
+}
+
+// Clips the global L2 norm of the gradients to max_norm before the wrapped optimizer's step,
+// from tensor operations alone (no host read), so a clipped step can still be captured:
+// g *= min(1, max_norm / (||g||_2 + 1e-6)), torch.nn.utils.clip_grad_norm_'s rule.
+class ClippedOptimizer final : public StepOptimizer {
+ public:
+  ClippedOptimizer(std::unique_ptr<StepOptimizer> inner, std::vector<torch::Tensor> params, double max_norm)
+      : inner_(std::move(inner)), params_(std::move(params)), max_norm_(max_norm) {}
+  void zero_grad() override { inner_->zero_grad(); }
+  void step() override {
+    clip_gradients(params_, max_norm_);
+    inner_->step();
+  }
+  std::string implementation() const override {
+    return fmt::format("{}, gradient norm clipped to {}", inner_->implementation(), max_norm_);
+  }
+  bool capturable() const override { return inner_->capturable(); }
+
+ private:
+  std::unique_ptr<StepOptimizer> inner_;
+  std::vector<torch::Tensor> params_;
+  double max_norm_;
+};
+
+std::unique_ptr<StepOptimizer> make_adam(const TrainConfig& cfg, std::vector<torch::Tensor> params,
+                                         const torch::Device& device, bool capturable) {
+  const bool want_fused = cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda());
+  if (want_fused && device.is_cuda())
+    if (auto fused = fused_adam(params, cfg.learning_rate, cfg.weight_decay)) return fused;
+  if (cfg.optimizer_impl == "fused")
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--optimizer-impl fused needs a CUDA device and LibTorch >= 2.0 (this is {} on {}); use "
+                            "auto or loop",
+                            compat::torch_version(), device.str()));
+  // "loop" with capturable or weight decay, or no fused kernel here: LibTorch's Adam cannot be
+  // captured, and its weight decay is L2 (coupled), not AdamW's.
+  if (capturable || cfg.weight_decay > 0)
+    return std::make_unique<TensorAdam>(std::move(params), cfg.learning_rate, cfg.weight_decay);
+  return std::make_unique<TorchOptimizer>(
+      std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(cfg.learning_rate)),
+      "torch::optim::Adam (per-parameter loop)");
 }
 
 std::unique_ptr<StepOptimizer> make_sgd(const TrainConfig& cfg, std::vector<torch::Tensor> params, bool capturable) {
@@ -180,20 +232,27 @@ std::unique_ptr<StepOptimizer> make_sgd(const TrainConfig& cfg, std::vector<torc
 
 std::unique_ptr<StepOptimizer> make_optimizer(const TrainConfig& cfg, std::vector<torch::Tensor> params,
                                               const torch::Device& device, bool capturable) {
-  if (cfg.optimizer == "sgd") return make_sgd(cfg, std::move(params), capturable);
-  const bool want_fused = cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda());
-  if (want_fused && device.is_cuda())
-    if (auto fused = fused_adam(params, cfg.learning_rate)) return fused;
-  if (cfg.optimizer_impl == "fused")
-    throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("--optimizer-impl fused needs a CUDA device and LibTorch >= 2.0 (this is {} on {}); use "
-                            "auto or loop",
-                            compat::torch_version(), device.str()));
-  // "loop" with capturable, or no fused kernel here: LibTorch's Adam cannot be captured.
-  if (capturable) return std::make_unique<TensorAdam>(std::move(params), cfg.learning_rate);
-  return std::make_unique<TorchOptimizer>(
-      std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(cfg.learning_rate)),
-      "torch::optim::Adam (per-parameter loop)");
+  if (cfg.optimizer == "sgd" && cfg.weight_decay > 0)
+    throw_error(ErrorKind::kInvalidArgument, "--weight-decay is decoupled weight decay of Adam (AdamW); use "
+                                             "--optimizer adam or leave it 0 with sgd");
+  std::vector<torch::Tensor> clipped = cfg.grad_clip > 0 ? params : std::vector<torch::Tensor>{};
+  auto opt = cfg.optimizer == "sgd" ? make_sgd(cfg, std::move(params), capturable)
+                                    : make_adam(cfg, std::move(params), device, capturable);
+  if (cfg.grad_clip > 0) return std::make_unique<ClippedOptimizer>(std::move(opt), std::move(clipped), cfg.grad_clip);
+  return opt;
+}
+
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard ng;
+  std::vector<torch::Tensor> norms, grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+      norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+    }
+  if (grads.empty()) return;
+  auto coef = (max_norm / (torch::stack(norms).norm() + 1e-6)).clamp_max(1.0);
+  for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
 }
 
 }  // namespace trainscope

@@ -2,7 +2,7 @@
 // (torch::optim::Adam / SGD: a loop of ~10 element-wise kernels per parameter) or, on a CUDA
 // device with LibTorch >= 2.0, Adam through at::_fused_adam_ (all parameters in one kernel,
 // the kernel behind PyTorch's `Adam(fused=True)`). All implement Kingma & Ba (2015) Adam with
-// betas (0.9, 0.999), eps 1e-8, no weight decay, or SGD with momentum (buffer = grad on the
+// betas (0.9, 0.999), eps 1e-8, optionally AdamW's decoupled weight decay (below), or SGD with momentum (buffer = grad on the
 // first step, then momentum * buffer + grad; no dampening, no Nesterov, no weight decay: the
 // update of torch::optim::SGD with trainscope's settings); the record names the one used.
 //
@@ -48,7 +48,17 @@ class StepOptimizer {
 /// LibTorch's own optimizers are never capturable (torch::optim::Adam keeps its step count on
 /// the host and computes the bias corrections there). Errors: Error(kInvalidArgument) for
 /// "fused" where it is unavailable (CPU, LibTorch 1.13) or with sgd.
+/// cfg.weight_decay > 0 makes Adam AdamW (Loshchilov & Hutter 2019, decoupled: p *= 1 - lr x wd
+/// before the Adam update) on the parameters of 2 or more dimensions (matrices and embeddings;
+/// biases and LayerNorm are not decayed, as nanoGPT groups them); the fused path adds one foreach
+/// kernel, the loop path uses trainscope's tensor-op Adam. Error(kInvalidArgument) with sgd.
+/// cfg.grad_clip > 0 clips the gradients' global norm before every step (clip_gradients).
 std::unique_ptr<StepOptimizer> make_optimizer(const TrainConfig& cfg, std::vector<torch::Tensor> params,
                                               const torch::Device& device, bool capturable = false);
+
+/// Scales every gradient by min(1, max_norm / (||g||_2 + 1e-6)), ||g||_2 the L2 norm of all
+/// gradients together (torch.nn.utils.clip_grad_norm_), with tensor operations only (no host
+/// synchronisation; capturable in a CUDA graph).
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm);
 
 }  // namespace trainscope

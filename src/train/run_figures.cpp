@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "common/text.h"
+#include "train/lm_task.h"
+#include "train/task_loss.h"
 #include "train/train_loop.h"
 #include "train/variant_exec.h"
 #include "trainscope/mfu.h"
@@ -93,6 +95,7 @@ void TrainLoop::figures() {
                                    global_step_, planned_train_steps(cfg_, shard_samples_, batch_size_)));
   epoch_time_figures();
   mfu_figures();
+  language_model_figures(r_);
   target_figures();
 }
 

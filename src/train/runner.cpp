@@ -13,7 +13,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <thread>
+
+#include <torch/csrc/jit/runtime/jit_exception.h>
 
 #include "common/text.h"
 #include "dist/rank.h"
@@ -22,7 +25,9 @@
 #include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
+#include "train/error_text.h"
 #include "train/min_time.h"
+#include "train/lm_task.h"
 #include "train/trainer.h"
 #include "workload/model_names.h"
 #include "trainscope/batch_sweep.h"
@@ -71,7 +76,9 @@ nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& dat
           {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
           {"trained_on", spec.device},
           {"batch_size", spec.batch_size},
-          {"seed", spec.train.seed}};
+          {"seed", spec.train.seed},
+          {"task", w.data.task},
+          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
 }
 
 namespace {
@@ -102,6 +109,46 @@ void energy_to_target(const TelemetrySampler& sampler, const std::string& tdev, 
   t->energy_j = joules;
 }
 
+// A run's id: "cpu-mlp-b64-r0", "cuda0-cnn-b128-r1-graphs" (docs/results.md).
+std::string run_id_of(const std::string& dev, const std::string& id_name, int64_t batch, int64_t rep,
+                      const std::string& variant) {
+  return fmt::format("{}-{}-b{}-r{}{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5), id_name, batch, rep,
+                     variant_run_id_suffix(variant));
+}
+
+// The longest name a run writes beside its id: traces/<run id>.trace.json.gz under the temporary
+// name of an atomic write (trainscope/fs.h: ".tmp." and a process id of up to 10 digits).
+constexpr size_t kLongestRunFileSuffix = std::string_view(".trace.json.gz.tmp.").size() + 10;
+constexpr size_t kMaxFileName = 255;  // NAME_MAX of Linux file systems
+
+// The first line of an error message, without its trailing '.', ':' and spaces.
+std::string first_line(std::string why) {
+  why = why.substr(0, why.find('\n'));
+  while (!why.empty() && (why.back() == '.' || why.back() == ' ' || why.back() == ':')) why.pop_back();
+  return why;
+}
+
+// make_model, where a model file LibTorch cannot read (an operator this LibTorch lacks: the
+// TorchScript compiler's ErrorReport, no c10::Error) is bad input naming the file, not a bug.
+std::unique_ptr<Model> model_or_bad_input(const std::string& name, const Dataset& train, const TrainConfig& cfg) {
+  std::error_code ec;
+  if (is_torchscript_path(name) && std::filesystem::is_directory(name, ec))
+    throw_error(ErrorKind::kModel, fmt::format("model '{}' (--models / models) is a folder, not a TorchScript file; "
+                                               "give the .pt file saved by torch.jit.save",
+                                               name));
+  try {
+    return make_run_model(name, train, cfg);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    const std::string why = first_line(error_without_backtrace(e));
+    throw_error(ErrorKind::kModel, fmt::format("cannot load model '{}' (--models / models): {}; save it with the "
+                                               "LibTorch version trainscope uses (its provenance names it), from "
+                                               "operators that version has",
+                                               name, why));
+  }
+}
+
 // The matrix in four stages (run() below): inputs and run folder, telemetry, one cell at a time,
 // and the merge of each finished run into the reporters' records and the telemetry file.
 class Matrix {
@@ -129,9 +176,12 @@ class Matrix {
   void prepare_run_folder();
   void lock_run_folder();
   void load_resumed_runs();
+  void check_resumed_inputs() const;
   void start_telemetry();
   void run_cells();
   void check_variants();
+  void check_file_names() const;
+  void publish_checkpoint(const RunSpec& spec, RunRecord& rec);
   void run_sweeps(const std::vector<std::string>& model_names, ProgressBar& progress);
   void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
                 const std::string& variant, ProgressBar& progress);
@@ -173,11 +223,13 @@ class Matrix {
   std::map<std::string, RunRecord> done_;  // --resume: runs already measured as ok
   std::string kept_telemetry_;             // --resume: the earlier sessions' telemetry rows
   std::unique_ptr<TelemetrySampler> sampler_;
+  std::string io_stop_;          // why a run's files could not be written: the matrix stops after its record
   std::string sampler_failure_;  // why telemetry was on but its sampler could not start
   std::vector<GpuInfo> telemetry_gpus_;
   std::vector<std::string> variants_;           // canonical names (trainscope/variants.h)
   bool default_variants_ = false;               // train.variants was [] (default_variants)
   std::map<std::string, bool> model_has_4d_;    // per model: has convolution kernels (channels_last applies)
+  std::map<std::string, int64_t> model_parameters_;  // per model: its parameters now (--resume compares)
 };
 
 MatrixResult Matrix::run() {
@@ -232,15 +284,43 @@ void Matrix::check_inputs() {
   // Models: build each once on the CPU to reject unknown names, shape mismatches and models
   // with nothing to train before anything runs.
   for (const auto& m : cfg_.models) {
-    auto model = make_model(m, tr.channels, tr.height, tr.width, tr.num_classes);
+    auto model = model_or_bad_input(m, tr, cfg_.train);
+    // A forward pass that never returns is named after --dist-timeout, as a stalled step is.
+    dist::StallWatch watch("models", cfg_.dist.timeout_s, nullptr, [this](const std::string& msg) { warning(msg); });
+    watch.set_what(fmt::format("the pre-flight forward pass of model '{}'", m));
+    watch.step_begin(0);
     check_model_fits(*model, workload_->train_x, tr.num_classes, /*need_trainable=*/true, fmt::format("model '{}'", m));
+    watch.step_end(0);
     model_has_4d_[m] = has_4d_parameters(*model);
+    model_parameters_[m] = model->parameter_count();
   }
   check_variants();
   size_t device_cells = 0;
   for (const auto& d : devices_) device_cells += device_variants(d).size();
   planned_ = device_cells * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
+  check_file_names();
   if (!device_note.empty()) notice(device_note);  // after the input checks: a bad input's error comes alone
+}
+
+// Every file a run writes is named by its run id, which holds the model's name (a model file's
+// stem): an id too long for a file name is bad input now, not a failed checkpoint after training.
+void Matrix::check_file_names() const {
+  const auto names = run_id_model_names(cfg_.models);
+  int64_t batch = *std::max_element(cfg_.batch_sizes.begin(), cfg_.batch_sizes.end());
+  if (cfg_.batch_sweep.enabled)  // the sweep doubles up to the training set at most
+    batch = std::max(batch, static_cast<int64_t>(workload_->data.train.count));
+  for (size_t mi = 0; mi < names.size(); ++mi)
+    for (const auto& dev : devices_)
+      for (const auto& variant : device_variants(dev)) {
+        const std::string id = run_id_of(dev, names[mi], batch, cfg_.repeats - 1, variant);
+        if (id.size() + kLongestRunFileSuffix <= kMaxFileName) continue;
+        const size_t over = id.size() + kLongestRunFileSuffix - kMaxFileName;
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("model '{}' gives run ids of {} characters ('{}'), too long for the files named after "
+                                "them (traces/<run id>.trace.json.gz, checkpoints/<run id>.pt: at most {} bytes a "
+                                "name); give the model file a name at least {} characters shorter",
+                                cfg_.models[mi], id.size(), id, kMaxFileName, over));
+      }
 }
 
 // Variants (docs/variants.md#applicability): a GPU-only variant asked for explicitly on CPU-only
@@ -328,7 +408,34 @@ void Matrix::load_resumed_runs() {
     kept_telemetry_.assign(rows.begin(), rows.end());
     if (!kept_telemetry_.empty() && kept_telemetry_.back() != '\n') kept_telemetry_ += '\n';
   }
+  check_resumed_inputs();
   notice(fmt::format("resuming {}: {} of {} runs already measured are kept", res_.run_dir, done_.size(), planned_));
+}
+
+// --resume reuses the matrix's settings from matrix.json, but its model files and data are read
+// again: a kept run that trained another model or data than these would sit beside the new runs
+// under the same name. Compared: each model's parameter count, the data set and its shape.
+void Matrix::check_resumed_inputs() const {
+  const auto& tr = workload_->data.train;
+  const std::vector<int64_t> shape{tr.channels, tr.height, tr.width};
+  for (const auto& [id, r] : done_) {
+    std::string what;
+    if (auto it = model_parameters_.find(r.model); it != model_parameters_.end() && r.parameters &&
+                                                     *r.parameters != it->second)
+      what = fmt::format("model '{}' now has {} parameters; the kept run {} trained one of {}", r.model, it->second, id,
+                         *r.parameters);
+    else if (r.dataset != workload_->dataset_name || r.train_samples != tr.count ||
+             r.test_samples != workload_->data.test.count || r.input_shape != shape)
+      what = fmt::format("the data now is {} ({} training and {} test samples of {}); the kept run {} trained on {} "
+                         "({} and {} of {})",
+                         workload_->dataset_name, tr.count, workload_->data.test.count, fmt::join(shape, "x"), id,
+                         r.dataset, r.train_samples, r.test_samples, fmt::join(r.input_shape, "x"));
+    if (!what.empty())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("cannot resume '{}': {}. The inputs changed since the matrix started; put the original "
+                              "files back, or start a new run folder without --resume",
+                              res_.run_dir, what));
+  }
 }
 
 // Telemetry: one sampler for the whole matrix, on the matrix clock; a source that fails to probe
@@ -456,8 +563,7 @@ bool Matrix::stop_before_cell() {
 void Matrix::run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch,
                       int64_t rep, const std::string& variant, ProgressBar& progress) {
   RunSpec spec;
-  spec.run_id = fmt::format("{}-{}-b{}-r{}{}", dev == "cpu" ? "cpu" : dev.substr(0, 4) + dev.substr(5), id_name, batch, rep,
-                            variant_run_id_suffix(variant));
+  spec.run_id = run_id_of(dev, id_name, batch, rep, variant);
   if (auto it = done_.find(spec.run_id); it != done_.end()) {
     res_.runs.push_back(it->second);
     report([&](Reporter& r) { r.run_skipped(res_.runs.back()); });
@@ -504,6 +610,24 @@ void Matrix::run_cell(const std::string& dev, const std::string& model, const st
     restate_requested_epochs(rec, requested, workload_->data.train.count,
                              effective_min_time_s(cfg_.train, cfg_.telemetry), epoch_headline_s);
   merge_run(std::move(rec));
+  if (!io_stop_.empty()) throw_error(ErrorKind::kIo, io_stop_);
+}
+
+// The checkpoint of an ok run under its final name, with its description (.json) beside it; when
+// the description cannot be written, the checkpoint goes too (no checkpoint without one).
+void Matrix::publish_checkpoint(const RunSpec& spec, RunRecord& rec) {
+  const std::string pt = "checkpoints/" + spec.run_id + ".pt";
+  publish_file(spec.checkpoint_path, res_.run_dir + "/" + pt);
+  try {
+    write_file_atomic(res_.run_dir + "/checkpoints/" + spec.run_id + ".json",
+                      checkpoint_description(spec, cfg_.data, *workload_)
+                              .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                          "\n");
+  } catch (...) {
+    ::unlink((res_.run_dir + "/" + pt).c_str());
+    throw;
+  }
+  rec.checkpoint_path = pt;
 }
 
 // The minimum measured time (train/min_time.h): a calibration pass of a few steps times the
@@ -555,8 +679,60 @@ double Matrix::calibrate_step_s(const RunSpec& spec) {
   return m.headline_time_s / static_cast<double>(m.headline_steps);
 }
 
+namespace {
+
+// The failure of a run as its record keeps it: an Error's own kind, the device running out of
+// memory, a model's own exception (TorchScript `raise`), LibTorch's error; "internal" only for
+// what is none of these. Returns true for an Error(kIo): the run folder is gone or full, and the
+// matrix stops after this run's record.
+bool record_failure(const std::exception_ptr& failure, const RunSpec& spec, RunRecord& rec) {
+  rec.status = RunStatus::kFailed;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kIo) {
+      rec.error_kind = std::string(to_string(e.kind()));
+      rec.failure_reason = fmt::format("{}; the run's measurements are kept, its checkpoint is not", e.what());
+      return true;
+    }
+    rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;
+    rec.error_kind = std::string(to_string(e.kind()));
+    rec.failure_reason = e.what();
+  } catch (const c10::Error& e) {
+    if (compat::is_out_of_memory(e) && spec.device != "cpu") {
+      auto ms = device_memory_stats(torch::Device(spec.device));
+      rec.error_kind = "out_of_memory";
+      rec.failure_reason = fmt::format(
+          "{} ran out of memory at batch size {} (peak allocated {:.2f} GiB of {:.2f} GiB); use a smaller batch",
+          spec.device, spec.batch_size, ms.peak_allocated_bytes.value_or(0) / 1073741824.0,
+          ms.total_bytes.value_or(0) / 1073741824.0);
+      release_device_cache(torch::Device(spec.device));
+    } else if (compat::is_out_of_memory(e)) {
+      rec.error_kind = "out_of_memory";
+      rec.failure_reason = fmt::format("host memory exhausted at batch size {}: {}; use a smaller batch",
+                                       spec.batch_size, first_line(e.what_without_backtrace()));
+    } else {
+      rec.error_kind = "libtorch";
+      rec.failure_reason = e.what_without_backtrace();
+    }
+  } catch (const std::bad_alloc&) {
+    rec.error_kind = "out_of_memory";
+    rec.failure_reason = fmt::format("host memory exhausted at batch size {}", spec.batch_size);
+  } catch (const torch::jit::JITException& e) {
+    rec.error_kind = std::string(to_string(ErrorKind::kModel));
+    rec.failure_reason = fmt::format("model '{}' raised an exception: {}", spec.model, first_line(e.what()));
+  } catch (const std::exception& e) {
+    rec.error_kind = "internal";
+    rec.failure_reason = e.what();
+  }
+  return false;
+}
+
+}  // namespace
+
 // Trains one cell with the other components' hooks; a failure becomes the record's status.
-// An I/O error writing the run folder is not the run's fault: it stops the matrix (exit 5).
+// An I/O error writing the run folder is not the run's fault: the run is recorded with what it
+// measured, then the matrix stops (exit 5).
 void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   const std::string& dev = spec.device;
   TrainHooks hooks;
@@ -581,7 +757,10 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
       p->on_phase_span(s, ph, t0, t1);
     };
   }
-  if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
+  if (cfg_.inference.enabled && workload_->data.train.is_tokens())
+    rec.notes.push_back("inference not measured: a language model's inference is generation (prefill and decode "
+                        "tokens/s, TTFT, TPOT), which trainscope does not measure yet (docs/language-models.md)");
+  else if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
     hooks.on_trained = [&](Model& m, const torch::Device& d) {
       // A run that ends inside the profiling window: close it first, so inference
       // operators never land in the training operator table or trace.
@@ -602,38 +781,11 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   // ---- end of component hooks
   try {
     train_run(spec, *workload_, hooks, &rec);
-    if (rec.status == RunStatus::kOk) {
-      rec.checkpoint_path = "checkpoints/" + spec.run_id + ".pt";
-      publish_file(spec.checkpoint_path, res_.run_dir + "/" + rec.checkpoint_path);
-      write_file_atomic(res_.run_dir + "/checkpoints/" + spec.run_id + ".json",
-                        checkpoint_description(spec, cfg_.data, *workload_).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kIo) throw;
-    rec.status = e.kind() == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kFailed;
-    rec.error_kind = std::string(to_string(e.kind()));
-    rec.failure_reason = e.what();
-  } catch (const c10::Error& e) {
-    rec.status = RunStatus::kFailed;
-    if (compat::is_out_of_memory(e)) {
-      auto ms = device_memory_stats(torch::Device(dev));
-      rec.error_kind = "out_of_memory";
-      rec.failure_reason = fmt::format(
-          "{} ran out of memory at batch size {} (peak allocated {:.2f} GiB of {:.2f} GiB); use a smaller batch",
-          dev, spec.batch_size, ms.peak_allocated_bytes.value_or(0) / 1073741824.0, ms.total_bytes.value_or(0) / 1073741824.0);
-      release_device_cache(torch::Device(dev));
-    } else {
-      rec.error_kind = "libtorch";
-      rec.failure_reason = e.what_without_backtrace();
-    }
-  } catch (const std::bad_alloc&) {
-    rec.status = RunStatus::kFailed;
-    rec.error_kind = "out_of_memory";
-    rec.failure_reason = fmt::format("host memory exhausted at batch size {}", spec.batch_size);
-  } catch (const std::exception& e) {
-    rec.status = RunStatus::kFailed;
-    rec.error_kind = "internal";
-    rec.failure_reason = e.what();
+    if (rec.status == RunStatus::kOk) publish_checkpoint(spec, rec);
+  } catch (...) {
+    // An Error(kIo) (the checkpoint could not be written: a full disk) keeps the run's
+    // measurements in its record and stops the matrix after it is merged (run_cell).
+    if (record_failure(std::current_exception(), spec, rec)) io_stop_ = rec.failure_reason;
   }
   if (stall)
     for (auto& n : stall->notes()) rec.notes.push_back(n);
@@ -645,6 +797,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   rate_instrumentation_cost(rec);
   dist::finish_run_record(rec);  // data-parallel runs: rank 0's record gets every rank's figures
 }
+
 
 // dist: the stall watch (src/dist/stall.h) around the step hooks of the other components.
 std::unique_ptr<dist::StallWatch> Matrix::watch_stalls(const RunSpec& spec, TrainHooks& hooks) {

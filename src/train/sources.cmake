@@ -1,9 +1,11 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
+  workload/gpt.cpp
   workload/model_check.cpp
   train/device.cpp
   # train_run: its loop (train/train_loop.h) in one file per idea
   train/trainer.cpp
+  train/lm_task.cpp
   train/train_step.cpp
   train/graph_replay.cpp
   train/measurement.cpp

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "train/step_sums.h"
+#include "train/lm_task.h"
+#include "train/task_loss.h"
 #include "train/train_loop.h"
 #include "trainscope/error.h"
 
@@ -55,7 +57,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
     torch::Tensor logits;
     std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
-    add_step_sums(e.sums, loss, logits, y);
+    add_task_sums(e.sums, loss, logits, y);
   }
   ++global_step_;
   ++e.steps;
@@ -104,7 +106,7 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
   clock_->mark(s, 1);
   host_marks[1] = Clock::now();
   auto logits = forward_(x);
-  auto loss = torch::nn::functional::cross_entropy(logits, y);
+  auto loss = task_loss(logits, y);
   if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
   clock_->mark(s, 2);
   host_marks[2] = Clock::now();
@@ -192,11 +194,11 @@ void TrainLoop::finish_epoch(EpochState& e) {
   er.steps = e.steps;
   er.samples = e.samples;
   er.profiled_steps = e.profiled_steps;
-  const double denom = static_cast<double>(std::max<int64_t>(e.samples, 1));
+  const double denom = static_cast<double>(std::max<int64_t>(e.samples * predictions_per_sample(w_.data.train), 1));
   if (graph_) graph_->drain_sums(e.sums);  // the replays' sums (graph_step.h)
   const auto sums = e.sums.cpu();
   er.train_loss = sums[0].item<double>() / denom;
-  er.train_accuracy_pct = 100.0 * sums[1].item<double>() / denom;
+  if (!w_.data.train.is_tokens()) er.train_accuracy_pct = 100.0 * sums[1].item<double>() / denom;
   er.epoch_time_s = epoch_time;
   er.samples_per_s = epoch_time > 0 ? static_cast<double>(e.samples) / epoch_time : 0;
   er.complete = e.steps == steps_per_epoch_;

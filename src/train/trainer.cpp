@@ -2,6 +2,8 @@
 // loop over epochs and the wrap-up (memory peaks, inference hook, checkpoint). The loop's other
 // members are in the files train/train_loop.h lists.
 #include "train/trainer.h"
+#include "train/lm_task.h"
+#include "train/task_loss.h"
 
 #include <fmt/format.h>
 
@@ -23,6 +25,10 @@ Workload make_workload(DatasetPair data) {
   w.data = std::move(data);
   auto& tr = w.data.train;
   auto& te = w.data.test;
+  if (tr.is_tokens()) {  // windows and their next tokens: two views of the token stream (trainscope/dataset.h)
+    view_token_windows(w);
+    return w;
+  }
   const int64_t resident = tr.sample_numel() > 0 ? static_cast<int64_t>(tr.images.size()) / tr.sample_numel() : 0;
   w.train_x = torch::from_blob(tr.images.data(), {resident, tr.channels, tr.height, tr.width}, torch::kFloat);  // < count when streamed
   w.train_y = torch::from_blob(tr.labels.data(), {tr.count}, torch::kLong);
@@ -95,6 +101,7 @@ void TrainLoop::describe_run() {
   r_.repeat = spec_.repeat;
   r_.status = RunStatus::kRunning;
   fill_run_settings(r_, cfg_, w_);
+  describe_task(r_, spec_.model, w_.data, cfg_, dev_, parse_variant(spec_.variant, "the run's variant").bf16);
   r_.start_ns = ns_since(spec_.origin, Clock::now());
   variant_ = parse_variant(spec_.variant, "the run's variant");
   r_.variant = variant_.name();
@@ -108,10 +115,10 @@ void TrainLoop::set_up() {
   const auto& tr = w_.data.train;
   // Same seed for every device and batch size, so runs start from the same weights.
   torch::manual_seed(cfg_.seed);
-  model_ = make_model(spec_.model, tr.channels, tr.height, tr.width, tr.num_classes);
+  model_ = make_run_model(spec_.model, tr, cfg_);
   r_.parameters = model_->parameter_count();
   try {
-    r_.forward_flops_per_sample = count_forward_flops(*model_, tr.channels, tr.height, tr.width);
+    r_.forward_flops_per_sample = run_forward_flops(*model_, spec_.model, tr, cfg_);
   } catch (const c10::Error& e) {
     throw_error(ErrorKind::kModel, fmt::format("model '{}' cannot take inputs of shape 1x{}x{}x{} from the data set: {}",
                                                spec_.model, tr.channels, tr.height, tr.width,
@@ -162,7 +169,7 @@ void TrainLoop::set_up_variant() {
 void TrainLoop::keep_data_on_device() {
   if (!cuda_ || w_.data.stream) return;
   const auto total = device_memory_stats(dev_).total_bytes;
-  const int64_t bytes = w_.train_x.numel() * 4 + w_.train_y.numel() * 8;
+  const int64_t bytes = w_.train_x.numel() * w_.train_x.element_size() + w_.train_y.numel() * 8;
   if (!total || bytes > *total / 4) return;
   dev_x_ = w_.train_x.to(dev_);
   dev_y_ = w_.train_y.to(dev_);

@@ -130,6 +130,7 @@ bool folder_is_streamed(const DataConfig& cfg, std::string* reason) {
 }  // namespace
 
 DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
+  if (is_lm_data_format(cfg.format)) return load_lm_datasets(cfg, seed);
   DatasetPair out;
   out.format = cfg.format;
   RawImages train, test;
@@ -196,7 +197,7 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
     out.source = fmt::format("synthetic (seed {})", seed);
   } else {
     throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("unknown data format '{}'; use idx, cifar10, folder or synthetic", cfg.format));
+                fmt::format("unknown data format '{}'; use idx, cifar10, folder, synthetic, text or tokens", cfg.format));
   }
   limit(train, cfg.limit_train);
   limit(test, cfg.limit_test);

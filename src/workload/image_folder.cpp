@@ -47,13 +47,29 @@ std::vector<uint8_t> decode_image(std::span<const uint8_t> bytes, const std::str
   return out;
 }
 
+namespace {
+
+// Whether an entry is a folder (`folder`) or a regular file; an entry whose type cannot be read
+// (a symbolic link to itself, "too many levels of symbolic links") is bad input naming it.
+bool entry_is(const fs::directory_entry& e, bool folder, const std::string& root) {
+  std::error_code ec;
+  const bool is = folder ? e.is_directory(ec) : e.is_regular_file(ec);
+  if (ec)
+    throw_error(ErrorKind::kDataFormat, fmt::format("image folder '{}': cannot tell what '{}' is: {}; remove it or "
+                                                    "make it a folder, an image or a link to one",
+                                                    root, e.path().string(), ec.message()));
+  return is;
+}
+
+}  // namespace
+
 std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<std::string>* class_names) {
   std::error_code ec;
   if (!fs::is_directory(root, ec))
     throw_error(ErrorKind::kIo, fmt::format("image folder '{}' does not exist or is not a folder", root));
   std::vector<std::string> classes;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory()) classes.push_back(e.path().filename().string());
+    if (entry_is(e, true, root)) classes.push_back(e.path().filename().string());
   std::sort(classes.begin(), classes.end());
   if (classes.empty())
     throw_error(ErrorKind::kDataFormat,
@@ -67,7 +83,7 @@ std::vector<ImageFile> index_image_folder(const std::string& root, std::vector<s
     // Images in nested folders of a class belong to it (torchvision's ImageFolder walks them too).
     for (auto& e : fs::recursive_directory_iterator(fs::path(root) / classes[ci],
                                                     fs::directory_options::skip_permission_denied, ec)) {
-      if (!e.is_regular_file()) continue;
+      if (!entry_is(e, false, root)) continue;
       const auto ext = ascii_lower(e.path().extension().string());
       if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp") continue;
       struct stat st {};  // stat(2): the same clock as the stream's fstat of the open file

@@ -28,6 +28,8 @@
 
 namespace trainscope {
 
+struct GptShape;  // workload/gpt.h
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -57,9 +59,26 @@ class Model {
 std::vector<std::string> builtin_models();
 
 /// Creates a model for inputs of shape channels x height x width and `classes` outputs.
+/// A built-in language model (gpt-mini, gpt2, gpt2-medium; workload/gpt.h) takes the shape of a
+/// token Dataset (trainscope/dataset.h): channels = height = 1, width = the sequence length,
+/// classes = the data's vocabulary; its shape is lm_model_shape's.
 /// The weights are initialised from LibTorch's global generator (seed it first).
 std::unique_ptr<Model> make_model(const std::string& name, int64_t channels, int64_t height, int64_t width,
                                   int64_t classes);
+
+/// The output vocabulary of a built-in language model is the data's rounded up to a multiple of
+/// 64 (GPT-2's 50257 -> 50304, as nanoGPT pads it, so the output matrix product tiles evenly);
+/// the padded ids never occur in the data.
+constexpr int64_t kVocabMultiple = 64;
+
+/// The shape of built-in language model `name` for windows of seq_len tokens of a vocabulary of
+/// `vocab`: the preset's layers, width and heads, the vocabulary padded (kVocabMultiple), the
+/// context the preset's or seq_len when longer. Throws Error(kModel) for another name.
+GptShape lm_model_shape(const std::string& name, int64_t seq_len, int64_t vocab);
+
+/// "causal_lm" for a built-in language model, "classification" for a built-in image model, ""
+/// for a TorchScript file (its task is the data's).
+std::string model_task(const std::string& name);
 
 /// Checks, before anything runs, that `model` fits the data: one sample of `x` (N x C x H x W,
 /// N >= 1) goes through forward() without gradients in eval mode (the model is left in it) and
@@ -78,6 +97,9 @@ void check_model_fits(Model& model, const torch::Tensor& x, int64_t classes, boo
 /// (2 * M * N * K); element-wise operators, pooling and normalisation are not counted (they are a
 /// few percent of the total for these networks). Returns nullopt if no counted operator ran.
 std::optional<double> count_forward_flops(Model& model, int64_t channels, int64_t height, int64_t width);
+
+/// The same count on the one-sample input `sample` (e.g. int64 token ids [1, T]).
+std::optional<double> count_forward_flops_on(Model& model, const torch::Tensor& sample);
 
 /// FLOPs of one operator call from its inputs, by the formulas above (0 when the operator is
 /// not counted or its inputs are not tensors of the expected rank). Used by count_forward_flops

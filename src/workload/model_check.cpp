@@ -41,9 +41,24 @@ torch::Tensor forward_one(Model& model, const torch::Tensor& x, const std::strin
 
 }  // namespace
 
+namespace {
+
+// A language model's logits: [1, T, V] with V at least the data's vocabulary (a built-in pads it).
+void check_lm_logits(const torch::Tensor& out, int64_t T, int64_t vocab, const std::string& what) {
+  if (out.dim() == 3 && out.size(0) == 1 && out.size(1) == T && (vocab <= 0 || out.size(2) >= vocab)) return;
+  throw_error(ErrorKind::kModel,
+              fmt::format("{} returns shape {} for one window of {} tokens; a language model must return [1, {}, V] "
+                          "logits (V >= the data's vocabulary of {}) for int64 token ids [1, {}]",
+                          what, fmt::join(out.sizes().vec(), "x"), T, T, vocab, T));
+}
+
+}  // namespace
+
 void check_model_fits(Model& model, const torch::Tensor& x, int64_t classes, bool need_trainable,
                       const std::string& what) {
-  TS_CHECK(x.dim() == 4 && x.size(0) >= 1, "check_model_fits needs N x C x H x W inputs with N >= 1");
+  const bool tokens = x.dim() == 2 && x.scalar_type() == torch::kLong;
+  TS_CHECK((x.dim() == 4 || tokens) && x.size(0) >= 1,
+           "check_model_fits needs N x C x H x W inputs or N x T token ids with N >= 1");
   const std::string shape = fmt::format("{}", fmt::join(x.sizes().slice(1), "x"));
   if (need_trainable && model.parameter_count() == 0)
     throw_error(ErrorKind::kModel,
@@ -52,6 +67,7 @@ void check_model_fits(Model& model, const torch::Tensor& x, int64_t classes, boo
                             "save it without freezing)",
                             what));
   auto out = forward_one(model, x, what, shape);
+  if (tokens) return check_lm_logits(out, x.size(1), classes, what);
   if (out.dim() != 2 || out.size(0) != 1 || (classes > 0 && out.size(1) != classes))
     throw_error(ErrorKind::kModel,
                 fmt::format("{} returns shape {} for one sample of shape {}; expected [1, {}] logits{}", what,

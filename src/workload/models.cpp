@@ -10,7 +10,9 @@
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "workload/gpt.h"
 #include "workload/model.h"
+#include "workload/native_model.h"
 
 namespace trainscope {
 
@@ -153,54 +155,6 @@ struct Vgg11Impl : nn::Module {
 };
 TORCH_MODULE(Vgg11);
 
-template <typename Holder>
-class NativeModel final : public Model {
- public:
-  NativeModel(std::string name, std::function<Holder()> factory) : factory_(std::move(factory)), m_(factory_()) {
-    name_ = std::move(name);
-  }
-  torch::Tensor forward(const torch::Tensor& x) override { return m_->forward(x); }
-  std::vector<torch::Tensor> parameter_slots() override { return m_->parameters(); }
-  void set_training(bool on) override { m_->train(on); }
-  void to(const torch::Device& d) override { m_->to(d); }
-  void save(const std::string& path) override {
-    try {
-      write_file_through_temporary(path, [&](const std::string& tmp) { torch::save(m_, tmp); });
-    } catch (const c10::Error& e) {
-      throw_error(ErrorKind::kIo, fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
-    }
-  }
-  // torch::load silently takes tensors of another shape: load into a scratch copy first,
-  // check every parameter and buffer, then copy into the model.
-  void load(const std::string& path) override {
-    Holder tmp = factory_();
-    try {
-      torch::load(tmp, path);
-    } catch (const c10::Error& e) {
-      throw_error(ErrorKind::kCheckpoint,
-                  fmt::format("checkpoint '{}' does not fit model '{}': {}; use a checkpoint written for this model",
-                              path, name_, e.what_without_backtrace()));
-    }
-    auto src_p = tmp->named_parameters(), src_b = tmp->named_buffers();
-    auto check_copy = [&](const std::string& key, torch::Tensor& dst, const torch::Tensor& src) {
-      if (src.sizes() != dst.sizes())
-        throw_error(ErrorKind::kCheckpoint,
-                    fmt::format("checkpoint '{}': tensor '{}' has shape [{}] but model '{}' needs [{}]; it was written "
-                                "for another model or data shape",
-                                path, key, fmt::join(src.sizes().vec(), ", "), name_, fmt::join(dst.sizes().vec(), ", ")));
-    };
-    for (auto& p : m_->named_parameters()) check_copy(p.key(), p.value(), src_p[p.key()]);
-    for (auto& b : m_->named_buffers()) check_copy(b.key(), b.value(), src_b[b.key()]);
-    torch::NoGradGuard ng;
-    for (auto& p : m_->named_parameters()) p.value().copy_(src_p[p.key()]);
-    for (auto& b : m_->named_buffers()) b.value().copy_(src_b[b.key()]);
-  }
-
- private:
-  std::function<Holder()> factory_;
-  Holder m_;
-};
-
 class ScriptModel final : public Model {
  public:
   ScriptModel(const std::string& path) {
@@ -256,6 +210,17 @@ class ScriptModel final : public Model {
 
 std::vector<std::string> builtin_models() { return {"mlp", "cnn", "resnet18", "vgg11"}; }
 
+GptShape lm_model_shape(const std::string& name, int64_t seq_len, int64_t vocab) {
+  GptShape s = gpt_preset(name, (vocab + kVocabMultiple - 1) / kVocabMultiple * kVocabMultiple);
+  s.context = std::max(s.context, seq_len);
+  return s;
+}
+
+std::string model_task(const std::string& name) {
+  if (is_builtin_lm(name)) return "causal_lm";
+  return is_torchscript_path(name) ? "" : "classification";
+}
+
 std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h, int64_t w, int64_t classes) {
   if (name == "mlp") return std::make_unique<NativeModel<Mlp>>(name, [=] { return Mlp(c * h * w, classes); });
   if (name == "cnn") {
@@ -264,11 +229,20 @@ std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h,
   }
   if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, h, w, classes); });
   if (name == "vgg11") return std::make_unique<NativeModel<Vgg11>>(name, [=] { return Vgg11(c, h, w, classes); });
+  if (is_builtin_lm(name)) {
+    if (c != 1 || h != 1)
+      throw_error(ErrorKind::kModel, fmt::format("model '{}' is a language model: it trains on token data "
+                                                 "(--data-format text or tokens), not on {}x{}x{} images",
+                                                 name, c, h, w));
+    return make_gpt(name, lm_model_shape(name, w, classes));
+  }
   if (is_torchscript_path(name)) return std::make_unique<ScriptModel>(name);
-  const std::string near = nearest_spelling(ascii_lower(name), builtin_models());  // "MLP" is near "mlp"
+  auto every = builtin_models();
+  for (auto& n : builtin_lm_models()) every.push_back(n);
+  const std::string near = nearest_spelling(ascii_lower(name), every);  // "MLP" is near "mlp"
   throw_error(ErrorKind::kModel, fmt::format("unknown model '{}'{}; use one of {}, or the path of a TorchScript file (.pt)",
                                              name, near.empty() ? "" : " (did you mean " + near + "?)",
-                                             fmt::join(builtin_models(), ", ")));
+                                             fmt::join(every, ", ")));
 }
 
 // ---------------- FLOP counting ----------------
@@ -331,6 +305,10 @@ double op_flops(const at::RecordFunction& fn) {
 }
 
 std::optional<double> count_forward_flops(Model& model, int64_t c, int64_t h, int64_t w) {
+  return count_forward_flops_on(model, torch::zeros({1, c, h, w}));
+}
+
+std::optional<double> count_forward_flops_on(Model& model, const torch::Tensor& sample) {
   t_flops = 0;
   t_counted = 0;
   auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_start).needsInputs(true));
@@ -340,7 +318,7 @@ std::optional<double> count_forward_flops(Model& model, int64_t c, int64_t h, in
     // wrapper and the kernel it redispatches to would both report each matrix product.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     model.set_training(false);
-    model.forward(torch::zeros({1, c, h, w}));
+    model.forward(sample);
     model.set_training(true);
   } catch (...) {
     at::removeCallback(handle);

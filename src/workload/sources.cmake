@@ -5,6 +5,7 @@ target_sources(trainscope_core PRIVATE
   workload/stb_impl.cpp
   workload/synthetic.cpp
   workload/datasets.cpp
+  workload/text_corpus.cpp
   workload/model_names.cpp)
 # Third-party code: no warnings, and no UBSan nonnull-attribute / float-cast-overflow checks
 # (see stb_impl.cpp).

@@ -4,12 +4,16 @@
 
 #include "common/text.h"
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +23,8 @@
 
 #include "../test_helpers.h"
 #include "train/script_models.h"
+#include <torch/library.h>
+#include "trainscope/config.h"
 #include "trainscope/cpu_budget.h"
 #include "trainscope/fs.h"
 #include "trainscope/provenance.h"
@@ -1125,4 +1131,243 @@ TEST(Cli, TensorBoardFilesGoToTheRunFolderToAGivenFolderOrNowhere) {
   ASSERT_EQ(run(matrix("c", {"--no-tensorboard"}), &out), 0) << out;
   EXPECT_FALSE(fs::exists(dir + "/c/tensorboard"));
   EXPECT_FALSE(fs::exists(logs + "/c"));
+}
+
+// ---- The console: the answer first; an output that cannot be written does not stop the matrix.
+namespace {
+// Runs the binary with its standard output on `stdout_fd` (closed here after the fork) and its
+// standard error into `err`; the exit status as run() gives it.
+int run_with_stdout(std::vector<std::string> args, int stdout_fd, std::string* err) {
+  const std::string err_path = test_path("stderr_" + std::to_string(stdout_fd) + ".txt");
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = fopen(err_path.c_str(), "w");
+    dup2(stdout_fd, 1);
+    dup2(fileno(f), 2);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(kBin.c_str()));
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(kBin.c_str(), argv.data());
+    _exit(127);
+  }
+  close(stdout_fd);
+  const int rc = wait_status(pid);
+  std::ifstream f(err_path);
+  *err = std::string((std::istreambuf_iterator<char>(f)), {});
+  return rc;
+}
+}  // namespace
+
+// Users read the top of the output: after the matrix table come the summary, advice and research
+// questions, and only then the operator tables (short by default) and the paths.
+TEST(CliConsole, TheAnswerComesBeforeTheOperatorTables) {
+  std::string dir = test_path("cli_answer_first");
+  trainscope::remove_tree(dir);
+  auto args = small_matrix(dir, "m");
+  args[6] = "16";
+  args[10] = "1";
+  args.erase(std::find(args.begin(), args.end(), "--no-profile"));
+  args.insert(args.end(), {"--max-steps", "14"});
+  std::string out;
+  ASSERT_EQ(run(args, &out), 0) << out;
+  const size_t table = out.find("samples/s  "), answer = out.find("Research questions"),
+               ops = out.find("top operators of"), results = out.find("results: ");
+  ASSERT_NE(answer, std::string::npos) << out;
+  ASSERT_NE(ops, std::string::npos) << out;
+  EXPECT_LT(table, answer) << out;
+  EXPECT_LT(answer, ops) << out;
+  EXPECT_LT(ops, results) << out;
+  EXPECT_EQ(trainscope::MatrixConfig{}.profile.top_n, 5) << "operator tables are short by default";
+}
+
+// The console is optional: `trainscope run | head -4` (a closed pipe: SIGPIPE used to end the
+// process) and a full disk under stdout (an internal error used to stop the matrix) leave every
+// cell measured, with a note on stderr.
+TEST(CliConsole, AClosedPipeOrAFullDiskAsStdoutDoesNotStopTheMatrix) {
+  for (const std::string how : {"pipe", "full"}) {
+    std::string dir = test_path("cli_console_" + how);
+    trainscope::remove_tree(dir);
+    auto args = small_matrix(dir, "m");
+    args[6] = "8,16";
+    args.insert(args.end(), {"--max-steps", "3"});
+    int fd = -1;
+    if (how == "pipe") {
+      int p[2];
+      ASSERT_EQ(pipe(p), 0);
+      close(p[0]);  // nobody reads: the first write fails with EPIPE
+      fd = p[1];
+    } else {
+      fd = open("/dev/full", O_WRONLY);
+      ASSERT_GE(fd, 0);
+    }
+    std::string err;
+    EXPECT_EQ(run_with_stdout(args, fd, &err), 0) << how << ": " << err;
+    EXPECT_EQ(finished_runs(dir + "/m/results.json"), 2u) << how << ": " << err;
+    EXPECT_NE(err.find("the console output stopped (standard output could not be written"), std::string::npos)
+        << how << ": " << err;
+  }
+}
+
+// A model file whose name makes run ids too long for a file name used to train fully and then
+// fail writing its checkpoint (exit 5, the run lost): bad input before anything runs.
+TEST(CliModels, AModelNameTooLongForTheRunFilesIsBadInputBeforeTraining) {
+  std::string dir = test_path("cli_long_name");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  auto pt = ts_test::save_shared_linear_net(dir + "/" + std::string(245, 'a') + ".pt");
+  std::string out;
+  EXPECT_EQ(run(model_matrix(dir, "m", pt), &out), 2) << out;
+  EXPECT_NE(out.find("too long for the files named after them"), std::string::npos) << out;
+  EXPECT_NE(out.find("at least "), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/results.json")) << "nothing may run";
+}
+
+// An operator of the test binary's own (registered here, absent from trainscope): a TorchScript
+// file that calls it cannot be loaded by trainscope, as a file from a newer LibTorch cannot.
+TORCH_LIBRARY(tstest, m) {
+  m.def("twice", [](const at::Tensor& x) { return x * 2; });
+}
+
+// A TorchScript file that calls an operator this LibTorch lacks used to end in "internal error"
+// (exit 6) without naming the file: bad input (exit 2) naming it and the operator.
+TEST(CliModels, AModelWithAnUnknownOperatorIsBadInputNamingTheFile) {
+  std::string dir = test_path("cli_unknown_op");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  const std::string pt = dir + "/odd.pt";
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module net("OddNet", cu);
+  net.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
+  net.define("def forward(self, x):\n  return self.head.forward(torch.ops.tstest.twice(x).flatten(1))\n");
+  net.save(pt);
+  std::string out;
+  EXPECT_EQ(run(model_matrix(dir, "m", pt), &out), 2) << out;
+  EXPECT_NE(out.find("cannot load model '" + pt + "'"), std::string::npos) << out;
+  EXPECT_NE(out.find("tstest::twice"), std::string::npos) << out;
+  EXPECT_EQ(out.find("internal"), std::string::npos) << out;
+}
+
+// A model's own exception (TorchScript `raise`) during training used to be recorded with
+// error_kind "internal" (a bug of trainscope): it is the model's, with its message.
+TEST(CliModels, AModelsOwnExceptionIsRecordedAsTheModels) {
+  std::string dir = test_path("cli_model_raises");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  const std::string pt = dir + "/raises.pt";
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module net("RaisingNet", cu);
+  net.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
+  // one sample passes the pre-flight check; a training batch raises (AssertionError)
+  net.define("def forward(self, x):\n  assert x.size(0) <= 1, 'no batches here'\n"
+             "  return self.head.forward(x.flatten(1))\n");
+  net.save(pt);
+  std::string out;
+  EXPECT_EQ(run(model_matrix(dir, "m", pt), &out), 3) << out;
+  auto r = json::parse(std::ifstream(dir + "/m/results.json"))["runs"][0];
+  EXPECT_EQ(r["status"], "failed");
+  EXPECT_EQ(r["error_kind"], "model") << r.dump();
+  EXPECT_NE(r["failure_reason"].get<std::string>().find("no batches here"), std::string::npos) << r.dump();
+}
+
+// A folder named like a model file was reported as a file that "does not exist".
+TEST(CliModels, AFolderGivenAsAModelFileIsNamedAsAFolder) {
+  std::string dir = test_path("cli_model_folder");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir + "/net.pt");
+  std::string out;
+  EXPECT_EQ(run(model_matrix(dir, "m", dir + "/net.pt"), &out), 2) << out;
+  EXPECT_NE(out.find("model '" + dir + "/net.pt' (--models / models) is a folder, not a TorchScript file"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("does not exist"), std::string::npos) << out;
+}
+
+// A disk that fills while the checkpoint is written (a 300 KB tmpfs as --out; the mlp's checkpoint
+// is ~1.6 MB) used to abort the process in LibTorch's zip writer (SIGABRT, exit 134), losing the
+// run and leaving a partial .pt.tmp file: exit 5, the run's measurements kept, no temporary left.
+TEST(CliExit, AFullDiskWhileSavingTheCheckpointExits5AndKeepsTheRun) {
+  const std::string mnt = test_path("cli_full_disk");
+  trainscope::remove_tree(mnt);
+  fs::create_directories(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=300k") != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    std::string d;
+    ~Unmount() { umount2(d.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  auto args = small_matrix(mnt, "m");
+  args[6] = "16";
+  args.insert(args.end(), {"--max-steps", "3", "--no-tensorboard"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 5) << out;
+  auto runs = json::parse(std::ifstream(mnt + "/m/results.json"))["runs"];
+  ASSERT_EQ(runs.size(), 1u) << out;
+  EXPECT_EQ(runs[0]["error_kind"], "io") << runs[0].dump();
+  EXPECT_GT(runs[0]["steps_completed"].get<int64_t>(), 0) << runs[0].dump();
+  EXPECT_NE(runs[0]["failure_reason"].get<std::string>().find("measurements are kept"), std::string::npos);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(mnt + "/m/checkpoints", ec))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+// --resume read the model files again without a word when they had changed: a record then held
+// cells of 623,290 and 7,850 parameters as one model. Refused, naming the model and both counts.
+TEST(CliModels, ResumeRefusesAModelFileThatChangedSinceTheMatrixStarted) {
+  std::string dir = test_path("cli_resume_changed");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  auto pt = ts_test::save_shared_linear_net(dir + "/net.pt");
+  std::string out;
+  ASSERT_EQ(run(model_matrix(dir, "m", pt), &out), 0) << out;
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module other("Other", cu);
+  other.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
+  other.define("def forward(self, x):\n  return self.head.forward(x.flatten(1))\n");
+  other.save(pt);
+  EXPECT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 2) << out;
+  EXPECT_NE(out.find("model '" + pt + "' now has 7850 parameters; the kept run cpu-net-b16-r0 trained one of 623290"),
+            std::string::npos)
+      << out;
+}
+
+// A model whose forward pass never returns hung trainscope in the pre-flight check: no output,
+// SIGTERM ignored. Its stall is named after --dist-timeout, and SIGTERM ends the process (after
+// the grace period: the longer of --dist-timeout and 30 s) with 130.
+TEST(CliModels, AModelThatHangsIsNamedAndSigtermEndsTheProcess) {
+  std::string dir = test_path("cli_model_hangs");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  const std::string pt = dir + "/hangs.pt";
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module net("HangingNet", cu);
+  net.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
+  net.define("def forward(self, x):\n  i = 0\n  while i >= 0:\n    i = i + 1\n  return self.head.forward(x.flatten(1))\n");
+  net.save(pt);
+  auto args = model_matrix(dir, "m", pt);
+  args.insert(args.end(), {"--dist-timeout", "2"});
+  const std::string out_path = test_path("hangs.txt");
+  Proc p = spawn(args, out_path);
+  auto slurp = [&] {
+    std::ifstream f(out_path);
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (slurp().find("stalled") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(slurp().find("the pre-flight forward pass of model '" + pt + "' stalled: no progress for 2 s"),
+            std::string::npos)
+      << slurp();
+  kill(p.pid, SIGTERM);
+  int st = 0;
+  pid_t done = 0;
+  while ((done = waitpid(p.pid, &st, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (done == 0) {
+    kill(p.pid, SIGKILL);
+    waitpid(p.pid, &st, 0);
+    FAIL() << "SIGTERM did not end the process: " << slurp();
+  }
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << slurp();
+  EXPECT_NE(slurp().find("did not stop within 30 s of the interrupt"), std::string::npos) << slurp();
 }

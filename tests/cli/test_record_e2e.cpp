@@ -257,3 +257,21 @@ TEST(Monitor, EveryTableRowShowsTheCpuFrequencyReadOncePerSecond) {
   }
   EXPECT_EQ(cpu_rows, 6) << slurp(log);
 }
+
+// `--listen 0.0.0.0:P` was accepted without a word: /metrics has no authentication, so serving
+// it beyond the host is warned about; a loopback address is not.
+TEST(Monitor, ListeningBeyondTheHostIsWarnedAbout) {
+  const std::string root = ::testing::TempDir() + "monitor_listen_" + std::to_string(getpid());
+  fs::create_directories(root);
+  const std::string fx = std::string(TS_FIXTURES_DIR) + "/telemetry";
+  for (const std::string host : {"0.0.0.0", "127.0.0.1"}) {
+    const std::string log = root + "/" + host + ".txt";
+    int rc = run_binary({"monitor", "--interval", "0.25", "--count", "1", "--nvml-library", "", "--proc-root",
+                         fx + "/proc", "--sys-root", fx + "/sys", "--listen", host + ":0"},
+                        log);
+    ASSERT_EQ(rc, 0) << slurp(log);
+    EXPECT_EQ(slurp(log).find("is served beyond this host, without authentication") != std::string::npos,
+              host == "0.0.0.0")
+        << slurp(log);
+  }
+}

@@ -135,3 +135,61 @@ TEST(SettingsCli, InferSharesTheRunRanges) {
     EXPECT_NE(std::string(e.what()).find("seed -1 is out of range; use >= 0 (--seed"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+// Parses `args` (after the program name) with every run option; the MatrixConfig they give.
+MatrixConfig parsed(std::vector<std::string> args, cli::SettingOptions* keep = nullptr) {
+  CLI::App app;
+  cli::SettingOptions local;
+  cli::SettingOptions& opts = keep ? *keep : local;
+  opts.add_all(&app);
+  opts.name_item("batch_sizes", "auto", 0);
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  MatrixConfig m;
+  opts.apply(m);
+  return m;
+}
+
+std::string parse_error(std::vector<std::string> args) {
+  try {
+    parsed(std::move(args));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// Wrapper scripts append overrides: a flag given twice keeps its last value, lists included
+// (docs/configuration.md), instead of adding the lists up or refusing a second single value.
+TEST(SettingsCli, AFlagGivenTwiceKeepsItsLastValue) {
+  EXPECT_EQ(parsed({"--batch-sizes", "64,128", "--batch-sizes", "64"}).batch_sizes, std::vector<int64_t>{64});
+  EXPECT_EQ(parsed({"--batch-sizes", "64", "128", "--batch-sizes", "32,16"}).batch_sizes,
+            (std::vector<int64_t>{32, 16}));
+  EXPECT_EQ(parsed({"--models", "mlp,cnn", "--models", "cnn"}).models, std::vector<std::string>{"cnn"});
+  EXPECT_EQ(parsed({"--epochs", "1", "--epochs", "3"}).train.epochs, 3);
+  EXPECT_EQ(parsed({"--batch-sizes", "64", "128"}).batch_sizes, (std::vector<int64_t>{64, 128}));
+  // A named item counts only in the list that is kept.
+  cli::SettingOptions opts;
+  EXPECT_EQ(parsed({"--batch-sizes", "auto", "--batch-sizes", "64"}, &opts).batch_sizes, std::vector<int64_t>{64});
+  EXPECT_FALSE(opts.has_item("batch_sizes", "auto"));
+  cli::SettingOptions opts2;
+  EXPECT_EQ(parsed({"--batch-sizes", "32,auto"}, &opts2).batch_sizes, (std::vector<int64_t>{32, 0}));
+  EXPECT_TRUE(opts2.has_item("batch_sizes", "auto"));
+}
+
+// "64,,128" and "64," were read as 64,128 and 64: an empty item is a typo, named with its flag.
+TEST(SettingsCli, AnEmptyListItemIsAnErrorNamingTheFlag) {
+  for (const char* bad : {"64,,128", "64,", ",64"}) {
+    const std::string msg = parse_error({"--batch-sizes", bad});
+    EXPECT_NE(msg.find("--batch-sizes '" + std::string(bad) + "' has an empty item"), std::string::npos) << msg;
+  }
+  EXPECT_NE(parse_error({"--models", "mlp,"}).find("--models 'mlp,' has an empty item"), std::string::npos);
+  const std::string word = parse_error({"--batch-sizes", "64,big"});
+  EXPECT_NE(word.find("--batch-sizes: 'big' in '64,big' is not a whole number"), std::string::npos) << word;
+}

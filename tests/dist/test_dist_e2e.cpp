@@ -304,6 +304,19 @@ TEST(DistE2E, TheLauncherRefusesAFolderWithResultsOnceBeforeStartingRanks) {
   EXPECT_EQ(out.find("rank 0 exited"), std::string::npos) << out;                    // no rank started
 }
 
+// `--nproc-per-node 1024` on a small machine used to start 1024 processes and end in store
+// errors naming neither the flag nor the cause: refused before any rank starts.
+TEST(DistE2E, MoreRanksThanTheMachineHoldsAreRefusedBeforeOneStarts) {
+  if (trainscope::usable_cpus() * 8 >= 1024) GTEST_SKIP() << "this host could hold 1024 CPU ranks";
+  const std::string log = root() + "/many.log";
+  const int rc = finish(start(matrix_args("many", 16, {"--nproc-per-node", "1024"}), {}, log));
+  const std::string out = slurp(log);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--nproc-per-node 1024 starts 1024 CPU ranks on"), std::string::npos) << out;
+  EXPECT_NE(out.find("use --nproc-per-node <= "), std::string::npos) << out;
+  EXPECT_EQ(out.find("rank 0 exited"), std::string::npos) << out;  // no rank started
+}
+
 TEST(DistE2E, AnUnreachableMasterIsBadInputNamingIt) {
   const std::string log = root() + "/unreachable.log";
   const int rc = finish(start(matrix_args("unreachable", 16, {"--dist-timeout", "2"}),

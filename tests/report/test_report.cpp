@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -840,6 +841,21 @@ TEST(ReportReporters, ResultsAndReportFilesFromTheReporterCalls) {
   EXPECT_THROW(lost.start(in.provenance, "/proc/forbidden", 2), Error);
 }
 
+// After an I/O stop the CLI says how many runs are kept: those the results files hold, not the
+// run whose write failed.
+TEST(ReportReporters, ResultsFilesCountOnlyTheRunsWritten) {
+  auto dir = tmpdir("reporters_written");
+  auto in = load_run_folder(kHealthy);
+  ResultsFilesReporter results;
+  results.start(in.provenance, dir, 2);
+  EXPECT_EQ(results.runs_written(), 0u);
+  results.run_finished(in.runs[0]);
+  EXPECT_EQ(results.runs_written(), 1u);
+  remove_tree(dir);  // the folder is gone: the next write fails
+  EXPECT_THROW(results.run_finished(in.runs[1]), Error);
+  EXPECT_EQ(results.runs_written(), 1u) << "the run whose write failed is not kept";
+}
+
 // ---------------------------------------------------------------- compare
 
 TEST(ReportCompare, WarnsWhenTheSidesUsedDifferentDataOrStoppedDifferently) {
@@ -1212,6 +1228,76 @@ TEST(ReportHistory, ImportIsIdempotent) {
   auto back = db.load_matrix(first.matrix_id);
   EXPECT_EQ(back.provenance.host, "gpu-box");
   EXPECT_EQ(back.runs.size(), in.runs.size());
+}
+
+// A cell whose runs were stopped by Ctrl-C was summarised as "its run failed".
+TEST(ReportSummary, AnInterruptedCellIsNotCalledFailed) {
+  auto in = load_run_folder(kHealthy);
+  ASSERT_FALSE(in.runs.empty());
+  const RunRecord first = in.runs[0];
+  for (auto& r : in.runs)
+    if (r.device == first.device && r.model == first.model && r.batch_size == first.batch_size &&
+        r.variant == first.variant)
+      r.status = RunStatus::kInterrupted;
+  auto a = analyze(in);
+  bool seen = false;
+  for (const auto& c : a.cells)
+    if (c.runs_ok == 0 && c.runs_interrupted > 0) {
+      seen = true;
+      EXPECT_NE(c.verdict.find("interrupted before"), std::string::npos) << c.verdict;
+      EXPECT_EQ(c.verdict.find("failed"), std::string::npos) << c.verdict;
+    }
+  EXPECT_TRUE(seen);
+}
+
+// results.json of a newer schema (schema_version 999) was read as if it were this one's:
+// `report` and `history import` refuse it, naming the file and both versions.
+TEST(ReportReporters, AResultsFileOfANewerSchemaIsRefused) {
+  auto dir = tmpdir("schema999");
+  auto bytes = read_file_bytes(kHealthy + "/results.json");
+  std::string text(bytes.begin(), bytes.end());
+  const auto at = text.find("\"schema_version\": ");
+  ASSERT_NE(at, std::string::npos);
+  const auto end = text.find_first_of(",\n}", at + 18);
+  text.replace(at, end - at, "\"schema_version\": 999");
+  write_file_atomic(dir + "/results.json", text);
+  try {
+    load_run_folder(dir);
+    FAIL() << "schema version 999 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDataFormat);
+    EXPECT_NE(std::string(e.what()).find("schema version 999 is newer than this trainscope's (" +
+                                         std::to_string(kSchemaVersion) + ")"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// `history`, `compare` and `report` only read the database: on a read-only file system they used
+// to refuse with "output folder not writable ... --out". Read-only here: the folder is immutable
+// (chattr +i), which stops root too.
+TEST(ReportHistory, ReadersOpenADatabaseInAFolderThatCannotBeWritten) {
+  auto dir = tmpdir("readonly_db");
+  const std::string path = dir + "/h.sqlite";
+  int64_t matrix_id = 0;
+  {
+    HistoryDb db(path);
+    matrix_id = db.import_runs(second_host()).matrix_id;
+  }
+  if (std::system(("chattr +i '" + dir + "' 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "chattr +i is not available";
+  struct Unlock {
+    std::string d;
+    ~Unlock() { (void)std::system(("chattr -i '" + d + "'").c_str()); }
+  } unlock{dir};
+  EXPECT_THROW(HistoryDb(path, HistoryDb::Access::kWrite), Error);
+  try {
+    HistoryDb db(path, HistoryDb::Access::kRead);
+    EXPECT_EQ(db.list().size(), second_host().runs.size());
+    EXPECT_EQ(db.load_matrix(matrix_id).provenance.host, "gpu-box");
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  EXPECT_EQ(resolve_runs("m" + std::to_string(matrix_id), path).runs.size(), second_host().runs.size());
 }
 
 // --batch-sizes auto on an injected throughput curve (no timing): the sweep stops at the

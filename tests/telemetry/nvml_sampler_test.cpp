@@ -4,8 +4,10 @@
 #include <zlib.h>
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -435,6 +437,24 @@ TEST(telemetry_Nvml, MissingLibraryOrInitFailureIsUnavailable) {
   EXPECT_FALSE(src["available"].get<bool>());
   EXPECT_NE(src["reason"].get<std::string>().find("dlopen"), std::string::npos);
   EXPECT_TRUE(s.gpus().empty());
+}
+
+// A truncated copy of the library (--nvml-library) used to crash the process with SIGBUS inside
+// dlopen: it is an unavailable source whose reason says the file is truncated.
+TEST(telemetry_Nvml, ATruncatedLibraryIsUnavailableNotACrash) {
+  const std::string copy = ::testing::TempDir() + "truncated_nvml_" + std::to_string(::getpid()) + ".so";
+  {
+    std::ifstream in(TS_FAKE_NVML, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    ASSERT_GT(bytes.size(), 4096u);
+    std::ofstream(copy, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  TelemetrySampler s(nvml_only(copy), std::chrono::steady_clock::now());
+  s.probe();
+  auto src = record_json::write(s.sources())[0];
+  EXPECT_FALSE(src["available"].get<bool>());
+  EXPECT_NE(src["reason"].get<std::string>().find("a truncated copy"), std::string::npos) << src.dump();
+  std::remove(copy.c_str());
 }
 
 // Each way of turning a source off is named as the user spelled it, not as a pair of keys.

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "trainscope/error.h"
 #include "trainscope/telemetry_prometheus.h"
@@ -116,6 +117,57 @@ TEST(telemetry_Prometheus, ScrapeOverLoopback) {
   EXPECT_EQ(fetch("/other").rfind("HTTP/1.1 404", 0), 0u);
   server.stop();
   server.stop();
+}
+
+// Connections used to be served one at a time, each waiting up to 500 ms for its request: 50
+// slow clients made /metrics time out. A client that connects and sends nothing no longer holds
+// up a scrape that comes after it: the scrape is answered while the idle one still waits.
+TEST(telemetry_Prometheus, AnIdleClientDoesNotHoldUpAScrape) {
+  MetricsServer server("127.0.0.1", 0, [] { return format_prometheus(snapshot(), gpus()); });
+  auto connect_to = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server.port());
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+  };
+  std::vector<int> idle;
+  for (int i = 0; i < 8; ++i) idle.push_back(connect_to());
+  int fd = connect_to();
+  std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ::send(fd, req.data(), req.size(), 0);
+  std::string resp;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
+  // Served one at a time, each idle client would have been answered (405) before the scrape.
+  for (int c : idle) {
+    EXPECT_EQ(::recv(c, buf, sizeof buf, MSG_DONTWAIT), -1) << "an idle client was answered before the scrape";
+    ::close(c);
+  }
+}
+
+// "port in use?" was the hint for every failure to listen: an address this host does not have
+// (192.0.2.1 is TEST-NET-1, never a local address) gets its own cause, a busy port its own.
+TEST(telemetry_Prometheus, ListenFailureHintNamesTheCause) {
+  auto message = [](const std::string& host, uint16_t port) {
+    try {
+      MetricsServer s(host, port, [] { return std::string(); });
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("listened");
+  };
+  const std::string foreign = message("192.0.2.1", 0);
+  EXPECT_NE(foreign.find("this host has no such address"), std::string::npos) << foreign;
+  EXPECT_EQ(foreign.find("in use"), std::string::npos) << foreign;
+  MetricsServer taken("127.0.0.1", 0, [] { return std::string(); });
+  const std::string busy = message("127.0.0.1", taken.port());
+  EXPECT_NE(busy.find("the port is in use"), std::string::npos) << busy;
 }
 
 TEST(telemetry_Prometheus, ListenAddressParsing) {

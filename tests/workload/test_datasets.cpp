@@ -264,6 +264,22 @@ TEST(ImageFolder, DecodesResizesAndSplits) {
   EXPECT_NE(c.what.find("broken.png"), std::string::npos);
 }
 
+// A symbolic link to itself in an image folder used to end in "internal error" (an uncaught
+// filesystem_error): bad data naming the link, in the class list and inside a class alike.
+TEST(ImageFolder, ASelfReferencingLinkIsBadDataNamingIt) {
+  for (const std::string where : {"", "cat/"}) {
+    std::string root = ::testing::TempDir() + "imgloop/";
+    trainscope::remove_tree(root);
+    fs::create_directories(root + "cat");
+    std::vector<uint8_t> px(8 * 8, 100);
+    stbi_write_png((root + "cat/0.png").c_str(), 8, 8, 1, px.data(), 8);
+    fs::create_symlink("loop", root + where + "loop");  // loop -> loop
+    auto c = catch_error([&] { read_image_folder(root, 8, 1, nullptr); });
+    EXPECT_EQ(c.kind, ErrorKind::kDataFormat) << where << ": " << c.what;
+    EXPECT_NE(c.what.find("cannot tell what '" + root + where + "loop' is"), std::string::npos) << c.what;
+  }
+}
+
 TEST(Synthetic, SeededAndLearnable) {
   auto a = make_synthetic(50, 1, 8, 4, 7), b = make_synthetic(50, 1, 8, 4, 7), c = make_synthetic(50, 1, 8, 4, 8);
   EXPECT_EQ(a.pixels, b.pixels);

@@ -110,7 +110,7 @@ void add_history_commands(CLI::App& app, int& exit_status) {
       throw_error(ErrorKind::kInvalidArgument,
                   fmt::format("row limit {} is out of range; use an integer >= 0 (0 = all) (-n/--limit)", *limit));
     require_history_db(*db);
-    HistoryDb d(*db);
+    HistoryDb d(*db, HistoryDb::Access::kRead);  // listing needs no write access
     auto rows = d.list(static_cast<size_t>(*limit));
     if (rows.empty()) {
       fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);

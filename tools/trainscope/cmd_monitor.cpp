@@ -128,6 +128,11 @@ void run_monitor(const MonitorConfig& cfg, int& exit_status) {
       return format_prometheus(last, gpus);
     });
     fmt::print(stderr, "# serving http://{}:{}/metrics\n", host, server->port());
+    if (host.rfind("127.", 0) != 0)  // /metrics has no authentication
+      fmt::print(stderr,
+                 "trainscope: warning: --listen {}: /metrics is served beyond this host, without authentication, to "
+                 "anyone who reaches port {}; use 127.0.0.1:{} to keep it on this host\n",
+                 host, server->port(), server->port());
   }
   const auto& g_stop = install_interrupt_handler("\ntrainscope: interrupt received; stopping (Ctrl-C again to exit at once)\n");
   bool first = true;

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -50,14 +53,11 @@ std::string server_figure(const std::optional<ServerResult>& srv) {
                      mt ? (*mt ? "meets" : "misses") : "not judged against", srv->target_p99_ms);
 }
 
-// One line of inference figures after a run (trainscope/inference.h); nothing when skipped.
-void print_inference(const RunRecord& r) {
-  if (!r.inference) return;
+// One line of inference figures after a run (trainscope/inference.h); "" when skipped.
+std::string inference_line(const RunRecord& r) {
+  if (!r.inference) return "";
   const InferenceSection& i = *r.inference;
-  if (i.failed()) {
-    fmt::print("    inference failed ({}): {}\n", i.error_kind, i.error);
-    return;
-  }
+  if (i.failed()) return fmt::format("    inference failed ({}): {}\n", i.error_kind, i.error);
   const LatencyFields ss = i.single_stream ? i.single_stream->latency : LatencyFields{};
   std::string best = "—";
   if (i.offline && i.offline->best_samples_per_s)
@@ -66,64 +66,90 @@ void print_inference(const RunRecord& r) {
   const bool cut_ss = i.single_stream && i.single_stream->interrupted, cut_off = i.offline && i.offline->interrupted,
              cut_srv = i.server && i.server->interrupted;
   if (best == "—" && cut_off) best = "— (interrupted before it was measured)";
-  fmt::print("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}{}\n", ms3(ss.p50_ms), ms3(ss.p99_ms),
-             i.single_stream && ss.too_few_queries ? " (too few queries: percentiles unreliable)" : "", best,
-             server_figure(i.server), cut_ss || cut_off || cut_srv ? " [cut short by Ctrl-C: partial figures]" : "");
+  return fmt::format("    inference: single-stream p50 {}, p99 {}{}; offline best {}{}{}\n", ms3(ss.p50_ms),
+                     ms3(ss.p99_ms), i.single_stream && ss.too_few_queries ? " (too few queries: percentiles unreliable)" : "",
+                     best, server_figure(i.server),
+                     cut_ss || cut_off || cut_srv ? " [cut short by Ctrl-C: partial figures]" : "");
 }
 
-// The console: a header, one line per run, then the matrix table and the top operators.
+// The console: a header, one line per run, then the matrix table. After the matrix the CLI
+// prints the answer (summary, advice, research questions) and then details(): the top operators
+// of each run and where the files are, so that the answer is not buried under the tables.
+// The console is optional: a write that fails (stdout closed by `| head`, a full disk) turns it
+// off and the matrix goes on; lost() then says why.
 class ConsoleReporter final : public Reporter {
  public:
   explicit ConsoleReporter(int64_t profile_top) : profile_top_(profile_top) {}
   /// "3/8"; beyond the plan (a --batch-sizes auto sweep adds runs as it goes) just "9".
   std::string counter() const { return done_ <= planned_ ? fmt::format("{}/{}", done_, planned_) : std::to_string(done_); }
-  void notice(const std::string& m) override { fmt::print(stderr, "trainscope: note: {}\n", m); }
-  void warning(const std::string& m) override { fmt::print(stderr, "trainscope: warning: {}\n", m); }
+  void notice(const std::string& m) override { write(stderr, fmt::format("trainscope: note: {}\n", m)); }
+  void warning(const std::string& m) override { write(stderr, fmt::format("trainscope: warning: {}\n", m)); }
   void start(const Provenance& p, const std::string& dir, size_t planned) override {
     planned_ = planned;
     run_dir_ = dir;
-    fmt::print("trainscope {} · LibTorch {}{} · {} ({}, {}){}\n", p.trainscope_version,
-               p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime, p.cpu_model,
-               cpu_count_words(p), count_of(p.intra_op_threads, "intra-op thread"), p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name));
-    fmt::print("run folder: {}\n{} planned\n", dir, count_of(static_cast<long long>(planned), "run"));
+    write(stdout, fmt::format("trainscope {} · LibTorch {}{} · {} ({}, {}){}\n", p.trainscope_version,
+                              p.libtorch_version, p.cuda_runtime.empty() ? "" : " · CUDA " + p.cuda_runtime,
+                              p.cpu_model, cpu_count_words(p), count_of(p.intra_op_threads, "intra-op thread"),
+                              p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name)));
+    write(stdout, fmt::format("run folder: {}\n{} planned\n", dir, count_of(static_cast<long long>(planned), "run")));
   }
   // "cpu mlp [bf16] b32", "cpu mlp ×2 ranks b64": the cell as the report names it (model_label).
   static std::string cell(const RunRecord& r) { return fmt::format("{} {} b{}", r.device, workload_of(r).model, r.batch_size); }
   void run_skipped(const RunRecord& r) override {
     ++done_;
-    fmt::print("[{}] {}: already measured, kept (resume)\n", counter(), cell(r));
+    write(stdout, fmt::format("[{}] {}: already measured, kept (resume)\n", counter(), cell(r)));
   }
   void run_finished(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk)
-      fmt::print("[{}] {}: {} samples/s, test accuracy {}, {} of training\n", counter(), cell(r),
-                 r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
-                 r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
-                 format_duration(r.train_time_s));
+      write(stdout, fmt::format("[{}] {}: {} samples/s, test accuracy {}, {} of training\n", counter(), cell(r),
+                                r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
+                                r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
+                                format_duration(r.train_time_s)));
     else
-      fmt::print("[{}] {}: {}\n", counter(), cell(r),
-                 status_with_reason(r.status, r.failure_reason.empty() ? r.variant_note : r.failure_reason));
-    print_inference(r);
-    std::fflush(stdout);
+      write(stdout, fmt::format("[{}] {}: {}\n", counter(), cell(r),
+                                status_with_reason(r.status, r.failure_reason.empty() ? r.variant_note : r.failure_reason)));
+    write(stdout, inference_line(r));
   }
   void finish(const std::vector<RunRecord>& runs) override {
     if (run_dir_.empty()) return;
-    fmt::print("\n{}\n", format_matrix_table(runs));
+    runs_ = runs;
+    std::string out = fmt::format("\n{}\n", format_matrix_table(runs));
     for (const auto& r : runs)  // dist: each data-parallel run's ranks
-      if (auto t = dist::format_rank_table(r); !t.empty()) fmt::print("{}\n", t);
-    for (const auto& r : runs)  // profile: top operators of each run
+      if (auto t = dist::format_rank_table(r); !t.empty()) out += t + "\n";
+    write(stdout, out);
+  }
+  /// After the answer: the top operators of each profiled run (--profile-top rows) and the
+  /// paths of the results files.
+  void details() {
+    if (run_dir_.empty()) return;
+    std::string out;
+    for (const auto& r : runs_)
       if (profile_top_ > 0 && r.profile)
         if (auto t = format_op_table(*r.profile, profile_top_); !t.empty())
-          fmt::print("top operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}\n",
-                     r.run_id, run_dir_, r.run_id, r.run_id, t);
-    fmt::print("results: {}/results.json, {}/results.csv\n", run_dir_, run_dir_);
-    std::fflush(stdout);
+          out += fmt::format("\ntop operators of {} (profiled steps; {}/profiles/{}.ops.csv, traces/{}.trace.json.gz):\n{}",
+                             r.run_id, run_dir_, r.run_id, r.run_id, t);
+    write(stdout, fmt::format("{}\nresults: {}/results.json, {}/results.csv\n", out, run_dir_, run_dir_));
   }
+  /// Writes `text` to stdout or stderr unless that stream was lost; a failed write (or flush)
+  /// loses it, the other stream goes on.
+  void write(FILE* to, const std::string& text) {
+    std::string& lost = to == stdout ? lost_ : lost_stderr_;
+    if (!lost.empty() || text.empty()) return;
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), to) != text.size() || std::fflush(to) != 0)
+      lost = fmt::format("{} could not be written: {}", to == stdout ? "standard output" : "standard error",
+                         std::strerror(errno ? errno : EIO));
+  }
+  /// Why standard output stopped ("" while it works).
+  const std::string& lost() const { return lost_; }
 
  private:
   int64_t profile_top_;
   std::string run_dir_;
   size_t planned_ = 0, done_ = 0;
+  std::vector<RunRecord> runs_;
+  std::string lost_, lost_stderr_;
 };
 
 // Testing only (hidden --inject-reporter-failure): fails after the first finished run, the way a
@@ -140,28 +166,29 @@ class FaultReporter final : public Reporter {
   std::string kind_;
 };
 
-// Exit status of a matrix (commands.h), with the line that says where the kept runs are.
-int matrix_exit_status(const MatrixResult& res) {
+// Exit status of a matrix (commands.h), with the line that says where the kept runs are:
+// `kept` runs are in its results files (the run whose write failed is not).
+int matrix_exit_status(const MatrixResult& res, size_t kept) {
   if (res.abort != MatrixAbort::kNone) {
     bool io = res.abort == MatrixAbort::kIo;
-    fmt::print(stderr, "trainscope: error ({}): {}; the matrix stopped, the {} run(s) finished before are kept in {}\n",
-               io ? "io" : "internal", res.abort_reason, res.runs.size(), res.run_dir);
+    std::fputs(fmt::format("trainscope: error ({}): {}; the matrix stopped, the {} run(s) finished before are kept in {}\n",
+               io ? "io" : "internal", res.abort_reason, kept, res.run_dir).c_str(), stderr);
     return io ? kExitIoError : kExitInternal;
   }
   if (res.interrupted) {
-    fmt::print(stderr, "trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir);
+    std::fputs(fmt::format("trainscope: interrupted; the runs measured so far are in {}\n", res.run_dir).c_str(), stderr);
     return kExitInterrupted;
   }
   if (res.any_failed) {
-    fmt::print(stderr, "trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir);
+    std::fputs(fmt::format("trainscope: some runs failed; see the status column and {}/results.json\n", res.run_dir).c_str(), stderr);
     return kExitRunFailed;
   }
   const bool measured = std::any_of(res.runs.begin(), res.runs.end(),
                                     [](const RunRecord& r) { return r.status != RunStatus::kNotApplicable; });
   if (!res.runs.empty() && !measured) {
-    fmt::print(stderr, "trainscope: error (invalid_argument): nothing was measured: every cell of the matrix is not "
+    std::fputs(fmt::format("trainscope: error (invalid_argument): nothing was measured: every cell of the matrix is not "
                "applicable ({}: {}); choose --variants, --models or --devices that apply (docs/variants.md#applicability)\n",
-               res.runs.front().run_id, res.runs.front().variant_note);
+               res.runs.front().run_id, res.runs.front().variant_note).c_str(), stderr);
     return kExitUsage;
   }
   return kExitOk;
@@ -177,6 +204,7 @@ struct RunOutputs {
   bool secondary = false;
   ConsoleReporter console{m.profile.top_n};
   ReportFilesReporter report{&console};
+  ResultsFilesReporter* results = nullptr;
   std::vector<std::unique_ptr<Reporter>> owned;
   Reporter* own(std::unique_ptr<Reporter> r) { return owned.emplace_back(std::move(r)).get(); }
 };
@@ -187,7 +215,9 @@ const ReporterRegistry<RunOutputs>& run_reporters() {
   static const ReporterRegistry<RunOutputs> reg = [] {
     ReporterRegistry<RunOutputs> r;
     r.add("results", "results.json and results.csv, rewritten after every run", [](RunOutputs& o) {
-      return o.own(std::make_unique<ResultsFilesReporter>());
+      auto r = std::make_unique<ResultsFilesReporter>();
+      o.results = r.get();
+      return o.own(std::move(r));
     });
     r.add("inject-failure", "testing only (--inject-reporter-failure): fails after the first run",
           [](RunOutputs& o) -> Reporter* {
@@ -218,12 +248,27 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure,
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
       "at once)\n");
-  MatrixResult res = run_matrix(m, reporters, &stop);
+  MatrixResult res = [&] {
+    // Finishing a step, writing the results and the report take seconds; a hung model forever.
+    const double grace_s = std::max(m.dist.timeout_s, 30.0);
+    const StopDeadline deadline(
+        stop, grace_s,
+        fmt::format("trainscope: the work in progress did not stop within {:g} s of the interrupt (the longer of "
+                    "--dist-timeout and 30 s): a model or collective hangs; exiting now. The runs finished before are "
+                    "kept; `trainscope run --resume <run folder>` runs the rest\n",
+                    grace_s));
+    return run_matrix(m, reporters, &stop);
+  }();
   restore_interrupt_defaults();
-  if (report.written())  // RQ answers and advice on the console, the report's paths last
-    fmt::print("\n{}\nreport: {}\n{}\n", render_console(report.input(), analyze(report.input())),
-               report.markdown_path(), report.html_path());
-  return matrix_exit_status(res);
+  ConsoleReporter& console = out.console;
+  if (report.written())  // the answer right after the matrix table: RQ answers and advice
+    console.write(stdout, fmt::format("\n{}", render_console(report.input(), analyze(report.input()))));
+  if (!secondary) console.details();
+  if (report.written()) console.write(stdout, fmt::format("report: {}\n{}\n", report.markdown_path(), report.html_path()));
+  if (!console.lost().empty())  // stderr may be gone too: nothing to do about that
+    std::fprintf(stderr, "trainscope: note: the console output stopped (%s); the matrix went on, every run is in %s\n",
+                 console.lost().c_str(), res.run_dir.c_str());
+  return matrix_exit_status(res, out.results ? out.results->runs_written() : res.runs.size());
 }
 
 // The options of one invocation; every setting's option comes from the settings table.
@@ -231,7 +276,6 @@ struct RunFlags {
   std::string config, resume;
   SettingOptions settings;
   std::string inject_reporter_failure;  // testing only: io | internal
-  bool batch_sizes_auto = false;        // --batch-sizes auto (it stands as 0 in the parsed list)
 };
 
 // `--batch-sizes auto` or `--batch-sizes 32,auto`: the batch sweep (trainscope/batch_sweep.h)
@@ -314,7 +358,7 @@ MatrixConfig matrix_from_flags(const RunFlags& f, CLI::App* sub) {
   if (!preset.empty() && f.config.empty()) apply_preset(preset, m);
   if (!f.config.empty()) load_toml_config(f.config, m, preset);
   f.settings.apply(m, {"preset"});  // the preset was applied first, above
-  if (f.batch_sizes_auto) use_batch_sweep(m);
+  if (f.settings.has_item("batch_sizes", "auto")) use_batch_sweep(m);  // "auto" stands as 0 in the list
   // Provenance: a resumed matrix keeps the command that started it and adds this one.
   m.command_line = m.resume && !m.command_line.empty() ? m.command_line + " ; resumed: " + command_line()
                                                        : command_line();
@@ -360,13 +404,7 @@ void add_run_command(CLI::App& app, int& exit_status) {
                                              "`trainscope settings`)")
       ->check(CLI::ExistingFile);
   f->settings.add_all(sub);
-  sub->get_option("--batch-sizes")->transform(
-      [f](std::string v) {
-        if (v != "auto") return v;
-        f->batch_sizes_auto = true;
-        return std::string("0");
-      },
-      "", "auto");
+  f->settings.name_item("batch_sizes", "auto", 0);
   sub->add_option("--inject-reporter-failure", f->inject_reporter_failure, "testing: io or internal")
       ->check(CLI::IsMember({"io", "internal"}))
       ->group("");

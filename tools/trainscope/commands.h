@@ -31,5 +31,7 @@ void add_monitor_command(CLI::App& app, int& exit_status);   // cmd_monitor.cpp
 void add_infer_command(CLI::App& app, int& exit_status);     // cmd_infer.cpp
 void add_history_commands(CLI::App& app, int& exit_status);  // cmd_history.cpp: history, compare, report
 void add_settings_command(CLI::App& app, int& exit_status);  // cmd_settings.cpp
+void add_analyze_command(CLI::App& app, int& exit_status);   // cmd_analyze.cpp
+void add_measure_command(CLI::App& app, int& exit_status);   // cmd_measure.cpp
 
 }  // namespace trainscope::cli

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "commands.h"
@@ -29,6 +31,30 @@ const std::atomic<bool>& install_interrupt_handler(const char* message) {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   return g_stop;
+}
+
+StopDeadline::StopDeadline(const std::atomic<bool>& stop, double seconds, std::string message)
+    : message_(std::move(message)) {
+  thread_ = std::thread([this, &stop, seconds] { watch(stop, seconds); });
+}
+
+StopDeadline::~StopDeadline() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StopDeadline::watch(const std::atomic<bool>& stop, double seconds) {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!done_ && !stop.load()) cv_.wait_for(lk, std::chrono::milliseconds(100));
+  if (done_) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  if (cv_.wait_until(lk, deadline, [this] { return done_; })) return;
+  std::fputs(message_.c_str(), stderr);
+  _exit(kExitInterrupted);
 }
 
 void restore_interrupt_defaults() {

@@ -5,6 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
 
 namespace trainscope::cli {
 
@@ -12,5 +16,25 @@ namespace trainscope::cli {
 const std::atomic<bool>& install_interrupt_handler(const char* message);
 /// Puts the default handlers back (the command is done).
 void restore_interrupt_defaults();
+
+/// The work in progress is acted on at its next step, which a model that hangs never reaches:
+/// while this lives, once `stop` is set (the first signal), the process prints `message` and
+/// exits with 130 unless the object is destroyed (the work returned) within `seconds`. Whatever
+/// was written before (each finished run's results) stays.
+class StopDeadline {
+ public:
+  StopDeadline(const std::atomic<bool>& stop, double seconds, std::string message);
+  ~StopDeadline();
+  StopDeadline(const StopDeadline&) = delete;
+  StopDeadline& operator=(const StopDeadline&) = delete;
+
+ private:
+  void watch(const std::atomic<bool>& stop, double seconds);
+  std::string message_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace trainscope::cli

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -116,6 +117,9 @@ int main(int argc, char** argv) {
   using namespace trainscope;
   // Line-buffered stdout, so tables and notes (stderr) keep their order in a redirected log.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // `trainscope run | head` closes the pipe early: a write then fails with EPIPE, which the
+  // console turns into "console lost" while the matrix goes on, instead of SIGPIPE ending it.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"trainscope: measure what training and inference cost on the CPU and on NVIDIA GPUs, and why"};
   app.set_version_flag("--version", std::string("trainscope ") + TRAINSCOPE_VERSION + " (" + TRAINSCOPE_GIT_COMMIT + ")");
   app.require_subcommand(1);
@@ -128,18 +132,20 @@ int main(int argc, char** argv) {
   cli::add_infer_command(app, exit_status);
   cli::add_history_commands(app, exit_status);
   cli::add_settings_command(app, exit_status);
+  cli::add_analyze_command(app, exit_status);
+  cli::add_measure_command(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    fmt::print(stderr, "{}", usage_error(app, e, argc, argv));
+    std::fputs(fmt::format("{}", usage_error(app, e, argc, argv)).c_str(), stderr);
     return cli::kExitUsage;
   } catch (const Error& e) {
-    fmt::print(stderr, "trainscope: error ({}): {}\n", to_string(e.kind()), e.what());
+    std::fputs(fmt::format("trainscope: error ({}): {}\n", to_string(e.kind()), e.what()).c_str(), stderr);
     if (e.kind() == ErrorKind::kInterrupted) return cli::kExitInterrupted;
     return e.kind() == ErrorKind::kInternal ? cli::kExitInternal : cli::kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "trainscope: internal error: {}\n", e.what());
+    std::fputs(fmt::format("trainscope: internal error: {}\n", e.what()).c_str(), stderr);
     return cli::kExitInternal;
   }
   return exit_status;

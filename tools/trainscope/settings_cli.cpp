@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "trainscope/error.h"
@@ -13,10 +14,57 @@ namespace {
 
 // The staging value of a setting's option: integers (unsigned ones too, so that a negative
 // value gets a range message instead of CLI11's conversion error) as int64.
+// Lists are staged as the words typed (split and converted by list_items), so that a repeated
+// option replaces the earlier list and an empty item is an error instead of being dropped.
 template <typename T>
 auto staged_of(T*) {
   if constexpr (std::is_same_v<T, uint64_t>) return int64_t{0};
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return std::vector<std::string>{};
   else return T{};
+}
+
+// The items of a list option as given: "64,128" or "64 128" (one occurrence: the last one).
+// An empty item ("64,,128", "64,") is Error(kInvalidArgument) naming the flag.
+std::vector<std::string> list_items(const std::vector<std::string>& words, const std::string& flag) {
+  std::vector<std::string> items;
+  for (const auto& w : words) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = w.find(',', start);
+      std::string item = w.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("{} '{}' has an empty item; give the values separated by single commas, e.g. {} 64,128",
+                                flag, w, flag));
+      items.push_back(std::move(item));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return items;
+}
+
+// The whole numbers of an integer list option, a word of `named` standing for its number;
+// Error(kInvalidArgument) naming the flag, the item and the value it is in.
+std::vector<int64_t> int_items(const std::vector<std::string>& words, const std::string& flag,
+                               const std::map<std::string, int64_t, std::less<>>& named) {
+  std::vector<int64_t> out;
+  for (const auto& word : words)
+    for (const auto& item : list_items({word}, flag)) {
+      if (auto it = named.find(item); it != named.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+      int64_t v = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (ec != std::errc() || end != item.data() + item.size())
+        throw_error(ErrorKind::kInvalidArgument,
+                    fmt::format("{}: '{}' in '{}' is not a whole number; give whole numbers separated by commas, "
+                                "e.g. {} 64,128",
+                                flag, item, word, flag));
+      out.push_back(v);
+    }
+  return out;
 }
 
 std::string long_name(const std::string& flag) {
@@ -74,8 +122,12 @@ void SettingOptions::add_entry(CLI::App* app, const Setting& s, const std::strin
     e.flag = long_name(flag.empty() ? s.off_flag : flag);
   } else {
     e.on = std::visit([&](auto& v) { return app->add_option(flag, v, help + help_suffix(s, show_default)); }, e.value);
-    if (std::holds_alternative<std::vector<int64_t>>(e.value) || std::holds_alternative<std::vector<std::string>>(e.value))
-      e.on->delimiter(',');
+    // Given twice, the last occurrence wins (wrapper scripts append overrides): a list's earlier
+    // words are dropped as the next occurrence starts, a single value keeps the last.
+    if (std::holds_alternative<std::vector<std::string>>(e.value))
+      e.on->trigger_on_parse();
+    else
+      e.on->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     e.flag = long_name(flag);
   }
   for (auto* o : {e.on, e.off}) {
@@ -93,6 +145,20 @@ const SettingOptions::Entry* SettingOptions::find(std::string_view key) const {
 bool SettingOptions::given(std::string_view key) const {
   const Entry* e = find(key);
   return e && ((e->on && e->on->count() > 0) || (e->off && e->off->count() > 0));
+}
+
+void SettingOptions::name_item(std::string_view key, const std::string& word, int64_t value) {
+  for (auto& e : entries_)
+    if (e.setting->key == key) e.named[word] = value;
+}
+
+bool SettingOptions::has_item(std::string_view key, std::string_view word) const {
+  const Entry* e = find(key);
+  if (!e || !given(key)) return false;
+  const auto* words = std::get_if<std::vector<std::string>>(&e->value);
+  if (!words) return false;
+  const auto items = list_items(*words, e->flag);
+  return std::find(items.begin(), items.end(), word) != items.end();
 }
 
 std::string SettingOptions::text(std::string_view key) const {
@@ -113,6 +179,10 @@ void SettingOptions::apply_entry(const Entry& e, MatrixConfig& m) const {
           int64_t v = std::get<int64_t>(e.value);
           if (v < 0) check_setting_value(*e.setting, static_cast<double>(v), e.flag);
           *member = static_cast<uint64_t>(v);
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          *member = int_items(std::get<std::vector<std::string>>(e.value), e.flag, e.named);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          *member = list_items(std::get<std::vector<std::string>>(e.value), e.flag);
         } else {
           *member = std::get<T>(e.value);
         }
@@ -129,13 +199,19 @@ void SettingOptions::apply(MatrixConfig& m, const std::vector<std::string_view>&
 void SettingOptions::check_given() const {
   for (const auto& e : entries_) {
     if (!given(e.setting->key)) continue;
+    MatrixConfig m;
+    const bool int_list = std::holds_alternative<std::vector<int64_t>*>(e.setting->get(m));
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+          if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
             check_setting_value(*e.setting, static_cast<double>(v), e.flag);
-          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-            for (auto x : v) check_setting_value(*e.setting, static_cast<double>(x), e.flag);
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            if (int_list)
+              for (auto x : int_items(v, e.flag, e.named)) check_setting_value(*e.setting, static_cast<double>(x), e.flag);
+            else
+              list_items(v, e.flag);
+          }
         },
         e.value);
   }

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <deque>
+#include <map>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -39,15 +40,21 @@ class SettingOptions {
   void check_given() const;
   /// The value given for a string setting ("" when not given).
   std::string text(std::string_view key) const;
+  /// An integer list setting accepts `word` as an item, standing for `value` in the list
+  /// (`--batch-sizes auto`); has_item tells whether the list given holds it.
+  void name_item(std::string_view key, const std::string& word, int64_t value);
+  bool has_item(std::string_view key, std::string_view word) const;
 
  private:
-  using Value = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<std::string>>;
+  // Lists (of numbers too) are staged as the words typed; apply() splits and converts them.
+  using Value = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
   struct Entry {
     const Setting* setting = nullptr;
     Value value;
     CLI::Option* on = nullptr;   // the option (for booleans: the flag that sets true)
     CLI::Option* off = nullptr;  // booleans: the flag that sets false
     std::string flag;            // the long flag, for messages
+    std::map<std::string, int64_t, std::less<>> named;  // integer lists: words standing for a number
   };
   void add_entry(CLI::App* app, const Setting& s, const std::string& flag, const std::string& help, bool show_default);
   void apply_entry(const Entry& e, MatrixConfig& m) const;

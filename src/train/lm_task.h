@@ -1,0 +1,64 @@
+// What a run does differently when its data set is a token stream (causal language modelling;
+// docs/language-models.md): the model it builds, its FLOPs, the record's task fields and its
+// language-model figures. The step itself is the same for both tasks (train/task_loss.h).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "trainscope/config.h"
+#include "trainscope/dataset.h"
+#include "trainscope/run_record.h"
+#include "train/trainer.h"
+#include "workload/model.h"
+
+namespace trainscope {
+
+/// Sets w.train_x / train_y / test_x / test_y of a token data set: int64 [count, T] views of
+/// the token stream, x row i = tokens[i*T, i*T+T), y row i = tokens[i*T+1, i*T+T+1) (no copy).
+void view_token_windows(Workload& w);
+
+/// The model of a run on `train`: a built-in language model with the run's shape settings
+/// (train.lm_layers / lm_width / lm_heads over the preset) for a token set, else make_model.
+/// Throws Error(kModel) when the model's task is not the data's (an image model on tokens, a
+/// language model on images), naming both and the fix.
+std::unique_ptr<Model> make_run_model(const std::string& name, const Dataset& train, const TrainConfig& cfg);
+
+/// The GPT shape make_run_model builds for a built-in language model on `train`.
+GptShape run_lm_shape(const std::string& name, const Dataset& train, const TrainConfig& cfg);
+
+/// Forward FLOPs per sample (per window for a language model): a built-in language model's by
+/// the PaLM formula (a third of 6N + 12LdT per token, times T); otherwise counted on one sample
+/// (count_forward_flops; int64 zeros [1, T] for a TorchScript language model).
+std::optional<double> run_forward_flops(Model& model, const std::string& name, const Dataset& train,
+                                        const TrainConfig& cfg);
+
+/// Predictions per sample: the window's T tokens for a language model, 1 for an image.
+inline int64_t predictions_per_sample(const Dataset& train) { return train.is_tokens() ? train.width : 1; }
+
+/// The batch size evaluation uses: eval_batch_size for images; for a language model the training
+/// batch size, so that the logits (B x T x V) fit where training fits.
+int64_t eval_batch_for(const Dataset& train, const TrainConfig& cfg, int64_t batch_size);
+
+/// Fills r.task, r.throughput_unit and, for a token set, the language_model section's settings
+/// (sequence length, vocabularies, tokenizer, the built-in's shape and training FLOPs per token,
+/// and the attention implementation that runs on `device` at the variant's precision).
+void describe_task(RunRecord& r, const std::string& model, const DatasetPair& data, const TrainConfig& cfg,
+                   const torch::Device& device, bool bf16);
+
+/// What a checkpoint of a language-model run needs to rebuild its model: {"seq_len", "vocab",
+/// "tokenizer"} and, for a built-in, {"layers", "d_model", "heads", "context", "model_vocab"};
+/// null for an image set.
+nlohmann::json lm_checkpoint_shape(const std::string& model, const Dataset& train, const TrainConfig& cfg);
+
+/// The language-model figures once training and evaluation are over: tokens/s from the steady
+/// samples/s, the last epoch's training loss, validation loss (nats per token), perplexity,
+/// bits per byte (byte tokens) and next-token accuracy from the last evaluation.
+void language_model_figures(RunRecord& r);
+
+}  // namespace trainscope

@@ -1,0 +1,74 @@
+// GPT-2-family causal language models (Radford et al. 2019, "Language Models are Unsupervised
+// Multitask Learners", and the released GPT-2 code): token and learned position embeddings,
+// pre-LN transformer blocks (LayerNorm -> causal self-attention -> residual, LayerNorm -> MLP
+// d -> 4d -> d with GELU (tanh approximation) -> residual), a final LayerNorm and an output
+// projection tied to the token embedding (no bias).
+//
+// Shapes: forward takes int64 token ids [B, T] (T <= context) and returns float32 logits
+// [B, T, vocab]; under autocast (the bf16 variant) the matrix products run in bfloat16.
+// Initialisation as GPT-2: every weight matrix and embedding N(0, 0.02), residual output
+// projections (attention c_proj, MLP c_proj) N(0, 0.02 / sqrt(2 * layers)), biases zero,
+// LayerNorm weight 1 and bias 0.
+//
+// Errors: a preset name that does not exist, or a shape whose width is not divisible by its
+// heads, throws Error(kModel) naming the setting and the fix.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload/model.h"
+
+namespace trainscope {
+
+/// The shape of a GPT model. vocab: output width (token ids must be < vocab); context: the
+/// longest sequence (size of the position embedding).
+struct GptShape {
+  int64_t layers = 0, d_model = 0, heads = 0, context = 0, vocab = 0;
+};
+
+/// Built-in language models, in the order the CLI lists them:
+///   gpt-mini     6 layers, d 384, 6 heads, context 256 (for CPUs and CI);
+///   gpt2         12 layers, d 768, 12 heads, context 1024 (GPT-2 small, 124 M parameters at
+///                vocab 50257);
+///   gpt2-medium  24 layers, d 1024, 16 heads, context 1024 (GPT-2 medium, 350 M).
+std::vector<std::string> builtin_lm_models();
+bool is_builtin_lm(const std::string& name);
+
+/// The preset's shape with `vocab` filled in (vocab from the data set). Throws Error(kModel) for
+/// a name that is not a built-in language model.
+GptShape gpt_preset(const std::string& name, int64_t vocab);
+
+/// A GPT model of `shape` named `name` (weights from LibTorch's global generator). Throws
+/// Error(kModel) when d_model is not a multiple of heads or a size is not positive.
+std::unique_ptr<Model> make_gpt(const std::string& name, const GptShape& shape);
+
+/// Causal scaled dot-product attention: q, k, v [B, H, T, hd] -> [B, H, T, hd], position t
+/// attending to positions <= t, scale 1/sqrt(hd). Through at::scaled_dot_product_attention
+/// (is_causal) where LibTorch has it (>= 2.0), else causal_attention_math.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// The same computed from its definition: softmax(q k^T / sqrt(hd) + M) v, M = -inf above the
+/// diagonal (Vaswani et al. 2017, eq. 1, with the causal mask of GPT).
+torch::Tensor causal_attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// Which attention implementation runs on tensors like these: "math" (causal_attention_math on
+/// LibTorch < 2.0) or, through SDPA, the backend PyTorch picks: "flash", "efficient",
+/// "cudnn", "math (sdpa)", or "sdpa" when the choice cannot be asked.
+std::string attention_backend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// Parameters N of the PaLM FLOP count: every trainable scalar except the position embedding
+/// (the tied output projection counted once, with the token embedding).
+int64_t gpt_flop_parameters(const GptShape& s);
+
+/// Training FLOPs per token, 6 N + 12 L d T (Chowdhery et al. 2022, "PaLM", appendix B; as
+/// nanoGPT's estimate_mfu): 6 N for the forward and backward matrix products of the
+/// parameters, 12 L d T for attention's QK^T and AV over a context of T. Forward alone is a
+/// third of it.
+double gpt_train_flops_per_token(const GptShape& s, int64_t seq_len);
+
+}  // namespace trainscope

@@ -1,0 +1,8 @@
+# Trace analysis tests (owned by the trace component; torch-free).
+ts_add_test(test_trace SOURCES trace/test_trace.cpp trace/test_trace_errors.cpp)
+target_link_libraries(test_trace PRIVATE fmt::fmt)
+if(TRAINSCOPE_WITH_TORCH)
+  # `trainscope analyze` end to end (the binary needs the LibTorch half).
+  ts_add_test(test_analyze_cli SOURCES trace/test_analyze_cli.cpp)
+  add_dependencies(test_analyze_cli trainscope_cli)
+endif()
