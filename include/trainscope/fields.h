@@ -1,9 +1,9 @@
 // The field vocabulary: how a struct of the record or of provenance lists its fields once, in
 // `fields(s, v)`, for every writer and reader to walk (trainscope/record_sections.h says how the
 // list drives results.json, results.csv and run_metrics()). Each line of such a list is
-//   v("name", member, Better::k..., [kLiteral])
+//   v("name", member, Better::k..., [kLiteral], [kCsv])
 // with the field's JSON name (its unit in the name), the member, its direction for comparisons
-// and, optionally, kLiteral. Nothing here depends on the record itself, so provenance (below the
+// and, optionally, kLiteral and kCsv. Nothing here depends on the record itself, so provenance (below the
 // record, trainscope/provenance.h) lists its fields the same way.
 #pragma once
 
@@ -21,6 +21,12 @@ enum class Better { kNone, kHigher, kLower };
 /// run record and provenance keep the JSON form they had before the typed sections this way.
 struct Literal {};
 inline constexpr Literal kLiteral{};
+
+/// A last argument of v(...) in RunRecord::fields() (trainscope/run_record.h): the field is a
+/// column of results.csv at its place in the list, named as the field; a section or sub-object
+/// stands for the columns of its CSV form (src/results/run_record.cpp, csv_header()).
+struct CsvColumn {};
+inline constexpr CsvColumn kCsv{};
 
 /// Opaque JSON text (an object or null), kept as written.
 struct JsonText {

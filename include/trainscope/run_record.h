@@ -265,69 +265,70 @@ struct RunRecord {
 
   /// The JSON keys of a run in results.json (src/results/record_json.h). error_kind,
   /// failure_reason, stop_reason and checkpoint_path are null when empty; absent sections and
-  /// phases are null.
+  /// phases are null. The fields marked kCsv are the columns of results.csv, in this order
+  /// (csv_header() below); results.json sorts its keys, so the order is the CSV's alone.
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    v("run_id", s.run_id, Better::kNone, kLiteral);
-    v("device", s.device, Better::kNone, kLiteral);
-    v("device_name", s.device_name, Better::kNone, kLiteral);
-    v("model", s.model, Better::kNone, kLiteral);
-    v("batch_size", s.batch_size, Better::kNone);
-    v("repeat", s.repeat, Better::kNone);
-    v("world_size", s.world_size, Better::kNone);
-    v("status", s.status, Better::kNone);
-    v("error_kind", s.error_kind, Better::kNone);
-    v("failure_reason", s.failure_reason, Better::kNone);
-    v("dataset", s.dataset, Better::kNone, kLiteral);
-    v("train_samples", s.train_samples, Better::kNone);
-    v("test_samples", s.test_samples, Better::kNone);
+    v("run_id", s.run_id, Better::kNone, kLiteral, kCsv);
+    v("device", s.device, Better::kNone, kLiteral, kCsv);
+    v("device_name", s.device_name, Better::kNone, kLiteral, kCsv);
+    v("model", s.model, Better::kNone, kLiteral, kCsv);
+    v("batch_size", s.batch_size, Better::kNone, kCsv);
+    v("repeat", s.repeat, Better::kNone, kCsv);
+    v("status", s.status, Better::kNone, kCsv);
+    v("error_kind", s.error_kind, Better::kNone, kCsv);
+    v("failure_reason", s.failure_reason, Better::kNone, kCsv);
+    v("dataset", s.dataset, Better::kNone, kLiteral, kCsv);
+    v("train_samples", s.train_samples, Better::kNone, kCsv);
+    v("test_samples", s.test_samples, Better::kNone, kCsv);
     v("input_shape", s.input_shape, Better::kNone);
     v("num_classes", s.num_classes, Better::kNone);
-    v("parameters", s.parameters, Better::kNone);
-    v("forward_flops_per_sample", s.forward_flops_per_sample, Better::kNone);
-    v("optimizer", s.optimizer, Better::kNone, kLiteral);
+    v("parameters", s.parameters, Better::kNone, kCsv);
+    v("forward_flops_per_sample", s.forward_flops_per_sample, Better::kNone, kCsv);
+    v("optimizer", s.optimizer, Better::kNone, kLiteral, kCsv);
     v("optimizer_impl", s.optimizer_impl, Better::kNone, kLiteral);
     v("cudnn_benchmark", s.cudnn_benchmark, Better::kNone);
-    v("learning_rate", s.learning_rate, Better::kNone);
-    v("seed", s.seed, Better::kNone);
-    v("intra_op_threads", s.intra_op_threads, Better::kNone);
-    v("epochs_requested", s.epochs_requested, Better::kNone);
+    v("learning_rate", s.learning_rate, Better::kNone, kCsv);
+    v("seed", s.seed, Better::kNone, kCsv);
+    v("intra_op_threads", s.intra_op_threads, Better::kNone, kCsv);
+    v("epochs_requested", s.epochs_requested, Better::kNone, kCsv);
     v("warmup_steps", s.warmup_steps, Better::kNone);
-    v("epochs_completed", s.epochs_completed, Better::kNone);
-    v("steps_completed", s.steps_completed, Better::kNone);
-    v("steps_per_epoch", s.steps_per_epoch, Better::kNone);
-    v("train_time_s", s.train_time_s, Better::kLower);
-    v("steady_samples_per_s", s.steady_samples_per_s, Better::kHigher);
-    v("mean_epoch_time_s", s.mean_epoch_time_s, Better::kLower);
-    v("time_for_requested_epochs_s", s.time_for_requested_epochs_s, Better::kLower);
-    v("time_for_requested_epochs_is_estimate", s.time_for_requested_epochs_is_estimate, Better::kNone);
-    v("stopped_early", s.stopped_early, Better::kNone);
-    v("stop_reason", s.stop_reason, Better::kNone);
-    v("final_train_loss", s.final_train_loss, Better::kLower);
-    v("final_train_accuracy_pct", s.final_train_accuracy_pct, Better::kHigher);
-    v("test_accuracy_pct", s.test_accuracy_pct, Better::kHigher);
-    v("phases", s.phases, Better::kNone, kLiteral);
-    v("peak_rss_bytes", s.peak_rss_bytes, Better::kLower);
-    v("device_peak_allocated_bytes", s.device_peak_allocated_bytes, Better::kLower);
-    v("device_peak_reserved_bytes", s.device_peak_reserved_bytes, Better::kLower);
+    v("epochs_completed", s.epochs_completed, Better::kNone, kCsv);
+    v("steps_completed", s.steps_completed, Better::kNone, kCsv);
+    v("steps_per_epoch", s.steps_per_epoch, Better::kNone, kCsv);
+    v("train_time_s", s.train_time_s, Better::kLower, kCsv);
+    v("steady_samples_per_s", s.steady_samples_per_s, Better::kHigher, kCsv);
+    v("mean_epoch_time_s", s.mean_epoch_time_s, Better::kLower, kCsv);
+    v("time_for_requested_epochs_s", s.time_for_requested_epochs_s, Better::kLower, kCsv);
+    v("time_for_requested_epochs_is_estimate", s.time_for_requested_epochs_is_estimate, Better::kNone, kCsv);
+    v("stopped_early", s.stopped_early, Better::kNone, kCsv);
+    v("stop_reason", s.stop_reason, Better::kNone, kCsv);
+    v("final_train_loss", s.final_train_loss, Better::kLower, kCsv);
+    v("final_train_accuracy_pct", s.final_train_accuracy_pct, Better::kHigher, kCsv);
+    v("test_accuracy_pct", s.test_accuracy_pct, Better::kHigher, kCsv);
+    v("phases", s.phases, Better::kNone, kLiteral, kCsv);
+    v("peak_rss_bytes", s.peak_rss_bytes, Better::kLower, kCsv);
+    v("device_peak_allocated_bytes", s.device_peak_allocated_bytes, Better::kLower, kCsv);
+    v("device_peak_reserved_bytes", s.device_peak_reserved_bytes, Better::kLower, kCsv);
     v("epochs", s.epochs, Better::kNone);
     v("start_ns", s.start_ns, Better::kNone);
     v("end_ns", s.end_ns, Better::kNone);
     v("checkpoint_path", s.checkpoint_path, Better::kNone);
     v("notes", s.notes, Better::kNone);
     v("measurement", s.measurement, Better::kNone);
-    v("telemetry", s.telemetry, Better::kNone, kLiteral);
+    v("inference", s.inference, Better::kNone, kLiteral, kCsv);
+    v("world_size", s.world_size, Better::kNone, kCsv);
+    v("telemetry", s.telemetry, Better::kNone, kLiteral, kCsv);
     v("profile", s.profile, Better::kNone, kLiteral);
-    v("inference", s.inference, Better::kNone, kLiteral);
     // variants, MFU, time-to-accuracy
-    v("variant", s.variant, Better::kNone, kLiteral);
-    v("variant_note", s.variant_note, Better::kNone);
-    v("train_flops_per_s", s.train_flops_per_s, Better::kHigher);
-    v("mfu_pct", s.mfu_pct, Better::kHigher);
+    v("variant", s.variant, Better::kNone, kLiteral, kCsv);
+    v("variant_note", s.variant_note, Better::kNone, kCsv);
+    v("train_flops_per_s", s.train_flops_per_s, Better::kHigher, kCsv);
+    v("mfu_pct", s.mfu_pct, Better::kHigher, kCsv);
     v("peak_flops_per_s", s.peak_flops_per_s, Better::kNone);
-    v("mfu_precision", s.mfu_precision, Better::kNone);
+    v("mfu_precision", s.mfu_precision, Better::kNone, kCsv);
     v("mfu_note", s.mfu_note, Better::kNone);
-    v("time_to_accuracy", s.time_to_accuracy, Better::kNone);
+    v("time_to_accuracy", s.time_to_accuracy, Better::kNone, kCsv);
     v("clock_origin_unix_ns", s.clock_origin_unix_ns, Better::kNone);
     v("loss_checks", s.loss_checks, Better::kNone);
     v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
@@ -338,9 +339,13 @@ struct RunRecord {
   }
 };
 
-/// The flat CSV columns (one row per run). Nested sections appear as selected scalar columns:
-/// every telemetry headline field as telemetry_<field> (TelemetryHeadline::fields) and the
-/// inference headline figures.
+/// The flat CSV columns (one row per run): the fields RunRecord::fields() marks kCsv, in its
+/// order. A scalar field is one column of its name; a section stands for selected scalar
+/// columns: the phases as phase_<field> (the step count left out), every telemetry headline field
+/// as telemetry_<field> (TelemetryHeadline::fields), the inference headline figures
+/// (infer_single_stream_p50_ms, infer_single_stream_p99_ms, infer_offline_samples_per_s) and
+/// time-to-accuracy's (target_accuracy_pct, target_reached, time_to_target_s,
+/// samples_to_target, energy_to_target_j).
 std::vector<std::string> csv_header();
 std::vector<std::string> csv_row(const RunRecord& r);
 

@@ -44,22 +44,25 @@ struct is_map<std::map<std::string, T>> : std::true_type {};
 template <class T>
 nlohmann::json write(const T& v);
 
+template <class Tag, class... Tags>
+inline constexpr bool kHasTag = (std::is_same_v<Tag, Tags> || ...);
+
 struct Writer {
   nlohmann::json* out;
-  template <class T>
-  void operator()(const char* name, const T& v, Better) const {
-    // An absent sub-object (a scenario not run, no trace written) leaves its key out, as
-    // before the typed sections; absent numbers are null.
-    if constexpr (is_optional_object<T>::value)
-      if (!v) return;
-    (*out)[name] = write(v);
-  }
-  // kLiteral (trainscope/record_sections.h): "" stays "", an absent sub-object is null.
-  template <class T>
-  void operator()(const char* name, const T& v, Better b, Literal) const {
-    if constexpr (std::is_same_v<T, std::string>) (*out)[name] = v;
-    else if constexpr (is_optional_object<T>::value) (*out)[name] = v ? write(*v) : nlohmann::json(nullptr);
-    else (*this)(name, v, b);
+  // kLiteral (trainscope/fields.h): "" stays "", an absent sub-object is null. Otherwise an
+  // absent sub-object (a scenario not run, no trace written) leaves its key out, as before the
+  // typed sections; absent numbers are null. kCsv concerns results.csv only.
+  template <class T, class... Tags>
+  void operator()(const char* name, const T& v, Better, Tags...) const {
+    if constexpr (kHasTag<Literal, Tags...>) {
+      if constexpr (std::is_same_v<T, std::string>) (*out)[name] = v;
+      else if constexpr (is_optional_object<T>::value) (*out)[name] = v ? write(*v) : nlohmann::json(nullptr);
+      else (*out)[name] = write(v);
+    } else {
+      if constexpr (is_optional_object<T>::value)
+        if (!v) return;
+      (*out)[name] = write(v);
+    }
   }
 };
 
@@ -95,14 +98,10 @@ void read(const nlohmann::json& j, T& v);
 
 struct Reader {
   const nlohmann::json* in;
-  template <class T>
-  void operator()(const char* name, T& v, Better) const {
+  template <class T, class... Tags>
+  void operator()(const char* name, T& v, Better, Tags...) const {
     auto it = in->find(name);
     if (it != in->end()) read(*it, v);
-  }
-  template <class T>
-  void operator()(const char* name, T& v, Better b, Literal) const {
-    (*this)(name, v, b);
   }
 };
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
-
+#include <type_traits>
 #include <utility>
 
 #include "trainscope/error.h"
@@ -42,7 +42,6 @@ RunStatus run_status_from_string(const std::string& s) {
 
 namespace {
 
-
 // A whole number (a byte count, a peak read from a counter) in full, as spreadsheets read it
 // back exactly; any other value to 6 significant digits. 2^53: the largest such a double holds.
 std::string csv_number(double v) {
@@ -56,79 +55,89 @@ std::string csv_count(const std::optional<T>& v) {
 }
 // An optional figure as csv_number writes it; absent: an empty cell.
 std::string csv_number(const std::optional<double>& v) { return v ? csv_number(*v) : std::string(); }
+std::string csv_bool(bool v) { return v ? "true" : "false"; }
 
 // CSV cell of a headline field (numbers: whole ones in full, others 6 significant digits; absent: empty).
 struct CsvCell {
-  std::vector<std::string>* out;
   std::string operator()(const std::string& v) const { return csv_field(v); }
   std::string operator()(const OptD& v) const { return csv_number(v); }
   std::string operator()(const OptI& v) const { return csv_count(v); }
-  std::string operator()(const std::optional<bool>& v) const { return v ? (*v ? "true" : "false") : ""; }
-  template <class T>
-  void operator()(const char*, const T& v, Better) const {
-    out->push_back((*this)(v));
-  }
+  std::string operator()(const std::optional<bool>& v) const { return v ? csv_bool(*v) : ""; }
 };
 
-std::vector<std::string> headline_cells(const std::optional<TelemetrySection>& t) {
-  std::vector<std::string> out;
-  TelemetryHeadline h = t ? t->headline : TelemetryHeadline{};
-  TelemetryHeadline::fields(h, CsvCell{&out});
-  return out;
-}
+// The columns of results.csv, walked from RunRecord::fields(): every field marked kCsv, in the
+// list's order. A scalar is one column named as the field; a section or sub-object is the
+// columns of its CSV form below. Collects the header's names, a row's cells, or both.
+class CsvColumns {
+ public:
+  CsvColumns(std::vector<std::string>* names, std::vector<std::string>* cells) : names_(names), cells_(cells) {}
 
-std::vector<std::string> inference_cells(const std::optional<InferenceSection>& i) {
-  const auto* ss = i && i->single_stream ? &*i->single_stream : nullptr;
-  const auto* off = i && i->offline ? &*i->offline : nullptr;
-  return {csv_number(ss ? ss->latency.p50_ms : std::nullopt), csv_number(ss ? ss->latency.p99_ms : std::nullopt),
-          csv_number(off ? off->best_samples_per_s : std::nullopt)};
-}
+  template <class T, class... Tags>
+  void operator()(const char* name, const T& v, Better, Tags...) const {
+    if constexpr ((std::is_same_v<Tags, CsvColumn> || ...)) columns(name, v);
+  }
+
+ private:
+  void add(std::string name, std::string cell) const {
+    if (names_) names_->push_back(std::move(name));
+    if (cells_) cells_->push_back(std::move(cell));
+  }
+  void columns(const char* name, const std::string& v) const { add(name, csv_field(v)); }
+  void columns(const char* name, int64_t v) const { add(name, std::to_string(v)); }
+  void columns(const char* name, uint64_t v) const { add(name, std::to_string(v)); }
+  void columns(const char* name, double v) const { add(name, csv_number(v)); }
+  void columns(const char* name, bool v) const { add(name, csv_bool(v)); }
+  void columns(const char* name, const OptD& v) const { add(name, csv_number(v)); }
+  void columns(const char* name, const OptI& v) const { add(name, csv_count(v)); }
+  void columns(const char* name, RunStatus v) const { add(name, to_string(v)); }
+
+  // The mean phase times and their method as phase_<field>; the count of steps averaged is none.
+  void columns(const char*, const std::optional<PhaseBreakdown>& p) const {
+    const PhaseBreakdown shown = p.value_or(PhaseBreakdown{});
+    PhaseBreakdown::fields(shown, [&](const char* name, const auto& v, Better, auto&&...) {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<T, double>) add(std::string("phase_") + name, p ? csv_number(v) : "");
+      else if constexpr (std::is_same_v<T, std::string>) add(std::string("phase_") + name, csv_field(v));
+    });
+  }
+  // Every headline field as telemetry_<field> (trainscope/telemetry_section.h).
+  void columns(const char*, const std::optional<TelemetrySection>& t) const {
+    const TelemetryHeadline h = t ? t->headline : TelemetryHeadline{};
+    TelemetryHeadline::fields(h, [&](const char* name, const auto& v, Better) { add(std::string("telemetry_") + name, CsvCell{}(v)); });
+  }
+  // The inference headline figures: single-stream p50 and p99 latency, the best offline rate.
+  void columns(const char*, const std::optional<InferenceSection>& i) const {
+    const auto* ss = i && i->single_stream ? &*i->single_stream : nullptr;
+    const auto* off = i && i->offline ? &*i->offline : nullptr;
+    add("infer_single_stream_p50_ms", csv_number(ss ? ss->latency.p50_ms : std::nullopt));
+    add("infer_single_stream_p99_ms", csv_number(ss ? ss->latency.p99_ms : std::nullopt));
+    add("infer_offline_samples_per_s", csv_number(off ? off->best_samples_per_s : std::nullopt));
+  }
+  // The target and what reaching it took (docs/variants.md#time-to-accuracy); empty without one.
+  void columns(const char*, const std::optional<TimeToAccuracy>& t) const {
+    add("target_accuracy_pct", t ? csv_number(t->target_pct) : "");
+    add("target_reached", t ? csv_bool(t->reached) : "");
+    add("time_to_target_s", csv_number(t ? t->time_s : std::nullopt));
+    add("samples_to_target", csv_count(t ? t->samples : std::nullopt));
+    add("energy_to_target_j", csv_number(t ? t->energy_j : std::nullopt));
+  }
+
+  std::vector<std::string>* names_;
+  std::vector<std::string>* cells_;
+};
 
 }  // namespace
 
 std::vector<std::string> csv_header() {
-  std::vector<std::string> cols = {"run_id", "device", "device_name", "model", "batch_size", "repeat", "status", "error_kind", "failure_reason",
-          "dataset", "train_samples", "test_samples", "parameters", "forward_flops_per_sample", "optimizer",
-          "learning_rate", "seed", "intra_op_threads", "epochs_requested", "epochs_completed", "steps_completed",
-          "steps_per_epoch", "train_time_s", "steady_samples_per_s", "mean_epoch_time_s",
-          "time_for_requested_epochs_s", "time_for_requested_epochs_is_estimate", "stopped_early", "stop_reason",
-          "final_train_loss", "final_train_accuracy_pct", "test_accuracy_pct", "phase_data_ms", "phase_h2d_ms",
-          "phase_forward_ms", "phase_backward_ms", "phase_optimizer_ms", "phase_step_ms", "phase_method",
-          "peak_rss_bytes", "device_peak_allocated_bytes", "device_peak_reserved_bytes",
-          "infer_single_stream_p50_ms", "infer_single_stream_p99_ms", "infer_offline_samples_per_s", "world_size"};
-  TelemetryHeadline h;
-  TelemetryHeadline::fields(h, [&](const char* name, const auto&, Better) { cols.push_back(std::string("telemetry_") + name); });
-  for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision",
-                        "target_accuracy_pct", "target_reached", "time_to_target_s", "samples_to_target",
-                        "energy_to_target_j"})
-    cols.push_back(c);  // variants, MFU, time-to-accuracy
+  std::vector<std::string> cols;
+  const RunRecord none;
+  RunRecord::fields(none, CsvColumns(&cols, nullptr));
   return cols;
 }
 
 std::vector<std::string> csv_row(const RunRecord& r) {
-  auto ph = [&](double PhaseBreakdown::*m) { return r.phases ? csv_number(r.phases.value().*m) : std::string(); };
-  std::vector<std::string> row = {csv_field(r.run_id), r.device, csv_field(r.device_name), csv_field(r.model), std::to_string(r.batch_size),
-          std::to_string(r.repeat), to_string(r.status), r.error_kind, csv_field(r.failure_reason),
-          csv_field(r.dataset), std::to_string(r.train_samples), std::to_string(r.test_samples), csv_count(r.parameters),
-          csv_number(r.forward_flops_per_sample), r.optimizer, csv_number(r.learning_rate), std::to_string(r.seed),
-          std::to_string(r.intra_op_threads), std::to_string(r.epochs_requested), std::to_string(r.epochs_completed),
-          std::to_string(r.steps_completed), std::to_string(r.steps_per_epoch), csv_number(r.train_time_s),
-          csv_number(r.steady_samples_per_s), csv_number(r.mean_epoch_time_s), csv_number(r.time_for_requested_epochs_s),
-          r.time_for_requested_epochs_is_estimate ? "true" : "false", r.stopped_early ? "true" : "false",
-          r.stop_reason, csv_number(r.final_train_loss), csv_number(r.final_train_accuracy_pct), csv_number(r.test_accuracy_pct),
-          ph(&PhaseBreakdown::data_ms), ph(&PhaseBreakdown::h2d_ms), ph(&PhaseBreakdown::forward_ms),
-          ph(&PhaseBreakdown::backward_ms), ph(&PhaseBreakdown::optimizer_ms), ph(&PhaseBreakdown::step_ms),
-          r.phases ? r.phases->method : "", csv_count(r.peak_rss_bytes), csv_count(r.device_peak_allocated_bytes),
-          csv_count(r.device_peak_reserved_bytes)};
-  for (auto& c : inference_cells(r.inference)) row.push_back(std::move(c));
-  row.push_back(std::to_string(r.world_size));
-  for (auto& c : headline_cells(r.telemetry)) row.push_back(std::move(c));
-  const auto& tta = r.time_to_accuracy;  // variants, MFU, time-to-accuracy
-  for (auto& c : std::initializer_list<std::string>{csv_field(r.variant), csv_field(r.variant_note), csv_number(r.train_flops_per_s), csv_number(r.mfu_pct),
-                  r.mfu_precision, tta ? csv_number(tta->target_pct) : "", std::string(tta ? (tta->reached ? "true" : "false") : ""),
-                  csv_number(tta ? tta->time_s : std::nullopt), csv_count(tta ? tta->samples : std::nullopt),
-                  csv_number(tta ? tta->energy_j : std::nullopt)})
-    row.push_back(c);
+  std::vector<std::string> row;
+  RunRecord::fields(r, CsvColumns(nullptr, &row));
   return row;
 }
 

@@ -197,6 +197,39 @@ TEST(RunRecord, CsvHasEveryTelemetryHeadlineColumn) {
   EXPECT_EQ(at("world_size"), "1");
 }
 
+// results.csv's columns are the fields RunRecord::fields() marks kCsv, in its order: the names and
+// the order of the hand-written header they replaced, which readers of older files rely on.
+TEST(RunRecord, CsvColumnsKeepTheirNamesAndOrder) {
+  std::vector<std::string> expected = {
+      "run_id", "device", "device_name", "model", "batch_size", "repeat", "status", "error_kind", "failure_reason",
+      "dataset", "train_samples", "test_samples", "parameters", "forward_flops_per_sample", "optimizer",
+      "learning_rate", "seed", "intra_op_threads", "epochs_requested", "epochs_completed", "steps_completed",
+      "steps_per_epoch", "train_time_s", "steady_samples_per_s", "mean_epoch_time_s", "time_for_requested_epochs_s",
+      "time_for_requested_epochs_is_estimate", "stopped_early", "stop_reason", "final_train_loss",
+      "final_train_accuracy_pct", "test_accuracy_pct", "phase_data_ms", "phase_h2d_ms", "phase_forward_ms",
+      "phase_backward_ms", "phase_optimizer_ms", "phase_step_ms", "phase_method", "peak_rss_bytes",
+      "device_peak_allocated_bytes", "device_peak_reserved_bytes", "infer_single_stream_p50_ms",
+      "infer_single_stream_p99_ms", "infer_offline_samples_per_s", "world_size"};
+  TelemetryHeadline h;
+  TelemetryHeadline::fields(h, [&](const char* name, const auto&, Better) { expected.push_back(std::string("telemetry_") + name); });
+  for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision", "target_accuracy_pct",
+                        "target_reached", "time_to_target_s", "samples_to_target", "energy_to_target_j"})
+    expected.push_back(c);
+  EXPECT_EQ(csv_header(), expected);
+  // a section's columns: the phases' cells when measured, empty cells when not
+  auto r = sample("cpu", 1000);
+  auto row = csv_row(r);
+  auto at = [&](const std::vector<std::string>& cells, const char* col) {
+    return cells[static_cast<size_t>(std::find(expected.begin(), expected.end(), col) - expected.begin())];
+  };
+  EXPECT_EQ(at(row, "phase_forward_ms"), "2");
+  r.phases.reset();
+  row = csv_row(r);
+  EXPECT_EQ(at(row, "phase_forward_ms"), "");
+  EXPECT_EQ(at(row, "phase_method"), "");
+  EXPECT_EQ(at(row, "target_reached"), "");
+}
+
 // Byte counts are whole numbers and come out in full (6 significant digits lost 2 MB of a 793 MB
 // peak: 7.93833e+08); fractional figures keep 6 significant digits.
 TEST(RunRecord, CsvWritesWholeNumbersInFull) {
