@@ -121,11 +121,20 @@ std::string run_id_of(const std::string& dev, const std::string& id_name, int64_
 constexpr size_t kLongestRunFileSuffix = std::string_view(".trace.json.gz.tmp.").size() + 10;
 constexpr size_t kMaxFileName = 255;  // NAME_MAX of Linux file systems
 
-// The first line of an error message, without its trailing '.', ':' and spaces.
+// The first non-empty line of an error message, without its trailing '.', ':' and spaces.
 std::string first_line(std::string why) {
+  why.erase(0, std::min(why.size(), why.find_first_not_of("\n ")));
   why = why.substr(0, why.find('\n'));
   while (!why.empty() && (why.back() == '.' || why.back() == ' ' || why.back() == ':')) why.pop_back();
   return why;
+}
+
+// The last non-empty line of an error message.
+std::string last_line(const std::string& why) {
+  size_t end = why.find_last_not_of("\n ");
+  if (end == std::string::npos) return "";
+  const size_t start = why.rfind('\n', end);
+  return why.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
 // make_model, where a model file LibTorch cannot read (an operator this LibTorch lacks: the
@@ -718,9 +727,9 @@ bool record_failure(const std::exception_ptr& failure, const RunSpec& spec, RunR
   } catch (const std::bad_alloc&) {
     rec.error_kind = "out_of_memory";
     rec.failure_reason = fmt::format("host memory exhausted at batch size {}", spec.batch_size);
-  } catch (const torch::jit::JITException& e) {
+  } catch (const torch::jit::JITException& e) {  // its message comes last, after the interpreter's trace
     rec.error_kind = std::string(to_string(ErrorKind::kModel));
-    rec.failure_reason = fmt::format("model '{}' raised an exception: {}", spec.model, first_line(e.what()));
+    rec.failure_reason = fmt::format("model '{}' raised an exception: {}", spec.model, last_line(e.what()));
   } catch (const std::exception& e) {
     rec.error_kind = "internal";
     rec.failure_reason = e.what();

@@ -1224,9 +1224,10 @@ TEST(CliModels, AModelNameTooLongForTheRunFilesIsBadInputBeforeTraining) {
 }
 
 // An operator of the test binary's own (registered here, absent from trainscope): a TorchScript
-// file that calls it cannot be loaded by trainscope, as a file from a newer LibTorch cannot.
-TORCH_LIBRARY(tstest, m) {
-  m.def("twice", [](const at::Tensor& x) { return x * 2; });
+// file that calls it cannot be loaded by trainscope, as a file from a newer LibTorch cannot. It
+// goes among the aten builtins, which `define` resolves as torch.<name> without Python.
+TORCH_LIBRARY_FRAGMENT(aten, m) {
+  m.def("tstest_twice", [](const at::Tensor& x) { return x * 2; });
 }
 
 // A TorchScript file that calls an operator this LibTorch lacks used to end in "internal error"
@@ -1239,12 +1240,12 @@ TEST(CliModels, AModelWithAnUnknownOperatorIsBadInputNamingTheFile) {
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   torch::jit::Module net("OddNet", cu);
   net.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
-  net.define("def forward(self, x):\n  return self.head.forward(torch.ops.tstest.twice(x).flatten(1))\n");
+  net.define("def forward(self, x):\n  return self.head.forward(torch.tstest_twice(x).flatten(1))\n");
   net.save(pt);
   std::string out;
   EXPECT_EQ(run(model_matrix(dir, "m", pt), &out), 2) << out;
   EXPECT_NE(out.find("cannot load model '" + pt + "'"), std::string::npos) << out;
-  EXPECT_NE(out.find("tstest::twice"), std::string::npos) << out;
+  EXPECT_NE(out.find("tstest_twice"), std::string::npos) << out;
   EXPECT_EQ(out.find("internal"), std::string::npos) << out;
 }
 
@@ -1370,4 +1371,22 @@ TEST(CliModels, AModelThatHangsIsNamedAndSigtermEndsTheProcess) {
   }
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << slurp();
   EXPECT_NE(slurp().find("did not stop within 30 s of the interrupt"), std::string::npos) << slurp();
+}
+
+// The checkpoint's description (checkpoints/<run id>.json) that cannot be written used to leave
+// the checkpoint behind without one: both go, the run is kept with its measurements, exit 5.
+TEST(CliExit, ACheckpointWhoseDescriptionCannotBeWrittenIsRemoved) {
+  std::string dir = test_path("cli_orphan_ckpt");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir + "/m/checkpoints/cpu-mlp-b16-r0.json");  // a folder: the rename onto it fails
+  auto args = small_matrix(dir, "m");
+  args[6] = "16";
+  args.insert(args.end(), {"--max-steps", "3"});
+  std::string out;
+  EXPECT_EQ(run(args, &out), 5) << out;
+  EXPECT_FALSE(fs::exists(dir + "/m/checkpoints/cpu-mlp-b16-r0.pt")) << out;
+  auto runs = json::parse(std::ifstream(dir + "/m/results.json"))["runs"];
+  ASSERT_EQ(runs.size(), 1u) << out;
+  EXPECT_EQ(runs[0]["error_kind"], "io") << runs[0].dump();
+  EXPECT_TRUE(runs[0]["checkpoint_path"].is_null()) << runs[0].dump();
 }

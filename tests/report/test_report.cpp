@@ -1273,6 +1273,27 @@ TEST(ReportReporters, AResultsFileOfANewerSchemaIsRefused) {
   }
 }
 
+// A database of a newer schema used to say "use another --db" also to `run`, which has no --db:
+// the message names both ways of choosing the database.
+TEST(ReportHistory, ANewerDatabaseNamesTheFlagAndTheSettingThatChooseAnother) {
+  auto dir = tmpdir("newer_db");
+  const std::string path = dir + "/h.sqlite";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  for (auto access : {HistoryDb::Access::kWrite, HistoryDb::Access::kRead}) {
+    try {
+      HistoryDb db(path, access);
+      ADD_FAILURE() << "schema version 999 opened";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("schema version 999 is newer"), std::string::npos) << m;
+      EXPECT_NE(m.find("--db; for `run`, the history_db key"), std::string::npos) << m;
+    }
+  }
+}
+
 // `history`, `compare` and `report` only read the database: on a read-only file system they used
 // to refuse with "output folder not writable ... --out". Read-only here: the folder is immutable
 // (chattr +i), which stops root too.
