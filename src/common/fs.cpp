@@ -104,10 +104,8 @@ void write_file_through_temporary(const std::string& path, const std::function<v
     } closer{mem};
     write(mem_path);  // its exception propagates; nothing is on the disk yet
     struct stat st {};
-    if (::fstat(mem, &st) != 0 || st.st_size == 0)  // as on the path below, where no file was made
-      throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': its writer wrote nothing (the previous version, if "
-                                              "any, is kept)",
-                                              path));
+    if (::fstat(mem, &st) != 0 || st.st_size == 0)  // the library wrote nothing (no file of ours is empty)
+      throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': nothing was written", path));
     copy_to_file_atomic(mem, tmp, path);
     return;
   }
