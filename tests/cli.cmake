@@ -7,3 +7,7 @@ add_dependencies(test_cli trainscope_cli)
 ts_add_test(test_record_e2e SOURCES cli/test_record_e2e.cpp)
 add_dependencies(test_record_e2e trainscope_cli fake_nvml)
 target_compile_definitions(test_record_e2e PRIVATE TS_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
+
+# A language model end to end: record, TensorBoard, compare, history, report (docs/language-models.md).
+ts_add_test(test_lm_e2e SOURCES cli/test_lm_e2e.cpp)
+add_dependencies(test_lm_e2e trainscope_cli)
