@@ -589,3 +589,36 @@ TEST(DistE2E, SigintToTheLauncherAloneReachesTheRanks) {
   REQUIRE_GLOO();
   interrupt_launcher(SIGINT, "sigint");
 }
+
+// A language model data-parallel (docs/language-models.md): 2 ranks at batch 4 hold the same
+// averaged gradients as one process at batch 8, so the validation loss after the same 6 steps is
+// the same.
+TEST(DistE2E, TwoRanksTrainALanguageModelLikeOneRankWithTheCombinedBatch) {
+  REQUIRE_GLOO();
+  const std::string corpus = root() + "/lm_corpus";
+  fs::create_directories(corpus);
+  for (int f = 0; f < 2; ++f) {
+    std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
+    for (int i = 0; i < 120; ++i) o << "a data-parallel language model sees every window once " << i % 5 << ".\n";
+  }
+  auto lm_args = [&](const std::string& name, int64_t batch, std::vector<std::string> extra) {
+    std::vector<std::string> a{"run", "--devices", "cpu", "--models", "gpt-mini", "--lm-layers", "1", "--lm-width",
+                               "32", "--lm-heads", "2", "--data-format", "text", "--data", corpus, "--seq-len", "16",
+                               "--batch-sizes", std::to_string(batch), "--limit-train", "64", "--eval-windows", "8",
+                               "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
+                               "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
+                               "--no-progress", "--out", root(), "--name", name};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string one_log = root() + "/lm_one.log", two_log = root() + "/lm_two.log";
+  ASSERT_EQ(finish(start(lm_args("lm_one", 8, {}), {}, one_log)), 0) << slurp(one_log);
+  ASSERT_EQ(finish(start(lm_args("lm_two", 4, {"--nproc-per-node", "2"}), {}, two_log)), 0) << slurp(two_log);
+  const json one = run_record("lm_one"), two = run_record("lm_two");
+  EXPECT_EQ(two.at("task"), "causal_lm");
+  EXPECT_EQ(two.at("world_size"), 2);
+  EXPECT_EQ(two.at("steps_completed"), one.at("steps_completed"));
+  const double a = two.at("language_model").at("val_loss").get<double>();
+  const double b = one.at("language_model").at("val_loss").get<double>();
+  EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "validation loss after 6 steps: 2 ranks " << a << ", one rank " << b;
+}
