@@ -82,6 +82,9 @@ struct Cell {
   std::string not_applicable;    // their reason, e.g. "not applicable on cpu: graphs needs a CUDA device"
   std::vector<std::string> run_ids;
   int64_t epochs_requested = 0;
+  /// Tokens a sample holds: a language model's sequence length (its samples are windows), 1 for
+  /// images. The summary shows tokens/s and energy per token for language models.
+  int64_t tokens_per_sample = 1;
   Stat samples_per_s;            // steady-state training samples/s
   Stat epoch_time_s;             // mean epoch time (measured, or steps_per_epoch*batch/samples_per_s)
   Stat time_for_epochs_s;        // time for epochs_requested epochs

@@ -368,6 +368,7 @@ Cell new_cell(const RunRecord& r, const Provenance& p) {
   c.model = c.workload.model;  // with its variant and world size: different workloads (workload_of)
   c.batch_size = r.batch_size;
   c.epochs_requested = r.epochs_requested;
+  if (r.language_model && r.language_model->seq_len > 0) c.tokens_per_sample = r.language_model->seq_len;
   if (auto i = cuda_index(r.device);
       i && *i >= 0 && static_cast<size_t>(*i) < p.gpus.size() && p.gpus[*i].memory_total_bytes > 0)
     c.device_memory_total_bytes = p.gpus[*i].memory_total_bytes;

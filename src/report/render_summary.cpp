@@ -78,17 +78,23 @@ Table summary_table(const Analysis& a, const std::string& model) {
       if (c.target_pct) target = c.target_pct;
     }
   const bool mixed = epochs.size() > 1;
-  t.header = {"device", "batch", "samples/s", "speed-up vs CPU",
+  // a language model's cells show tokens (docs/language-models.md): windows/s x T, energy per token
+  int64_t tokens = 1;
+  for (const auto& c : a.cells)
+    if (c.model == model) tokens = std::max(tokens, c.tokens_per_sample);
+  const double per = static_cast<double>(tokens);
+  t.header = {"device", "batch", tokens > 1 ? "tokens/s" : "samples/s", "speed-up vs CPU",
               mixed || epochs.empty() ? std::string("time, energy for the requested epochs")
                                       : "time, energy for " + count_of(*epochs.begin(), "epoch")};
   if (target) t.header.push_back(fmt::format("time, energy to {} % test accuracy", fmt_num(*target)));
-  for (const char* h : {"energy/sample", "peak memory", "util / SM activity", "verdict"}) t.header.push_back(h);
+  for (const char* h : {tokens > 1 ? "energy/token" : "energy/sample", "peak memory", "util / SM activity", "verdict"})
+    t.header.push_back(h);
   for (const auto& c : a.cells) {
     if (c.model != model) continue;
-    std::vector<std::string> row = {where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, ""),
+    std::vector<std::string> row = {where_label(a, c), std::to_string(c.batch_size), fmt_stat(c.samples_per_s, "", per),
                                     speedup_of(a, c), time_and_energy(c, mixed)};
     if (target) row.push_back(to_target(c));
-    for (auto v : {fmt_stat(c.energy_per_sample_j, " mJ", 1000), peak_memory(c), busy(c), c.verdict})
+    for (auto v : {fmt_stat(c.energy_per_sample_j, " mJ", 1000 / per), peak_memory(c), busy(c), c.verdict})
       row.push_back(std::move(v));
     t.rows.push_back(std::move(row));
   }

@@ -117,4 +117,6 @@ TEST(LmE2e, TensorBoardCompareHistoryAndTheReportCarryTheTask) {
   std::ifstream report(run_dir + "/report.md");
   const std::string md((std::istreambuf_iterator<char>(report)), {});
   EXPECT_NE(md.find("gpt-mini"), std::string::npos);
+  EXPECT_NE(md.find("| device | batch | tokens/s |"), std::string::npos) << "the summary counts tokens";
+  EXPECT_NE(md.find("energy/token"), std::string::npos);
 }
