@@ -27,7 +27,8 @@ bool read_stat(const std::string& path, Stat& s) {
   std::istringstream rest(text.substr(close + 1));
   std::vector<std::string> f;
   for (std::string w; rest >> w;) f.push_back(w);
-  if (f.size() < 22) return false;
+  // a zombie (exited, not yet waited for) holds no memory and runs nothing: not part of the tree
+  if (f.size() < 22 || f[0] == "Z" || f[0] == "X") return false;
   try {
     s.ppid = std::stoi(f[1]);
     s.ticks = std::stoll(f[11]) + std::stoll(f[12]) + std::stoll(f[13]) + std::stoll(f[14]);
@@ -36,7 +37,7 @@ bool read_stat(const std::string& path, Stat& s) {
   } catch (const std::exception&) {
     return false;
   }
-  return true;
+  return s.rss_pages > 0;  // 0: exiting, its memory already released (a user process always has pages)
 }
 
 }  // namespace

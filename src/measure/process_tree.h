@@ -17,7 +17,9 @@ class ProcessTree {
   /// Reads the tree now; appends a sample. cpu_pct is the tree's CPU time since the previous
   /// sample over the wall time between them (100 = one core): utime + stime + cutime + cstime of
   /// every live process (cutime keeps the time of children that exited and were waited for); a
-  /// fall (a process left unwaited) counts as 0. The first sample has no cpu_pct (-1).
+  /// fall (a process left unwaited) counts as 0. The first sample has no cpu_pct (-1). Zombies
+  /// and exiting processes (no resident pages left) are left out; a tree whose root is gone or
+  /// exiting adds no sample.
   void sample(int64_t t_ns);
   const std::vector<TreeSample>& samples() const { return samples_; }
 
