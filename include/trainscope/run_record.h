@@ -333,9 +333,9 @@ struct RunRecord {
     v("loss_checks", s.loss_checks, Better::kNone);
     v("input_pipeline", s.input_pipeline, Better::kNone, kLiteral);
     v("distributed", s.distributed, Better::kNone, kLiteral);
-    v("task", s.task, Better::kNone, kLiteral);
-    v("throughput_unit", s.throughput_unit, Better::kNone, kLiteral);
-    v("language_model", s.language_model, Better::kNone, kLiteral);
+    v("task", s.task, Better::kNone, kLiteral, kCsv);
+    v("throughput_unit", s.throughput_unit, Better::kNone, kLiteral, kCsv);
+    v("language_model", s.language_model, Better::kNone, kLiteral, kCsv);
   }
 };
 

@@ -286,12 +286,15 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
       if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
         q4.sentences.push_back(fmt::format(
             "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size,
-            fmt_stat(c.samples_per_s, " samples/s"),
+            c.tokens_per_sample > 1 ? fmt_stat(c.samples_per_s, " tokens/s", static_cast<double>(c.tokens_per_sample))
+                                    : fmt_stat(c.samples_per_s, " samples/s"),
             c.time_for_epochs_s.ok() ? fmt::format("; {} {}{}", epochs_take(c.epochs_requested),
                                                    fmt_time(c.time_for_epochs_s.median),
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")
                                      : "",
-            c.test_accuracy_pct.ok() ? fmt::format("; test accuracy {} %", fmt_num(c.test_accuracy_pct.median)) : ""));
+            c.test_accuracy_pct.ok() ? fmt::format("; {} {} %", c.tokens_per_sample > 1 ? "next-token accuracy" : "test accuracy",
+                                                   fmt_num(c.test_accuracy_pct.median))
+                                     : ""));
     q4.sentences.push_back(why.no_gpu_again);
   }
   return q4;

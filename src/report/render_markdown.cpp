@@ -115,6 +115,25 @@ std::string md_input_pipeline(const ReportInput& in) {
   return s.empty() ? s : "\n## Input pipeline\n\n" + s;
 }
 
+// One row per language-model run (docs/language-models.md): the figures its users read; "" when
+// no run trained a language model.
+std::string md_language_models(const ReportInput& in) {
+  auto num = [](const std::optional<double>& v, const char* f) { return v ? fmt::format(fmt::runtime(f), *v) : "—"; };
+  std::string s;
+  for (const auto& r : in.runs) {
+    if (!r.language_model) continue;
+    const auto& l = *r.language_model;
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.run_id, l.seq_len, num(l.steady_tokens_per_s, "{:.0f}"),
+                     num(l.val_loss, "{:.3f}"), num(l.val_perplexity, "{:.2f}"), num(l.val_bits_per_byte, "{:.3f}"),
+                     num(r.mfu_pct, "{:.1f} %"), l.attention.empty() ? "—" : l.attention);
+  }
+  if (s.empty()) return s;
+  return "\n## Language models\n\nValidation loss in nats per token (guessing uniformly scores ln V), perplexity = "
+         "exp(loss), bits per byte for byte tokens; MFU by the PaLM formula (docs/language-models.md).\n\n"
+         "| run | T | tokens/s | val loss | perplexity | bits/byte | MFU | attention |\n|---|---|---|---|---|---|---|---|\n" +
+         s;
+}
+
 std::string md_distributed(const ReportInput& in) {
   const std::string t = distributed_tables(in);
   return t.empty() ? t : "\n## Data-parallel ranks\n\n```\n" + t + "```\n";
@@ -126,7 +145,8 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
   s += provenance_lines(in, "\n\n");
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
-  return s + md_summary(a) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) + md_input_pipeline(in) +
+  return s + md_summary(a) + md_language_models(in) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) +
+         md_input_pipeline(in) +
          md_distributed(in) +
          md_definitions_and_notes(in, a);
 }

@@ -93,8 +93,9 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
   out += "samples/s: steady-state training throughput after warm-up (samples per second).\n";
   if (lm)
     out += "language models: a sample is a window of T tokens; tokens/s = samples/s x T; val loss: next-token "
-           "cross-entropy on the validation split, nats per token; test acc: next tokens predicted exactly "
-           "(docs/language-models.md).\n";
+           "cross-entropy on the validation split, nats per token (guessing uniformly scores ln V: 5.55 for byte "
+           "tokens; perplexity = exp(val loss), in results.json and the report); test acc: next tokens predicted "
+           "exactly (docs/language-models.md).\n";
   if (std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.world_size > 1; }))
     out += "data-parallel runs (world size > 1): samples/s, epoch and times are rank 0's; the job's samples/s over all "
            "ranks is in the per-rank table below (\"all ranks\").\n";

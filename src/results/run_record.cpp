@@ -113,6 +113,17 @@ class CsvColumns {
     add("infer_single_stream_p99_ms", csv_number(ss ? ss->latency.p99_ms : std::nullopt));
     add("infer_offline_samples_per_s", csv_number(off ? off->best_samples_per_s : std::nullopt));
   }
+  // Every language-model field as lm_<field> (trainscope/language_model_section.h); empty for images.
+  void columns(const char*, const std::optional<LanguageModelSection>& l) const {
+    const LanguageModelSection shown = l.value_or(LanguageModelSection{});
+    LanguageModelSection::fields(shown, [&](const char* name, const auto& v, Better, auto&&...) {
+      using T = std::decay_t<decltype(v)>;
+      const std::string col = std::string("lm_") + name;
+      if constexpr (std::is_same_v<T, std::string>) add(col, l ? csv_field(v) : "");
+      else if constexpr (std::is_same_v<T, int64_t>) add(col, l ? std::to_string(v) : "");
+      else add(col, l ? CsvCell{}(v) : "");
+    });
+  }
   // The target and what reaching it took (docs/variants.md#time-to-accuracy); empty without one.
   void columns(const char*, const std::optional<TimeToAccuracy>& t) const {
     add("target_accuracy_pct", t ? csv_number(t->target_pct) : "");

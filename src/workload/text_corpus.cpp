@@ -212,6 +212,12 @@ DatasetPair load_lm_datasets(const DataConfig& cfg, uint64_t seed) {
                                                "train.bin and val.bin");
     path = cfg.path;
     const auto tr = (fs::path(path) / "train.bin").string(), va = (fs::path(path) / "val.bin").string();
+    for (const auto& f : {tr, va})
+      if (std::error_code ec; !fs::is_regular_file(f, ec))
+        throw_error(ErrorKind::kIo, fmt::format("token data '{}' has no {}; --data-format tokens reads nanoGPT's "
+                                                "train.bin and val.bin (write them with its prepare.py), or use "
+                                                "--data-format text for text files",
+                                                path, fs::path(f).filename().string()));
     train = parse_token_bin(read_file_bytes(tr, uint64_t{64} << 30), tr);
     test = parse_token_bin(read_file_bytes(va, uint64_t{64} << 30), va);
     out.files = 2;

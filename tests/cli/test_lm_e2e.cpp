@@ -2,6 +2,7 @@
 // width 32) trains on a small text corpus, and its record, TensorBoard scalars, `compare`,
 // `history` and report carry the task's figures (docs/language-models.md).
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,4 +120,7 @@ TEST(LmE2e, TensorBoardCompareHistoryAndTheReportCarryTheTask) {
   EXPECT_NE(md.find("gpt-mini"), std::string::npos);
   EXPECT_NE(md.find("| device | batch | tokens/s |"), std::string::npos) << "the summary counts tokens";
   EXPECT_NE(md.find("energy/token"), std::string::npos);
+  EXPECT_NE(md.find("## Language models"), std::string::npos);
+  EXPECT_NE(md.find(fmt::format("{:.2f}", j["runs"][0]["language_model"]["val_perplexity"].get<double>())), std::string::npos)
+      << "the perplexity is in the report";
 }

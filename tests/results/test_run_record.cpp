@@ -213,8 +213,14 @@ TEST(RunRecord, CsvColumnsKeepTheirNamesAndOrder) {
   TelemetryHeadline h;
   TelemetryHeadline::fields(h, [&](const char* name, const auto&, Better) { expected.push_back(std::string("telemetry_") + name); });
   for (const char* c : {"variant", "variant_note", "train_flops_per_s", "mfu_pct", "mfu_precision", "target_accuracy_pct",
-                        "target_reached", "time_to_target_s", "samples_to_target", "energy_to_target_j"})
+                        "target_reached", "time_to_target_s", "samples_to_target", "energy_to_target_j", "task",
+                        "throughput_unit"})
     expected.push_back(c);
+  // schema 2: the language-model section, every field as lm_<field> (empty cells for an image run)
+  LanguageModelSection lm;
+  LanguageModelSection::fields(lm, [&](const char* name, const auto&, Better, auto&&...) {
+    expected.push_back(std::string("lm_") + name);
+  });
   EXPECT_EQ(csv_header(), expected);
   // a section's columns: the phases' cells when measured, empty cells when not
   auto r = sample("cpu", 1000);
@@ -228,6 +234,14 @@ TEST(RunRecord, CsvColumnsKeepTheirNamesAndOrder) {
   EXPECT_EQ(at(row, "phase_forward_ms"), "");
   EXPECT_EQ(at(row, "phase_method"), "");
   EXPECT_EQ(at(row, "target_reached"), "");
+  EXPECT_EQ(at(row, "task"), "classification");
+  EXPECT_EQ(at(row, "lm_val_loss"), "");
+  r.language_model = LanguageModelSection{};
+  r.language_model->seq_len = 256;
+  r.language_model->val_loss = 3.25;
+  row = csv_row(r);
+  EXPECT_EQ(at(row, "lm_seq_len"), "256");
+  EXPECT_EQ(at(row, "lm_val_loss"), "3.25");
 }
 
 // Byte counts are whole numbers and come out in full (6 significant digits lost 2 MB of a 793 MB

@@ -101,7 +101,13 @@ class ConsoleReporter final : public Reporter {
   }
   void run_finished(const RunRecord& r) override {
     ++done_;
-    if (r.status == RunStatus::kOk)
+    if (r.status == RunStatus::kOk && r.language_model)  // docs/language-models.md
+      write(stdout, fmt::format("[{}] {}: {} tokens/s, validation loss {} nats/token (perplexity {}), {} of training\n",
+                                counter(), cell(r), r.language_model->steady_tokens_per_s ? format_rate(*r.language_model->steady_tokens_per_s) : "—",
+                                r.language_model->val_loss ? fmt::format("{:.3f}", *r.language_model->val_loss) : "—",
+                                r.language_model->val_perplexity ? fmt::format("{:.1f}", *r.language_model->val_perplexity) : "—",
+                                format_duration(r.train_time_s)));
+    else if (r.status == RunStatus::kOk)
       write(stdout, fmt::format("[{}] {}: {} samples/s, test accuracy {}, {} of training\n", counter(), cell(r),
                                 r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",
                                 r.test_accuracy_pct ? fmt::format("{:.1f} %", *r.test_accuracy_pct) : "—",
