@@ -1,5 +1,5 @@
 // One reporter interface for everything a matrix produces (in the spirit of google/benchmark's
-// BenchmarkReporter): the matrix runner (src/train/runner.cpp) measures and calls reporters; the
+// BenchmarkReporter): the matrix runner (src/matrix/) measures and calls reporters; the
 // reporters write results.json/results.csv, the SQLite history, the console lines and table, and
 // report.md/report.html. The runner itself writes no results file.
 //

@@ -123,7 +123,7 @@ RunSync::RunSync(Context& c, std::vector<torch::Tensor> params, const torch::Dev
 }
 
 RunSync::~RunSync() {
-  // testing: a signal that arrives after the last step the ranks voted on (runner.cpp's
+  // testing: a signal that arrives after the last step the ranks voted on (src/matrix's
   // stop_before_cell must still stop every rank before the next cell)
   if (c_.config().inject_fault == "sigterm-after-run" && c_.config().inject_fault_rank == c_.rank()) std::raise(SIGTERM);
   // The hooks point at this object: a later backward of the same parameters must not call it.

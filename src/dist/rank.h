@@ -15,7 +15,7 @@ namespace dist {
 /// the setting: mixed CPU/GPU devices, more local ranks than GPUs, settings unlike rank 0's.
 bool setup_rank(MatrixConfig& m);
 
-/// After a run of a distributed matrix (runner.cpp): this rank's summary goes to rank 0, whose
+/// After a run of a distributed matrix (src/matrix/train_cell.cpp): this rank's summary goes to rank 0, whose
 /// record gets every rank's and the imbalance/communication figures (record_sections.h).
 void finish_run_record(RunRecord& rec);
 

@@ -14,7 +14,6 @@ target_sources(trainscope PRIVATE
   train/peak_rss.cpp
   train/batch_source.cpp
   train/optimizer.cpp
-  train/runner.cpp
   train/min_time.cpp
   # execution variants (trainscope/variants.h)
   train/variant_exec.cpp
