@@ -1,8 +1,13 @@
 // Small helpers shared by the test suites (one copy of each).
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -25,5 +30,27 @@ inline std::string what_of(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+#ifdef TS_BINARY_DIR
+/// Runs the built `trainscope` binary with `args`, its stdout and stderr into the file `log`;
+/// returns its exit status (-1 when it did not exit normally).
+inline int run_trainscope(const std::vector<std::string>& args, const std::string& log) {
+  const std::string bin = std::string(TS_BINARY_DIR) + "/trainscope";
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = fopen(log.c_str(), "w");
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
 
 }  // namespace trainscope::test

@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "tboard/tfevents_reader.h"
+#include "test_helpers.h"
 #include "trainscope/fs.h"
 
 namespace fs = std::filesystem;
@@ -20,26 +21,11 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
-
 int run_binary(const std::vector<std::string>& args, std::string* out) {
   const std::string log = ::testing::TempDir() + "lm_e2e_" + std::to_string(getpid()) + ".log";
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = fopen(log.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    std::vector<char*> argv{const_cast<char*>(kBin.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(kBin.c_str(), argv.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  std::ifstream f(log);
-  *out = std::string((std::istreambuf_iterator<char>(f)), {});
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  const int rc = trainscope::test::run_trainscope(args, log);
+  *out = trainscope::test::read_text(log);
+  return rc;
 }
 
 std::string root() { return ::testing::TempDir() + "lm_e2e_" + std::to_string(getpid()); }

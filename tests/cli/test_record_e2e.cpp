@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "results/record_json.h"
+#include "test_helpers.h"
 #include "tboard/tfevents_reader.h"
 #include "trainscope/fs.h"
 #include "trainscope/report.h"
@@ -26,7 +27,6 @@ using namespace trainscope;
 
 namespace {
 
-const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
 
 // GPU 0 draws 150 W and has an energy counter and a process list (slow fields), GPU 1 idles at 23 W.
 const char* kTwoGpus = R"({"driver_version": "580.0", "nvml_version": "13.580.0", "devices": [
@@ -37,20 +37,7 @@ const char* kTwoGpus = R"({"driver_version": "580.0", "nvml_version": "13.580.0"
    "readings": {"util_gpu": 0, "util_mem": 0, "mem_total": 150000000000, "mem_used": 500000000, "power_mw": 23000, "temp_c": 31}}]})";
 
 int run_binary(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = fopen(log.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    std::vector<char*> argv{const_cast<char*>(kBin.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(kBin.c_str(), argv.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return trainscope::test::run_trainscope(args, log);
 }
 
 std::string slurp(const std::string& path) {
