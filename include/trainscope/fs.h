@@ -17,9 +17,11 @@ void write_file_atomic(const std::string& path, const std::string& content);
 std::string temporary_path(const std::string& path);
 
 /// For files another library writes by path (LibTorch checkpoints, Kineto traces): `write` is
-/// called with a path in memory (a memfd's /proc/self/fd/N; where /proc is missing,
-/// temporary_path(path)) and writes the whole file there; the bytes then go to
-/// temporary_path(path), which is fsynced and renamed to `path`, as write_file_atomic does. A full
+/// called with a path in memory (a memfd's /proc/self/fd/N) and writes the whole file there; where
+/// /proc is missing, or the library wrote nothing there (a writer that writes a file of its own and
+/// renames it, as Kineto in PyTorch 2.x does), it is called again with temporary_path(path). The
+/// bytes then go to temporary_path(path), which is fsynced and renamed to `path`, as
+/// write_file_atomic does. A full
 /// disk is thus Error(kIo) with no temporary left, never a failure inside the library's writer.
 /// When `write` throws, the exception propagates. Holds the file's size in memory meanwhile.
 void write_file_through_temporary(const std::string& path, const std::function<void(const std::string&)>& write);

@@ -104,12 +104,16 @@ void write_file_through_temporary(const std::string& path, const std::function<v
     } closer{mem};
     write(mem_path);  // its exception propagates; nothing is on the disk yet
     struct stat st {};
-    if (::fstat(mem, &st) != 0 || st.st_size == 0)  // the library wrote nothing (no file of ours is empty)
-      throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': nothing was written", path));
-    copy_to_file_atomic(mem, tmp, path);
-    return;
+    if (::fstat(mem, &st) == 0 && st.st_size > 0) {
+      copy_to_file_atomic(mem, tmp, path);
+      return;
+    }
+    // Nothing arrived: the library writes a file of its own beside the path and renames it
+    // (Kineto in PyTorch 2.x writes NAME.tmp and renames it, and no such file can exist under
+    // /proc/self/fd). It writes again below, to the temporary name on the disk.
+  } else if (mem >= 0) {
+    ::close(mem);  // no /proc: the library writes the temporary file itself
   }
-  if (mem >= 0) ::close(mem);  // no /proc: the library writes the temporary file itself
   try {
     write(tmp);
   } catch (...) {
@@ -117,6 +121,8 @@ void write_file_through_temporary(const std::string& path, const std::function<v
     throw;
   }
   int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    throw_error(ErrorKind::kIo, fmt::format("cannot write '{}': nothing was written", path));
   if (fd < 0 || ::fsync(fd) != 0) {
     int e = errno;
     if (fd >= 0) ::close(fd);

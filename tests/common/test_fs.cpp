@@ -2,6 +2,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -85,6 +86,30 @@ TEST(Fs, WriteThroughTemporaryRenamesOnlyACompleteFile) {
   EXPECT_NE(seen, p);
   EXPECT_EQ(read_text(p), "weights v1");
   EXPECT_FALSE(std::filesystem::exists(temporary_path(p)));
+}
+
+// A library that writes a file of its own beside the path and renames it (Kineto in PyTorch 2.x
+// writes NAME.tmp, then renames it to NAME) cannot write under /proc/self/fd: it is given the
+// temporary name on the disk, and the file lands complete under its own name.
+TEST(Fs, WriteThroughTemporaryServesAWriterThatRenamesItsOwnTemporary) {
+  const std::string dir = ::testing::TempDir() + "through_tmp_rename";
+  trainscope::remove_tree(dir);
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/trace.pt.trace.json";
+  int calls = 0;
+  write_file_through_temporary(p, [&](const std::string& name) {
+    ++calls;
+    const std::string own = name + ".tmp";
+    std::ofstream f(own);
+    if (!f) return;  // as Kineto does: it logs the failed open and writes nothing
+    f << "{\"traceEvents\": []}";
+    f.close();
+    std::rename(own.c_str(), name.c_str());
+  });
+  EXPECT_EQ(read_text(p), "{\"traceEvents\": []}");
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(p)));
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(p) + ".tmp"));
+  EXPECT_GE(calls, 1);
 }
 
 // A writer that fails halfway: the old file stays, the partial temporary is removed, the error
