@@ -1,0 +1,50 @@
+// Autoregressive decoding of a causal language model with a key/value cache: the interface the
+// generation scenarios (`trainscope infer` on a language model) drive, so they never see how a
+// model caches. A built-in GPT gives one (make_decoder, workload/gpt.h).
+//
+// The cache holds, for every layer, the keys and values of the tokens appended so far: appending
+// T tokens costs the forward pass of those T tokens only (attention reads the cached positions),
+// so decoding one token after a prompt of P costs one position, not P + 1 (Pope et al. 2022,
+// "Efficiently Scaling Transformer Inference", section 2; as transformers' past_key_values and
+// llama.cpp's KV cache). The cache is allocated once per reset() for the longest sequence.
+//
+// Shapes: tokens int64 [B, T] on the decoder's device; logits float32 [B, vocab] of the last
+// appended position of each row. All rows share one length (batches are decoded in lockstep).
+//
+// Errors: reset() with batch < 1 or a length beyond context(), and append() past reset()'s
+// max_len or with another batch size, throw Error(kModel) naming the sizes and the fix.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+namespace trainscope {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+
+  /// Empties the cache and makes room for `batch` rows of up to `max_len` tokens (prompt and
+  /// generated together); memory is allocated only when it grows beyond what was held.
+  virtual void reset(int64_t batch, int64_t max_len) = 0;
+
+  /// Appends tokens [B, T] (T >= 1) after the cached ones and returns the logits [B, vocab]
+  /// (float32) of the last of them: T > 1 is a prefill, T = 1 one decoding step.
+  virtual torch::Tensor append(const torch::Tensor& tokens) = 0;
+
+  /// Tokens held per row (0 after reset()).
+  virtual int64_t length() const = 0;
+  /// The longest sequence the model accepts (its position embedding).
+  virtual int64_t context() const = 0;
+  /// Output width (logits per position).
+  virtual int64_t vocab() const = 0;
+  /// The device the decoder runs on (tokens must be there).
+  virtual torch::Device device() const = 0;
+  /// How decoding steps run: "eager", or "cuda_graph" when one-token steps replay a captured
+  /// CUDA graph.
+  virtual std::string execution() const = 0;
+};
+
+}  // namespace trainscope
