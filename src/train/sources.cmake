@@ -1,5 +1,6 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
+  workload/aoti_model.cpp
   workload/gpt.cpp
   workload/model_check.cpp
   train/device.cpp
