@@ -67,10 +67,10 @@ for stage in "$@"; do
       # cuda:0 and the CPU cores, beside transformers' generate (bench/lm_peer.py generate) in
       # the same invocation.
       { for dt in float32 bfloat16; do for g in 0 1; do timeout 60 $B/decode_bench --device cuda:0 --dtype $dt --graphs $g; done
-          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt; done
+          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
         for b in 1 4 16 64 256; do timeout 60 $B/decode_bench --device cuda:0 --dtype bfloat16 --graphs 1 --batch $b --reps 2; done
         for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
-          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --batch 1 --reps 2; done
       } 2>&1 | tee "$OUT/gen.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled

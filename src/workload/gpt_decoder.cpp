@@ -11,10 +11,12 @@
 //   otherwise    query i (position len + i) attends to positions <= len + i: the causal mask
 //                shifted by len (causal_attention_math's triu(S - T + 1), built here for SDPA,
 //                whose is_causal aligns the mask to the top left when T != S).
-// step_static() attends over the whole capacity with the mask "position <= p", p a device
-// tensor, so its shapes never change and a CUDA graph of it serves every position.
+// One query (T = 1) goes through decode_attention, two batched matrix products. step_static()
+// attends over the whole capacity with the additive mask "0 where position <= p, else -inf", p a
+// device tensor, so its shapes never change and a CUDA graph of it serves every position.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "train/compat.h"
@@ -40,6 +42,22 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   if (mask) scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<float>::infinity());
   return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
 #endif
+}
+
+// Attention of one query per row (decoding: q [B, H, 1, hd]) over S cached keys and values
+// (K, V [B, H, S, hd]) with an additive `bias` ([1, 1, S]: 0 to attend, -inf not) or none:
+// softmax(q K^T / sqrt(hd) + bias) V as two batched matrix products. Not SDPA: its fused kernels
+// tile queries in blocks of 32 to 128, so one query wastes most of each tile, and on float32 the
+// memory-efficient kernel runs without tensor cores (on the H200, graph-replayed fp32 decoding of
+// GPT-2 was slower than eager through SDPA over the whole cache; bench/RESULTS.md).
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& K, const torch::Tensor& V,
+                               const torch::Tensor* bias) {
+  const int64_t B = q.size(0), H = q.size(1), hd = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  auto q2 = q.reshape({B * H, 1, hd});
+  auto kt = K.flatten(0, 1).transpose(1, 2);  // [B*H, hd, S], a view of the cache
+  auto scores = bias ? at::baddbmm(*bias, q2, kt, 1.0, scale) : at::bmm(q2, kt).mul_(scale);
+  return at::bmm(at::softmax(scores, -1), V.flatten(0, 1)).view({B, H, 1, hd});
 }
 
 class GptDecoder final : public CapturableDecoder {
@@ -88,14 +106,15 @@ class GptDecoder final : public CapturableDecoder {
     check_tokens(tokens);
     torch::NoGradGuard ng;
     auto x = m_->wte(tokens) + m_->wpe(position).view({1, 1, d_model_});
-    auto mask = positions_.le(position).view({1, 1, 1, cap_len_});
+    auto bias = torch::zeros({1, 1, cap_len_}, torch::TensorOptions().dtype(dtype_).device(device_))
+                    .masked_fill_(positions_.gt(position).view({1, 1, cap_len_}), -std::numeric_limits<float>::infinity());
     for (int64_t l = 0; l < layers_; ++l)
       x = m_->block(static_cast<size_t>(l))
               ->forward_with(x, [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
                 auto kc = k_[l].narrow(0, 0, batch_), vc = v_[l].narrow(0, 0, batch_);
                 kc.index_copy_(2, position, k);
                 vc.index_copy_(2, position, v);
-                return attention(q, kc, vc, mask);
+                return decode_attention(q, kc, vc, &bias);
               });
     position.add_(1);
     return logits(x);
@@ -144,7 +163,7 @@ class GptDecoder final : public CapturableDecoder {
     vc.narrow(2, len_, T).copy_(v);
     if (len_ == 0) return causal_attention(q, k, v);
     auto K = kc.narrow(2, 0, S), V = vc.narrow(2, 0, S);
-    if (T == 1) return attention(q, K, V, std::nullopt);
+    if (T == 1) return decode_attention(q, K, V, nullptr);
     auto cols = torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(device_));
     auto rows = torch::arange(len_, S, torch::TensorOptions().dtype(torch::kLong).device(device_));
     return attention(q, K, V, cols.view({1, S}).le(rows.view({T, 1})));
