@@ -2,6 +2,8 @@ target_sources(trainscope PRIVATE
   workload/models.cpp
   workload/aoti_model.cpp
   workload/gpt.cpp
+  workload/gpt_decoder.cpp
+  workload/recompute_decoder.cpp
   workload/model_check.cpp
   train/device.cpp
   # train_run: its loop (train/train_loop.h) in one file per idea
