@@ -29,7 +29,7 @@ MeasureConfig config(const std::string& name, std::vector<std::string> command) 
   MeasureConfig c;
   c.command = std::move(command);
   c.out_dir = temp_path(name);
-  std::filesystem::remove_all(c.out_dir);
+  remove_tree(c.out_dir);
   c.echo_output = false;
   c.telemetry_options.nvml_library = "";  // no GPU here; keeps the sampler to /proc
   c.warmup_steps = 2;
