@@ -11,3 +11,7 @@ target_compile_definitions(test_record_e2e PRIVATE TS_FAKE_NVML="$<TARGET_FILE:f
 # A language model end to end: record, TensorBoard, compare, history, report (docs/language-models.md).
 ts_add_test(test_lm_e2e SOURCES cli/test_lm_e2e.cpp)
 add_dependencies(test_lm_e2e trainscope_cli)
+
+# A vision transformer end to end: vit-ti on synthetic images, its record and checkpoint (docs/workloads.md).
+ts_add_test(test_vit_e2e SOURCES cli/test_vit_e2e.cpp)
+add_dependencies(test_vit_e2e trainscope_cli)

@@ -339,7 +339,7 @@ std::vector<std::string> ignored_settings(const MatrixConfig& m) {
 
 void validate(const MatrixConfig& m) {
   if (m.models.empty())
-    throw_error(ErrorKind::kInvalidArgument, "no model given; use --models mlp,cnn (or resnet18, vgg11, path/to/model.pt)");
+    throw_error(ErrorKind::kInvalidArgument, "no model given; use --models mlp,cnn (or resnet18, vgg11, vit-s, vit-ti, gpt-mini, path/to/model.pt)");
   if (m.batch_sizes.empty()) throw_error(ErrorKind::kInvalidArgument, "no batch size given; use --batch-sizes 64,128");
   for (const auto& s : settings())
     if (!s.applies || s.applies(m)) s.check(m);

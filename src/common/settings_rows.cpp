@@ -30,7 +30,7 @@ void add_top_level(std::vector<Setting>& t) {
   t.push_back({.key = "devices", .flag = "-d,--devices", .help = "devices to compare: cpu, cuda (every GPU), cuda:N",
                .note = "[] = cpu and every visible GPU", .field = TS_FIELD(devices)});
   t.push_back({.key = "models", .flag = "-m,--models", .noun = "model",
-               .help = "models: mlp, cnn, resnet18, vgg11; language models gpt-mini, gpt2, gpt2-medium; or a TorchScript "
+               .help = "models: mlp, cnn, resnet18, vgg11, vit-s, vit-ti; language models gpt-mini, gpt2, gpt2-medium; or a TorchScript "
                        "file (.pt)", .field = TS_FIELD(models)});
   t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size",
                .help = "training batch sizes; auto (or 32,auto): the batch sweep (batch_sweep.*)",

@@ -1,6 +1,7 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
   workload/gpt.cpp
+  workload/vit.cpp
   workload/model_check.cpp
   train/device.cpp
   # train_run: its loop (train/train_loop.h) in one file per idea

@@ -355,7 +355,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("--checkpoint", f->checkpoints, "checkpoint .pt written by trainscope run (its .json beside it)")
       ->delimiter(',');
   sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
-  sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11) with --untrained");
+  sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11, vit-s, vit-ti) with --untrained");
   sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
   auto& shared = f->settings;
   shared.add(sub, "data.path", "--data", "data folder (default: the data the checkpoint was trained on)", false);
