@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-profile self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm vit lm-profile self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,6 +61,21 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    vit)
+      # ViT-S/16 (docs/workloads.md#vision-transformers) at 224 px, B256, bf16 and graphs+bf16 on
+      # cuda:0 against timm's vit_small_patch16_224 through the Python peer (bench/lm_peer.py vit:
+      # eager and torch.compile) in one invocation, under 300 s. Both sides: 1000 classes, AdamW
+      # (lr 1e-3, weight decay 0.01: PyTorch's AdamW default, the peer's), fused on CUDA. trainscope
+      # trains on seeded synthetic 3 x 224 x 224 images (10 steps an epoch), copied from pinned
+      # host memory each step; the peer trains on one batch already on the GPU.
+      printf '[data]\nformat = "synthetic"\nsynthetic_train = 2560\nsynthetic_test = 256\nsynthetic_channels = 3\nsynthetic_size = 224\nsynthetic_classes = 1000\n' > /tmp/vit224.toml
+      { timeout 120 $TS run --config /tmp/vit224.toml -m vit-s -d cuda:0 -b 256 --variants bf16,graphs+bf16 -e 10 --max-steps 60 \
+          --weight-decay 0.01 --no-inference --no-profile --no-progress --out /tmp/runs --name vit-gpu
+        python3 -c "import json;[print(r['run_id'], r['status'], r.get('steady_samples_per_s'), 'img/s', r.get('mfu_pct'), '% MFU', r.get('forward_flops_per_sample'), r.get('optimizer_impl')) for r in json.load(open('/tmp/runs/vit-gpu/results.json'))['runs']]"
+        PYTHONUNBUFFERED=1 timeout 50 python3 bench/lm_peer.py vit --steps 30
+        PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py vit --steps 30 --compile
+      } 2>&1 | tee "$OUT/vit.log"
+      cp /tmp/runs/vit-gpu/results.json "$OUT/vit-gpu-results.json";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
       # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)
