@@ -165,7 +165,7 @@ TEST(Vit, LearnsBandedImages) {
   torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(1e-3));
   auto [x, y] = band_images(64);
   double first = 0, last = 0;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 100; ++i) {
     opt.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(m->forward(x), y);
     loss.backward();
