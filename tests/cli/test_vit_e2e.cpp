@@ -74,9 +74,10 @@ TEST(VitE2e, TrainsOnSyntheticImagesWithItsCountedParametersAndFlops) {
 TEST(VitE2e, InferLoadsTheRunsCheckpoint) {
   ASSERT_FALSE(trained().empty());
   std::string out;
-  const int rc = run_binary({"infer", "--run", root() + "/runs/vit", "--devices", "cpu", "--budget", "1",
-                             "--no-telemetry"},
+  const int rc = run_binary({"infer", "--run", root() + "/runs/vit", "--devices", "cpu", "--scenario", "single-stream",
+                             "--budget", "1", "--no-telemetry"},
                             &out);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("vit-ti"), std::string::npos) << out;
+  EXPECT_NE(out.find("cpu-vit-ti-b8-r0.pt"), std::string::npos) << out;
+  EXPECT_NE(out.find("single-stream:"), std::string::npos) << out;
 }
