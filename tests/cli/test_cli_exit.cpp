@@ -1,5 +1,5 @@
-// Exit statuses of failures (docs/cli.md): a failed run (3), an I/O error (5), an internal error (6),
-// compare's regression (4), and what each keeps.
+// Exit statuses of failures (README.md#exit-status): a failed run (3), an I/O error (5), an
+// internal error (6), compare's regression (4), and what each keeps.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
