@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm vit lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm vit lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -96,6 +96,51 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 90 python3 bench/gpu/lm_profile.py /tmp/peer-lm.trace.json
         timeout 60 $TS analyze /tmp/peer-lm.trace.json
       } 2>&1 | tee "$OUT/lm-profile.log";;
+    measure)
+      # issue 38: `trainscope measure` on the Python peers, unchanged: the steps it finds and its
+      # tokens/s (samples/s) against what the scripts print themselves (bench/gpu/measure_check.py);
+      # a profiled window; --devices cpu,cuda; the cost of being measured in alternating pairs
+      # (the script's own throughput, measured vs plain); `analyze` of a ~500 MB synthetic trace
+      # (bench/make_big_trace.py) with its time and peak RSS. The peer peer_best.py is not in the
+      # repository: $PEER_BEST, else the first folder of PEER_DIRS that holds it.
+      PEER_DIRS=${PEER_DIRS:-"bench $(dirname "$PWD")/shared/bench shared/bench"}  # the repo's parent's shared/ too
+      PEER_BEST=${PEER_BEST:-$(for d in $PEER_DIRS; do [ -f "$d/peer_best.py" ] && { echo "$d/peer_best.py"; break; }; done)}
+      M="$TS measure -o /tmp/mruns --quiet --no-history --warmup-steps 10"
+      LM="bench/lm_peer.py train --steps 60 --warmup 5"   # 65 optimizer steps of B16 x T1024
+      rm -rf /tmp/mruns
+      { timeout 200 $M --run-name lm --items-per-step 16384 -- python3 $LM
+        python3 bench/gpu/measure_check.py run /tmp/mruns/lm 65
+        timeout 200 $M --run-name lm-prof --items-per-step 16384 --profile-steps 40-44 -- python3 $LM
+        python3 bench/gpu/measure_check.py run /tmp/mruns/lm-prof 65; cat /tmp/mruns/lm-prof/profile/analysis.md | head -60
+        timeout 300 $M --run-name lm-devs --warmup-steps 3 --devices cpu,cuda --items-per-step 512 -- \
+          python3 bench/lm_peer.py train --device {device} --layers 2 --dim 256 --heads 4 --seq 128 --batch 4 --steps 20 --warmup 2
+        if [ -n "$PEER_BEST" ]; then
+          timeout 300 $M --run-name best --items-per-step 128 -- python3 $PEER_BEST --data $DATA --models cnn --batches 128 --variants tuned --steps 400 --warmup 30
+          python3 bench/gpu/measure_check.py run /tmp/mruns/best 430
+        else echo "peer_best.py not found in $PEER_DIRS (set PEER_BEST): its check skipped"; fi
+        : > /tmp/pairs.log
+        for i in 1 2 3 4 5; do  # alternating pairs; the script's own JSON line in each
+          timeout 200 $M --run-name pair$i --items-per-step 16384 -- python3 $LM >/dev/null 2>&1
+          echo "measured $(grep tokens_per_s /tmp/mruns/pair$i/stdout.log | tail -1)" >> /tmp/pairs.log
+          echo "plain $(timeout 200 python3 $LM | grep tokens_per_s | tail -1)" >> /tmp/pairs.log
+        done
+        python3 bench/gpu/measure_check.py pairs /tmp/pairs.log
+        python3 bench/make_big_trace.py /tmp/big.pt.trace.json 500
+        python3 -c "import resource,subprocess,sys,time;t=time.time();rc=subprocess.call(sys.argv[1:]);print('analyze 500 MB: rc',rc,'wall %.1f s'%(time.time()-t),'peak RSS %.0f MB'%(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024))" \
+          $TS analyze --quiet --json /tmp/big.json /tmp/big.pt.trace.json
+        rm -f /tmp/big.pt.trace.json
+      } 2>&1 | tee "$OUT/measure.log"
+      cp /tmp/mruns/lm/measure.json "$OUT/measure-lm.json"; cp /tmp/mruns/lm-devs/results.json "$OUT/measure-devs-results.json";;
+    aoti)
+      # issue 38: a torch.export / AOTInductor package (.pt2) of resnet18 (bench/gpu/make_aoti_package.py)
+      # measured by `infer` as a checkpoint is (single-stream, offline), and the Aoti tests with it
+      # (TS_AOTI_PACKAGE). Needs the build against the wheel's LibTorch (>= 2.6: cmake prints
+      # "AOTInductor packages (.pt2) in infer: ON").
+      { grep "AOTInductor packages" "$OUT/build.log"
+        timeout 400 python3 bench/gpu/make_aoti_package.py /tmp/resnet18.pt2 &&
+        timeout 300 $TS infer --model /tmp/resnet18.pt2 --data $DATA -d cuda:0 --budget 2 -o /tmp/aoti-infer.json 2>&1 | tail -30
+        (cd $B && TS_AOTI_PACKAGE=/tmp/resnet18.pt2 ./tests/test_aoti)
+      } 2>&1 | tee "$OUT/aoti.log";;
     default)
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"

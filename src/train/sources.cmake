@@ -1,5 +1,6 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
+  workload/aoti_model.cpp
   workload/gpt.cpp
   workload/gpt_decoder.cpp
   workload/recompute_decoder.cpp

@@ -11,6 +11,7 @@
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
+#include "workload/aoti_model.h"
 #include "workload/gpt.h"
 #include "workload/model.h"
 #include "workload/native_model.h"
@@ -243,6 +244,7 @@ std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h,
                                                  name, c, h, w));
     return make_gpt(name, lm_model_shape(name, w, classes));
   }
+  if (is_aoti_package_path(name)) return make_aoti_model(name);
   if (is_torchscript_path(name)) return std::make_unique<ScriptModel>(name);
   auto every = builtin_models();
   for (auto& n : builtin_lm_models()) every.push_back(n);

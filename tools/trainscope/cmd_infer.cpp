@@ -23,6 +23,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
+#include "workload/aoti_model.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/host_malloc.h"
@@ -161,7 +162,9 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     s.inputs = load_inference_inputs(d, seed, f.limit.value_or(0));
     int64_t c = s.inputs.x.size(1), h = s.inputs.x.size(2), w = s.inputs.x.size(3);
     s.classes = 0;
-    if (is_torchscript_path(f.model)) {
+    if (is_aoti_package_path(f.model)) {
+      s.base.weights = "aoti";  // workload/aoti_model.h: compiled weights, run as they are
+    } else if (is_torchscript_path(f.model)) {
       s.base.weights = "torchscript";
     } else {
       if (!f.untrained)
@@ -177,9 +180,9 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     s.classes = s.inputs.y.numel() > 0 ? s.inputs.y.max().item<int64_t>() + 1 : 10;
     torch::manual_seed(seed);
     s.model = make_model(f.model, c, h, w, s.classes);
-    check_model_fits_inputs(*s.model, s.inputs.x, s.base.weights == "torchscript" ? 0 : s.classes, {},
-                            fmt::format("model '{}'", f.model));
-    if (s.base.weights == "torchscript") s.classes = 0;
+    const bool own_head = s.base.weights == "torchscript" || s.base.weights == "aoti";  // its classes are its own
+    check_model_fits_inputs(*s.model, s.inputs.x, own_head ? 0 : s.classes, {}, fmt::format("model '{}'", f.model));
+    if (own_head) s.classes = 0;
     s.base.label = f.model;
     s.base.model = f.model;
     describe_inputs(s);
@@ -187,8 +190,8 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   }
   if (out.empty())
     throw_error(ErrorKind::kInvalidArgument,
-                "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript) or "
-                "--model NAME --untrained");
+                "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript), --model "
+                "FILE.pt2 (AOTInductor package, LibTorch >= 2.6) or --model NAME --untrained");
   return out;
 }
 
@@ -355,7 +358,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("--checkpoint", f->checkpoints, "checkpoint .pt written by trainscope run (its .json beside it)")
       ->delimiter(',');
   sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
-  sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11, vit-s, vit-ti) with --untrained");
+  sub->add_option("--model", f->model, "TorchScript file (.pt), AOTInductor package (.pt2, LibTorch >= 2.6), or a built-in name (mlp, cnn, resnet18, vgg11, vit-s, vit-ti) with --untrained");
   sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
   auto& shared = f->settings;
   shared.add(sub, "data.path", "--data", "data folder (default: the data the checkpoint was trained on)", false);
