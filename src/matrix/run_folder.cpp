@@ -12,31 +12,12 @@
 #include "common/text.h"
 #include "matrix/matrix.h"
 #include "results/record_json.h"
-#include "train/lm_task.h"
-#include "workload/model_names.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 
 namespace trainscope {
 
 namespace fs = std::filesystem;
-
-nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
-  const auto& tr = w.data.train;
-  return {{"schema_version", kSchemaVersion},
-          {"model", spec.model},
-          {"input_shape", {tr.channels, tr.height, tr.width}},
-          {"num_classes", tr.num_classes},
-          {"normalisation", {{"mean", w.data.mean}, {"std", w.data.std}}},
-          {"data", {{"format", data.format}, {"path", data.path}, {"image_size", data.image_size},
-                    {"image_channels", data.image_channels}}},
-          {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
-          {"trained_on", spec.device},
-          {"batch_size", spec.batch_size},
-          {"seed", spec.train.seed},
-          {"task", w.data.task},
-          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
-}
 
 namespace matrix_detail {
 
