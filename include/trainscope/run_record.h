@@ -241,14 +241,14 @@ struct RunRecord {
   std::optional<InferenceSection> inference;  // trainscope/inference.h
   std::optional<InputPipelineSection> input_pipeline;  // how batches were made (src/train/batch_source.h)
 
-  // variants, MFU, time-to-accuracy (trainscope/variants.h, trainscope/mfu.h)
+  // variants, MFU, time-to-accuracy (trainscope/variants.h, train/mfu.h)
   std::string variant = "eager";     // canonical variant name (variants.h); part of the run id unless eager
   /// Why the variant did not run as asked: "not applicable on cpu: ..." (status not_applicable),
   /// or the CUDA-graph capture's fallback reason (the run continued eagerly); "" = ran as asked.
   std::string variant_note;
   std::optional<double> train_flops_per_s;  // 3 x forward_flops_per_sample x steady_samples_per_s
   std::optional<double> mfu_pct;            // train_flops_per_s / the device's peak at mfu_precision
-  std::optional<double> peak_flops_per_s;   // the peak used (trainscope/mfu.h table)
+  std::optional<double> peak_flops_per_s;   // the peak used (train/mfu.h table)
   std::string mfu_precision;                // "fp32", "tf32", "bf16"
   std::string mfu_note;                     // why mfu_pct is absent ("" when set)
   std::optional<TimeToAccuracy> time_to_accuracy;  // with --target-accuracy

@@ -85,6 +85,7 @@ void Matrix::check_inputs() {
   planned_ = device_cells * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
   check_file_names();
   if (!device_note.empty()) notice(device_note);  // after the input checks: a bad input's error comes alone
+  for (const auto& n : workload_->data.notes) notice(n);
 }
 
 // Every file a run writes is named by its run id, which holds the model's name (a model file's

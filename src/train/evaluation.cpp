@@ -11,7 +11,8 @@
 namespace trainscope {
 
 std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const torch::Tensor& y,
-                                   const torch::Device& device, int64_t batch_size) {
+                                   const torch::Device& device, int64_t batch_size,
+                                   const std::function<void()>& after_batch) {
   torch::NoGradGuard no_grad;
   model.set_training(false);
   int64_t n = x.size(0);
@@ -27,10 +28,32 @@ std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const t
     correct += logits.argmax(1).eq(targets).sum();
     loss_sum += torch::nn::functional::cross_entropy(logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
     rows += targets.size(0);
+    if (after_batch) after_batch();
   }
   model.set_training(true);
   double acc = 100.0 * static_cast<double>(correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(rows, 1));
   return {acc, loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(rows, 1))};
+}
+
+namespace {
+
+// on_evaluation(true) now and on_evaluation(false) when the evaluation returned or threw.
+struct EvaluationEdges {
+  explicit EvaluationEdges(const TrainHooks& h) : hooks(h) {
+    if (hooks.on_evaluation) hooks.on_evaluation(true);
+  }
+  ~EvaluationEdges() {
+    if (hooks.on_evaluation) hooks.on_evaluation(false);
+  }
+  const TrainHooks& hooks;
+};
+
+}  // namespace
+
+std::pair<double, double> TrainLoop::evaluate_test_set() {
+  EvaluationEdges edges(hooks_);
+  return evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_),
+                  hooks_.on_eval_batch);
 }
 
 void TrainLoop::evaluate_epoch(EpochRecord& er) {
@@ -39,7 +62,7 @@ void TrainLoop::evaluate_epoch(EpochRecord& er) {
   Evaluation ev = mid_eval_;
   if (!reuse) {
     const auto e0 = Clock::now();
-    std::tie(ev.accuracy_pct, ev.loss) = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
+    std::tie(ev.accuracy_pct, ev.loss) = evaluate_test_set();
     ev.seconds = seconds(e0, Clock::now());
     eval_time_total_ += ev.seconds;
   }
@@ -59,7 +82,7 @@ void TrainLoop::maybe_evaluate_mid_epoch(EpochState& e) {
   const double trained_s = train_time_ + seconds(e.start, t0) - epoch_paused_s_;
   const bool was_open = headline_open_;
   if (was_open) close_headline(t0);
-  auto [acc, loss] = evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, batch_size_));
+  auto [acc, loss] = evaluate_test_set();
   const auto t1 = Clock::now();
   epoch_paused_s_ += seconds(t0, t1);
   eval_time_total_ += seconds(t0, t1);

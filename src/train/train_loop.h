@@ -87,6 +87,7 @@ class TrainLoop {
   void add_epoch_phases(const EpochState& e);
   void salvage_after_failure(const EpochState* e) noexcept;
   void evaluate_epoch(EpochRecord& er);
+  std::pair<double, double> evaluate_test_set();  // with the on_evaluation / on_eval_batch hooks
   void figures();
   void mfu_figures();
   void epoch_time_figures();

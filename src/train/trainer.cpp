@@ -14,6 +14,8 @@
 #include "train/train_loop.h"
 #include "train/variant_exec.h"
 #include "trainscope/error.h"
+#include "trainscope/provenance.h"
+#include "workload/model_names.h"
 
 namespace trainscope {
 
@@ -53,6 +55,23 @@ void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w) 
   r.intra_op_threads = at::get_num_threads();
   r.epochs_requested = cfg.epochs;
   r.warmup_steps = cfg.warmup_steps;
+}
+
+nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
+  const auto& tr = w.data.train;
+  return {{"schema_version", kSchemaVersion},
+          {"model", spec.model},
+          {"input_shape", {tr.channels, tr.height, tr.width}},
+          {"num_classes", tr.num_classes},
+          {"normalisation", {{"mean", w.data.mean}, {"std", w.data.std}}},
+          {"data", {{"format", data.format}, {"path", data.path}, {"image_size", data.image_size},
+                    {"image_channels", data.image_channels}}},
+          {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
+          {"trained_on", spec.device},
+          {"batch_size", spec.batch_size},
+          {"seed", spec.train.seed},
+          {"task", w.data.task},
+          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
 }
 
 RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial) {

@@ -191,3 +191,32 @@ TEST(CliModels, ResumeRefusesAModelFileThatChangedSinceTheMatrixStarted) {
             std::string::npos)
       << out;
 }
+
+// A model file replaced by another model of the same parameter count (7,850 both: the count
+// check cannot tell them apart) merged the two under one name: matrix.json records each model
+// file's size and CRC-32 when the matrix starts, and --resume refuses a file that differs.
+TEST(CliModels, ResumeRefusesAModelFileReplacedByOneOfTheSameParameterCount) {
+  std::string dir = test_path("cli_resume_same_count");
+  trainscope::remove_tree(dir);
+  fs::create_directories(dir);
+  const std::string pt = dir + "/net.pt";
+  auto save = [&](const std::string& forward) {
+    auto cu = std::make_shared<torch::jit::CompilationUnit>();
+    torch::jit::Module net("Net", cu);
+    net.register_module("head", ts_test::script_linear(cu, "Head", 784, 10));
+    net.define(forward);
+    net.save(pt);
+  };
+  save("def forward(self, x):\n  return self.head.forward(x.flatten(1))\n");
+  std::string out;
+  ASSERT_EQ(run(model_matrix(dir, "m", pt), &out), 0) << out;
+  EXPECT_NE(slurp(dir + "/m/matrix.json").find("\"" + pt + "\": \""), std::string::npos) << slurp(dir + "/m/matrix.json");
+  const std::string results = slurp(dir + "/m/results.json");
+  save("def forward(self, x):\n  return self.head.forward(x.flatten(1) * 2.0)\n");
+  EXPECT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 2) << out;
+  EXPECT_NE(out.find("cannot resume '" + dir + "/m': model file '" + pt + "' changed since the matrix started ("),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("put the original file back, or start a new run folder without --resume"), std::string::npos) << out;
+  EXPECT_EQ(slurp(dir + "/m/results.json"), results) << "a refused resume changes nothing";
+}

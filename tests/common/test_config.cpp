@@ -127,7 +127,7 @@ TEST(Config, PresetInFileIsOverriddenByTheFilesOtherKeys) {
 }
 
 // A valid TOML file that Debian's toml++ 3.3 parsed with undefined behaviour (toml++ issue #190;
-// see src/common/toml_patched.h): a line-ending backslash in a multi-line string followed by a
+// see src/config/toml_patched.h): a line-ending backslash in a multi-line string followed by a
 // non-ASCII letter from U+00A1..U+0499 or U+FB26..U+FEFE. It must load, with the right value.
 TEST(Config, NonAsciiAfterLineEndingBackslashLoads) {
   MatrixConfig m;

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "settings_cli.h"
 #include "interrupt.h"
+#include "dist/stall.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
 #include "results/record_json.h"
@@ -48,6 +49,7 @@ struct InferFlags {
   std::vector<int64_t> batch_sizes;
   std::optional<double> qps, target_p99_ms, budget;
   std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+  double stall_timeout_s = 60;  // --dist-timeout: a measurement without progress this long is named as stalled
   bool malloc_tuning = true;  // set_host_malloc, as `run` does
   TelemetryOptions telemetry;
   SettingOptions settings;  // the options shared with `run`: same keys, same ranges
@@ -70,6 +72,7 @@ void read_shared_settings(InferFlags& f) {
   if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
   if (given("train.threads")) f.threads = m.train.threads;
   f.malloc_tuning = m.train.malloc_tuning;
+  f.stall_timeout_s = m.dist.timeout_s;  // given or the table's default
   f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
@@ -279,7 +282,7 @@ InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOpti
     torch::Device d(dev);
     s.model->to(d);
     if (s.classes > 0 && s.base.weights != "untrained") {
-      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
+      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024, opt.on_progress);
       r.test_accuracy_pct = acc;
       r.test_loss = loss;
     }
@@ -328,11 +331,26 @@ void run_infer(const InferFlags& f, int& exit_status) {
   // keep it, print the table and exit 130; a second Ctrl-C exits at once.
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again to exit at once)\n");
+  // A model that hangs never reaches the next query: named after --dist-timeout (the stall
+  // watch), and an interrupt ends the process after the deadline (the file holds what finished).
+  dist::StallWatch watch("infer", f.stall_timeout_s, nullptr,
+                         [](const std::string& m) { fmt::print(stderr, "trainscope: warning: {}\n", m); });
+  const double grace_s = std::max(f.stall_timeout_s, 30.0);
+  watch.set_advice(fmt::format("Ctrl-C ends the process within {:g} s; the measurements finished before are in {}",
+                               grace_s, out_path));
+  const StopDeadline deadline(
+      stop, grace_s,
+      fmt::format("trainscope: the measurement in progress did not stop within {:g} s of the interrupt (the longer of "
+                  "--dist-timeout and 30 s): the model hangs; exiting now. The measurements finished before are in {}\n",
+                  grace_s, out_path));
+  opt.on_progress = [&watch] { watch.progress(); };  // a batch or query returned
   for (auto& s : subjects)
     for (const auto& dev : devices) {
       if (stop) break;
       set_threads(f, s.trained_threads);
+      watch.work_begin(fmt::format("the measurement of {} on {}", s.base.label, dev));
       runs.push_back(measure_one(s, dev, opt, prov, sampler.get(), gpus, reporters));
+      watch.work_end();
       // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
       reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });
     }
@@ -384,6 +402,9 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "telemetry.slow_interval_s");
   shared.add(sub, "telemetry.pcie_interval_s");
   shared.add(sub, "telemetry.nvml_library", "--nvml-library", "NVML library to dlopen (name or path)");
+  shared.add(sub, "dist.timeout_s", "--dist-timeout",
+             "a measurement without progress this long is named as stalled; an interrupt waits at most the longer "
+             "of this and 30 s");
   sub->callback([f, &exit_status] {
     read_shared_settings(*f);
     run_infer(*f, exit_status);

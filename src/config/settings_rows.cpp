@@ -1,7 +1,7 @@
 // The rows of the settings table (trainscope/settings.h), one per setting: TOML key, flag, help,
 // unit, range and when it is checked. The machinery that reads them (ranges, checks, values) is
-// src/common/settings.cpp; their documentation, src/common/settings_docs.cpp.
-#include "common/settings_rows.h"
+// src/config/settings.cpp; their documentation, src/config/settings_docs.cpp.
+#include "config/settings_rows.h"
 
 #include "trainscope/variants.h"
 
