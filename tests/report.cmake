@@ -14,3 +14,4 @@ add_test(NAME ReportHtmlChromium
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/report/e2e_html.sh $<TARGET_FILE:report_fixture_html>
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/report/study ${PROJECT_BINARY_DIR}/test-artifacts/report)
 set_tests_properties(ReportHtmlChromium PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS report)
+ts_add_test(test_report_lm SOURCES report/test_report_lm.cpp)

@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm vit lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
+#   lm lm-recipe vit lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -76,6 +76,24 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py vit --steps 30 --compile
       } 2>&1 | tee "$OUT/vit.log"
       cp /tmp/runs/vit-gpu/results.json "$OUT/vit-gpu-results.json";;
+    lm-recipe)
+      # The training recipe on the GPU (docs/language-models.md#the-training-recipe): a warm-up and
+      # cosine schedule under graphs+bf16 (the fused AdamW's tensor learning rate, LibTorch >= 2.2,
+      # filled before each replay: loss_checks[].learning_rate must follow the schedule and the
+      # variant_note stay empty), --grad-accum 4 (eager; graphs fall back with a note), a target
+      # loss with its energy from NVML, and two sequence lengths (RQ2 memory over batch and T).
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      printf '[train]\nnan_check_interval = 5\n' > /tmp/lm-recipe.toml  # a loss check (and its rate) every 5 steps
+      RARGS="-c /tmp/lm-recipe.toml --data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --grad-clip 1 --no-inference --no-profile --no-progress --out /tmp/runs -d cuda:0"
+      { timeout 150 $TS run $RARGS --seq-len 1024 -b 16 --variants bf16,graphs+bf16 --max-steps 60 --lr 6e-4 \
+          --lr-warmup-steps 10 --lr-decay-steps 50 --lr-min 6e-5 --name lm-sched
+        python3 -c "import json;[print(r['run_id'], r['status'], repr(r['variant_note']), r['optimizer_impl'], r['lr_schedule'], [(c['step'], c.get('learning_rate')) for c in r['loss_checks']]) for r in json.load(open('/tmp/runs/lm-sched/results.json'))['runs']]"
+        timeout 150 $TS run $RARGS --seq-len 1024 -b 4 --grad-accum 4 --variants bf16,graphs+bf16 --max-steps 40 --name lm-accum
+        timeout 150 $TS run $RARGS --seq-len 256 -b 16 --variants bf16 --target-loss 7.5 --eval-every-steps 20 --eval-windows 16 --epochs 2 --name lm-target
+        timeout 200 $TS run $RARGS --seq-lens 256,1024 -b 8,16 --variants bf16 --max-steps 30 --name lm-seqlens
+        $TS report /tmp/runs/lm-seqlens /tmp/runs/lm-target -o /tmp/runs/lm-recipe-report && grep -A12 "RQ2\|RQ4" /tmp/runs/lm-recipe-report/report.md | head -60
+      } 2>&1 | tee "$OUT/lm-recipe.log"
+      for n in lm-sched lm-accum lm-target lm-seqlens; do cp /tmp/runs/$n/results.json "$OUT/$n-results.json"; done;;
     gen)
       # GPT-2 124M greedy decoding with the KV cache, batch 1, prompt 128, 128 new tokens
       # (docs/generation.md): bench/decode_bench.cpp eager and graph-replayed, fp32 and bf16, on

@@ -31,7 +31,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   if (cfg_.profile.enabled) {  // placed after the headline window (docs/profiling.md#measurement-protocol)
     std::string fit_note;
     spec.profile = resolve_profile_schedule(cfg_.profile, spec.train.warmup_steps,
-                                            planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size),
+                                            planned_train_steps(spec.train, workload_->data.train.count, spec.step_samples()),
                                             &fit_note);
     spec.profile_skip_first_auto = cfg_.profile.skip_first < 0;
     if (!fit_note.empty()) rec.notes.push_back(fit_note);
@@ -130,8 +130,8 @@ double Matrix::fit_min_time(RunSpec& spec) {
   const double min_s = effective_min_time_s(cfg_.train, cfg_.telemetry);
   if (!min_time_applies(spec.train, min_s, dist::current_rank() < 0)) return 0;
   const double step_s = calibrate_step_s(spec);
-  const int64_t per_epoch = (workload_->data.train.count + spec.batch_size - 1) / spec.batch_size;
-  const int64_t planned = planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size);
+  const int64_t per_epoch = (workload_->data.train.count + spec.step_samples() - 1) / spec.step_samples();
+  const int64_t planned = planned_train_steps(spec.train, workload_->data.train.count, spec.step_samples());
   int64_t tail = 0;  // steps the profiler takes at the end of the plan
   if (cfg_.profile.enabled) {
     std::string unused;

@@ -51,6 +51,14 @@ using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::r
 #else
 #define TRAINSCOPE_HAVE_FUSED_ADAMW 0
 #endif
+// at::_fused_adam_ with the learning rate as a device tensor (its .tensor_lr overload) and
+// at::_foreach_mul_ by a tensor: LibTorch 2.2 on. A learning-rate schedule then changes the rate
+// of a captured step by filling that tensor (train/lr_schedule.h).
+#if TRAINSCOPE_HAVE_FUSED_ADAM && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
+#define TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR 1
+#else
+#define TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR 0
+#endif
 // ---- end optimizers
 // ---- attention (workload/gpt.cpp, workload/vit.cpp) ----
 // at::scaled_dot_product_attention from LibTorch 2.0; its backend choice (for causal attention,

@@ -15,6 +15,8 @@ target_sources(trainscope PRIVATE
   train/measurement.cpp
   train/run_figures.cpp
   train/evaluation.cpp
+  train/grad_accum.cpp
+  train/lr_schedule.cpp
   train/peak_rss.cpp
   train/batch_source.cpp
   train/optimizer.cpp

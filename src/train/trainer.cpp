@@ -128,6 +128,10 @@ void TrainLoop::describe_run() {
     r_.time_to_accuracy.emplace();
     r_.time_to_accuracy->target_pct = cfg_.target_accuracy_pct;
   }
+  if (cfg_.target_loss > 0 && r_.language_model) {  // --target-loss: language models (an image run ignores it)
+    r_.language_model->target_loss = cfg_.target_loss;
+    r_.language_model->target_loss_reached = false;
+  }
 }
 
 void TrainLoop::set_up() {
@@ -151,7 +155,7 @@ void TrainLoop::set_up() {
   reset_device_memory_stats(dev_);
   rss_reset_ = reset_peak_rss();
 
-  shard_samples_ = dist_ ? dist_->shard_size(tr.count) : tr.count, batch_size_ = spec_.batch_size;
+  shard_samples_ = dist_ ? dist_->shard_size(tr.count) : tr.count, batch_size_ = micro_batch_ * grad_accum_;
   steps_per_epoch_ = (shard_samples_ + batch_size_ - 1) / batch_size_;
   if (batch_size_ > shard_samples_)
     r_.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
@@ -175,6 +179,7 @@ void TrainLoop::set_up_variant() {
   if (variant_.channels_last) convert_model_memory_format(*model_, format_);
   forward_ = [this](const torch::Tensor& x) { return variant_forward(*model_, x, format_); };
   want_graph_ = variant_.graphs && (cuda_ || cfg_.force_graph_capture);
+  set_up_recipe();
   capture_at_ = std::max<int64_t>(cfg_.warmup_steps - 1, 0);
   // A graphs run needs an optimizer whose step counters live on the device (graph_step.h).
   opt_ = make_optimizer(cfg_, model_->parameters(), dev_, /*capturable=*/want_graph_);

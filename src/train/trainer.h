@@ -30,9 +30,11 @@ struct RunSpec {
   std::string run_id;
   std::string device;          // "cpu", "cuda:0"
   std::string model;
-  int64_t batch_size = 64;
+  int64_t batch_size = 64;     // the micro-batch (a forward pass) when train.grad_accum > 1
   int64_t repeat = 0;
   TrainConfig train;
+  /// Samples of one optimizer step: grad_accum micro-batches of batch_size.
+  int64_t step_samples() const { return batch_size * train.grad_accum; }
   std::string checkpoint_path;  // "" = do not save
   std::chrono::steady_clock::time_point origin;  // the matrix clock's zero
   /// The profiler's resolved schedule when one runs (resolve_profile_schedule, profile.h):
