@@ -16,6 +16,9 @@ if(TRAINSCOPE_WITH_TORCH)
   # graphs: CUDA graphs against eager, training samples/s and single-stream inference latency
   # (bench/graph_bench.cpp; run on the GPU host by bench/gpu/build_and_run.sh stage `graphs`)
   ts_add_torch_bench(graph_bench)
+  # generation: greedy decoding with the KV cache, eager or graph-replayed (bench/decode_bench.cpp;
+  # stage `gen` of bench/gpu/build_and_run.sh, beside bench/lm_peer.py generate)
+  ts_add_torch_bench(decode_bench)
   # telemetry: the sampler's cost to an eager training loop, sampler on and off in alternating
   # blocks of one process (bench/sampler_ab.cpp; docs/telemetry.md#cost-to-the-workload)
   ts_add_torch_bench(sampler_ab)

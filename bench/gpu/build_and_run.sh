@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-profile self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,6 +61,17 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    gen)
+      # GPT-2 124M greedy decoding with the KV cache, batch 1, prompt 128, 128 new tokens
+      # (docs/generation.md): bench/decode_bench.cpp eager and graph-replayed, fp32 and bf16, on
+      # cuda:0 and the CPU cores, beside transformers' generate (bench/lm_peer.py generate) in
+      # the same invocation.
+      { for dt in float32 bfloat16; do for g in 0 1; do timeout 60 $B/decode_bench --device cuda:0 --dtype $dt --graphs $g; done
+          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt; done
+        for b in 1 4 16 64 256; do timeout 60 $B/decode_bench --device cuda:0 --dtype bfloat16 --graphs 1 --batch $b --reps 2; done
+        for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
+          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+      } 2>&1 | tee "$OUT/gen.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
       # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)

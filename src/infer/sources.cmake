@@ -2,7 +2,8 @@ target_sources(trainscope PRIVATE
   infer/latency.cpp
   infer/executor.cpp
   infer/bench.cpp
-  infer/checkpoint.cpp)
+  infer/checkpoint.cpp
+  infer/graph_decoder.cpp)
 if(TRAINSCOPE_WITH_CUDA)
-  target_sources(trainscope PRIVATE infer/executor_cuda.cpp)
+  target_sources(trainscope PRIVATE infer/executor_cuda.cpp infer/graph_decoder_cuda.cpp)
 endif()

@@ -1,6 +1,8 @@
 target_sources(trainscope PRIVATE
   workload/models.cpp
   workload/gpt.cpp
+  workload/gpt_decoder.cpp
+  workload/recompute_decoder.cpp
   workload/model_check.cpp
   train/device.cpp
   # train_run: its loop (train/train_loop.h) in one file per idea

@@ -18,9 +18,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace trainscope {
+
+class Model;  // workload/model.h
 
 class Decoder {
  public:
@@ -46,5 +49,34 @@ class Decoder {
   /// CUDA graph.
   virtual std::string execution() const = 0;
 };
+
+/// A decoder whose one-token step has fixed shapes and reads no host value, so it can be captured
+/// once as a CUDA graph and replayed at every position (infer/graph_decoder.h wraps it). The
+/// built-in GPT's decoder is one.
+class CapturableDecoder : public Decoder {
+ public:
+  /// One decoding step of tokens [B, 1] (B = reset()'s batch) at the position held in
+  /// `position` (int64 [1] on the decoder's device: the tokens cached so far): writes that
+  /// position of the cache, attends over the whole cache masked to positions <= it (the cache's
+  /// capacity, not length(), sets the shapes), adds 1 to `position` in place and returns logits
+  /// [B, vocab] (float32). length() is not changed: call advanced() for the steps that ran.
+  /// The caller keeps `position` < the capacity reset() made.
+  virtual torch::Tensor step_static(const torch::Tensor& tokens, const torch::Tensor& position) = 0;
+
+  /// Tells the decoder that `steps` step_static() calls (or their graph replays) ran: length()
+  /// grows by `steps`.
+  virtual void advanced(int64_t steps) = 0;
+
+  /// Counts the cache's allocations: it changes exactly when reset() had to allocate a larger
+  /// cache, which invalidates graphs captured over the old one.
+  virtual int64_t cache_generation() const = 0;
+};
+
+/// A decoder for any causal LM `model` whose forward maps token ids [B, T] to logits [B, T, V]
+/// (a user's TorchScript module): no cache, every append() runs the whole sequence again
+/// (execution() "eager, no cache (recomputes the sequence)"). `context` bounds the length. Also
+/// the reference that tests hold a cached decoder to. The model must stay alive and on its device.
+std::unique_ptr<Decoder> make_recompute_decoder(Model& model, int64_t context, int64_t vocab,
+                                                const torch::Device& device);
 
 }  // namespace trainscope

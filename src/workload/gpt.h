@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "workload/decoder.h"
 #include "workload/model.h"
 
 namespace trainscope {
@@ -60,6 +61,13 @@ torch::Tensor causal_attention_math(const torch::Tensor& q, const torch::Tensor&
 /// LibTorch < 2.0) or, through SDPA, the backend PyTorch picks: "flash", "efficient",
 /// "cudnn", "math (sdpa)", or "sdpa" when the choice cannot be asked.
 std::string attention_backend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// A cached decoder (workload/decoder.h) over built-in GPT `model` (made by make_gpt or
+/// make_model, already on its device), computing in `dtype` (kFloat, kBFloat16 or kHalf): the
+/// model's weights are converted to it in place and the model is put in eval mode. The decoder
+/// shares the model's weights (the model must outlive it). Throws Error(kModel) for a model that is
+/// not a built-in GPT (make_recompute_decoder serves those) or another dtype.
+std::unique_ptr<CapturableDecoder> make_gpt_decoder(Model& model, torch::ScalarType dtype);
 
 /// Parameters N of the PaLM FLOP count: every trainable scalar except the position embedding
 /// (the tied output projection counted once, with the token embedding).

@@ -26,6 +26,8 @@ class NativeModel final : public Model {
   std::vector<torch::Tensor> parameter_slots() override { return m_->parameters(); }
   void set_training(bool on) override { m_->train(on); }
   void to(const torch::Device& d) override { m_->to(d); }
+  /// The module itself (for code that needs more than forward: a GPT's cached decoder).
+  Holder& module() { return m_; }
   void save(const std::string& path) override {
     try {
       write_file_through_temporary(path, [&](const std::string& tmp) { torch::save(m_, tmp); });
