@@ -11,3 +11,7 @@ target_compile_definitions(test_record_e2e PRIVATE TS_FAKE_NVML="$<TARGET_FILE:f
 # A language model end to end: record, TensorBoard, compare, history, report (docs/language-models.md).
 ts_add_test(test_lm_e2e SOURCES cli/test_lm_e2e.cpp)
 add_dependencies(test_lm_e2e trainscope_cli)
+
+# Token generation end to end: pp/tg, the decode sweep, the server scenario and llama-bench's formats (docs/generation.md).
+ts_add_test(test_generate_e2e SOURCES cli/test_generate_e2e.cpp)
+add_dependencies(test_generate_e2e trainscope_cli)
