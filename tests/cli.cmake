@@ -19,3 +19,6 @@ add_dependencies(test_lm_e2e trainscope_cli)
 # A vision transformer end to end: vit-ti on synthetic images, its record and checkpoint (docs/workloads.md).
 ts_add_test(test_vit_e2e SOURCES cli/test_vit_e2e.cpp)
 add_dependencies(test_vit_e2e trainscope_cli)
+# Token generation end to end: pp/tg, the decode sweep, the server scenario and llama-bench's formats (docs/generation.md).
+ts_add_test(test_generate_e2e SOURCES cli/test_generate_e2e.cpp)
+add_dependencies(test_generate_e2e trainscope_cli)

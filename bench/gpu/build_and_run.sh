@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-recipe vit lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
+#   lm lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -105,6 +105,22 @@ for stage in "$@"; do
         for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
           PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --batch 1 --reps 2; done
       } 2>&1 | tee "$OUT/gen.log";;
+    infer-gen)
+      # `trainscope infer` on a GPT-2 checkpoint (docs/generation.md): a one-step gpt2 run on
+      # random token ids gives the checkpoint; then pp512/tg128 (5 repetitions), the decode batch
+      # sweep and the server scenario at three rates with goodput, on cuda:0 and the CPU cores in
+      # one invocation, eager and graph-replayed, fp32 and bf16; transformers beside it.
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      { [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference \
+          --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt
+        for dt in float32 bfloat16; do
+          timeout 300 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype $dt --pp 512 --tg 128 \
+            --gen-batches auto --server-rates 1,2,4 --prompt-len 128 --output-len 128 -o "$OUT/infer-gen-$dt.json"
+          timeout 120 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype $dt --graphs --pp 512 --tg 128 \
+            --gen-batches auto --server-rates 1,2,4 -o "$OUT/infer-gen-$dt-graphs.json"
+          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt
+          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+      } 2>&1 | tee "$OUT/infer-gen.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
       # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)

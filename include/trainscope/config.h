@@ -114,6 +114,15 @@ struct InferenceConfig {
   double server_qps = 0;                   // >0: run the server scenario at this Poisson rate
   double server_target_p99_ms = 10;
   double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
+  // Token generation of a language model (`trainscope infer` on one; docs/generation.md).
+  std::vector<int64_t> gen_pp = {512};     // llama-bench pp tests: prompt tokens (0 = none)
+  std::vector<int64_t> gen_tg = {128};     // llama-bench tg tests: generated tokens (0 = none)
+  int64_t gen_depth = 0;                   // tokens already in the cache before each test
+  int64_t gen_repetitions = 5;             // timed repetitions of each test
+  int64_t gen_prompt_len = 128;            // server requests: prompt tokens
+  int64_t gen_output_len = 128;            // server requests: output tokens
+  double gen_slo_ttft_ms = 500;            // goodput: TTFT limit (MLPerf Llama-3.1-8B interactive)
+  double gen_slo_tpot_ms = 30;             // goodput: TPOT limit (the same)
 };
 
 /// `--batch-sizes auto` (trainscope/batch_sweep.h): per device and model, the batch size doubles

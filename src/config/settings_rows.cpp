@@ -332,6 +332,34 @@ void add_profile(std::vector<Setting>& t) {
                .applies = when_profile, .applies_text = "profile.enabled"});
 }
 
+// Token generation of a language model (`trainscope infer`; docs/generation.md): flags of infer only.
+void add_generation(std::vector<Setting>& t) {
+  auto tokens = [&](const char* key, const char* noun, const char* help, SettingField (*field)(MatrixConfig&),
+                    double min, const char* note) {
+    t.push_back({.key = key, .noun = noun, .help = help, .unit = "tokens", .range = {.min = min, .max = 1 << 20},
+                 .note = note, .field = field});
+  };
+  tokens("inference.gen_pp", "pp test", "language models: llama-bench pp tests, prompt tokens processed in one pass",
+         TS_FIELD(inference.gen_pp), 0, "0 = none; default shortened to the context");
+  tokens("inference.gen_tg", "tg test", "language models: llama-bench tg tests, tokens generated one pass each",
+         TS_FIELD(inference.gen_tg), 0, "0 = none; default shortened to the context");
+  tokens("inference.gen_depth", "depth", "language models: tokens in the key/value cache before each pp/tg test "
+         "(llama-bench's @ dN)", TS_FIELD(inference.gen_depth), 0, "");
+  t.push_back({.key = "inference.gen_repetitions", .noun = "repetitions",
+               .help = "language models: timed repetitions of each pp/tg test (mean ± stddev)",
+               .range = {.min = 1, .max = 1e6}, .field = TS_FIELD(inference.gen_repetitions)});
+  tokens("inference.gen_prompt_len", "prompt length", "language models, server scenario: prompt tokens per request",
+         TS_FIELD(inference.gen_prompt_len), 1, "default shortened to half the context");
+  tokens("inference.gen_output_len", "output length", "language models, server scenario: output tokens per request",
+         TS_FIELD(inference.gen_output_len), 1, "default shortened to the context left");
+  t.push_back({.key = "inference.gen_slo_ttft_ms", .noun = "TTFT SLO",
+               .help = "language models, server scenario: goodput's time-to-first-token limit", .unit = "ms",
+               .range = {.min = 0, .max = 3.6e6, .min_open = true}, .field = TS_FIELD(inference.gen_slo_ttft_ms)});
+  t.push_back({.key = "inference.gen_slo_tpot_ms", .noun = "TPOT SLO",
+               .help = "language models, server scenario: goodput's time-per-output-token limit", .unit = "ms",
+               .range = {.min = 0, .max = 3.6e6, .min_open = true}, .field = TS_FIELD(inference.gen_slo_tpot_ms)});
+}
+
 void add_inference(std::vector<Setting>& t) {
   t.push_back({.key = "inference.enabled", .off_flag = "--no-inference",
                .help = "inference scenarios (single-stream, offline) after each run", .field = TS_FIELD(inference.enabled)});
@@ -359,6 +387,7 @@ void add_inference(std::vector<Setting>& t) {
                .applies_text = "inference.enabled"});
   budget("inference.server_budget_s", "server scenario: time per rate; queries = max(min_queries, qps x budget)",
          TS_FIELD(inference.server_budget_s));
+  add_generation(t);
 }
 
 bool when_sweep(const MatrixConfig& m) { return m.batch_sweep.enabled; }

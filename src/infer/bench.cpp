@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "infer/executor.h"
+#include "infer/generate.h"  // window_telemetry
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/stats.h"
@@ -21,20 +22,10 @@ using Clock = std::chrono::steady_clock;
 
 double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler (trainscope/telemetry.h
-// scenario_telemetry), or the reason they are absent.
+// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
 ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns,
                                     int64_t t1_ns, int64_t samples) {
-  ScenarioTelemetry out;
-  if (!sampler) {
-    out.absent_reason = "telemetry is off (--no-telemetry, or the sampler could not start)";
-    return out;
-  }
-  if (tdev.empty()) {
-    out.absent_reason = "no telemetry device matches this device (NVML did not report it)";
-    return out;
-  }
-  return scenario_telemetry(sampler->summarize(t0_ns, t1_ns, samples), tdev);
+  return window_telemetry(GenerationTelemetry{sampler, tdev}, t0_ns, t1_ns, samples);
 }
 
 // The rows [first, first + n) of the pool, wrapping around; a view when they are contiguous.
