@@ -12,7 +12,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_BUILD_TESTS=OFF
 cmake --build build -j"$(nproc)" --target trainscope_cli
 ./build/trainscope run "$@"
 if [ "${TS_DEMO_LM:-1}" != 0 ]; then
-  # At most 300 steps: a GPU reaches them within seconds, a 2-core CPU stops at the budget.
+  # At most 300 steps: a GPU reaches them within seconds, a 2-core CPU stops at the budget (a few
+  # dozen steps: 3 warm-up steps leave a headline window; no profiling window, whose place a time
+  # budget cannot plan).
   ./build/trainscope run --models gpt-mini --data-format text --batch-sizes 8 --seq-len 256 \
-    --time-budget "${TS_DEMO_LM_BUDGET_S:-90}" --max-steps 300 --eval-windows 32
+    --time-budget "${TS_DEMO_LM_BUDGET_S:-90}" --max-steps 300 --warmup-steps 3 --eval-windows 32 --no-profile
 fi

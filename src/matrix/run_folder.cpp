@@ -162,6 +162,8 @@ void Matrix::check_resumed_inputs() const {
   const auto& tr = workload_->data.train;
   const std::vector<int64_t> shape{tr.channels, tr.height, tr.width};
   for (const auto& [id, r] : done_) {
+    // another length of --seq-lens: its windows (and a context grown to it) differ from these
+    if (r.language_model && r.language_model->seq_len != tr.width) continue;
     std::string what;
     if (auto it = model_parameters_.find(r.model); it != model_parameters_.end() && r.parameters &&
                                                      *r.parameters != it->second)

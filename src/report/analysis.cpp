@@ -253,7 +253,7 @@ void accumulate_training(const RunRecord& r, Acc& a, Cell& c) {
   if (r.mean_epoch_time_s)
     push(a.epoch_t, r.mean_epoch_time_s);
   else if (r.steady_samples_per_s && *r.steady_samples_per_s > 0 && r.steps_per_epoch > 0) {
-    a.epoch_t.push_back(static_cast<double>(r.steps_per_epoch * r.batch_size) / *r.steady_samples_per_s);
+    a.epoch_t.push_back(static_cast<double>(r.steps_per_epoch * r.batch_size * r.grad_accum) / *r.steady_samples_per_s);
     c.epoch_time_is_estimate = true;
   }
   push(a.tfe, r.time_for_requested_epochs_s);

@@ -43,12 +43,14 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   Clock::time_point host_marks[PhaseClock::kMarks];
   host_marks[0] = t_data;
   clock_->mark(s, 0);
+  // This step's rate, before a capture: a captured step reads the rate's device tensor, which
+  // must exist when it is captured (train/optimizer.h set_learning_rate).
+  apply_learning_rate();
   if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == batch_size_) {
     try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by, s);
     filled = graph_ != nullptr;
   }
   torch::Tensor loss;
-  apply_learning_rate();
   replayed_ = graph_ && m == batch_size_;
   if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
     graph_compute(bx, by, filled, s, host_marks);
