@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream; see each below)
+#   lm lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,16 +61,49 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    vit)
+      # ViT-S/16 (docs/workloads.md#vision-transformers) at 224 px, B256, bf16 and graphs+bf16 on
+      # cuda:0 against timm's vit_small_patch16_224 through the Python peer (bench/lm_peer.py vit:
+      # eager and torch.compile) in one invocation, under 300 s. Both sides: 1000 classes, AdamW
+      # (lr 1e-3, weight decay 0.01: PyTorch's AdamW default, the peer's), fused on CUDA. trainscope
+      # trains on seeded synthetic 3 x 224 x 224 images (10 steps an epoch), copied from pinned
+      # host memory each step; the peer trains on one batch already on the GPU.
+      printf '[data]\nformat = "synthetic"\nsynthetic_train = 2560\nsynthetic_test = 256\nsynthetic_channels = 3\nsynthetic_size = 224\nsynthetic_classes = 1000\n' > /tmp/vit224.toml
+      { timeout 120 $TS run --config /tmp/vit224.toml -m vit-s -d cuda:0 -b 256 --variants bf16,graphs+bf16 -e 10 --max-steps 60 \
+          --weight-decay 0.01 --no-inference --no-profile --no-progress --out /tmp/runs --name vit-gpu
+        python3 -c "import json;[print(r['run_id'], r['status'], r.get('steady_samples_per_s'), 'img/s', r.get('mfu_pct'), '% MFU', r.get('forward_flops_per_sample'), r.get('optimizer_impl')) for r in json.load(open('/tmp/runs/vit-gpu/results.json'))['runs']]"
+        PYTHONUNBUFFERED=1 timeout 50 python3 bench/lm_peer.py vit --steps 30
+        PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py vit --steps 30 --compile
+      } 2>&1 | tee "$OUT/vit.log"
+      cp /tmp/runs/vit-gpu/results.json "$OUT/vit-gpu-results.json";;
+    lm-recipe)
+      # The training recipe on the GPU (docs/language-models.md#the-training-recipe): a warm-up and
+      # cosine schedule under graphs+bf16 (the fused AdamW's tensor learning rate, LibTorch >= 2.2,
+      # filled before each replay: loss_checks[].learning_rate must follow the schedule and the
+      # variant_note stay empty), --grad-accum 4 (eager; graphs fall back with a note), a target
+      # loss with its energy from NVML, and two sequence lengths (RQ2 memory over batch and T).
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      printf '[train]\nnan_check_interval = 5\n' > /tmp/lm-recipe.toml  # a loss check (and its rate) every 5 steps
+      RARGS="-c /tmp/lm-recipe.toml --data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --grad-clip 1 --no-inference --no-profile --no-progress --out /tmp/runs -d cuda:0"
+      { timeout 150 $TS run $RARGS --seq-len 1024 -b 16 --variants bf16,graphs+bf16 --max-steps 60 --lr 6e-4 \
+          --lr-warmup-steps 10 --lr-decay-steps 50 --lr-min 6e-5 --name lm-sched
+        python3 -c "import json;[print(r['run_id'], r['status'], repr(r['variant_note']), r['optimizer_impl'], r['lr_schedule'], [(c['step'], c.get('learning_rate')) for c in r['loss_checks']]) for r in json.load(open('/tmp/runs/lm-sched/results.json'))['runs']]"
+        timeout 150 $TS run $RARGS --seq-len 1024 -b 4 --grad-accum 4 --variants bf16,graphs+bf16 --max-steps 40 --name lm-accum
+        timeout 150 $TS run $RARGS --seq-len 256 -b 16 --variants bf16 --target-loss 7.5 --eval-every-steps 20 --eval-windows 16 --epochs 2 --name lm-target
+        timeout 200 $TS run $RARGS --seq-lens 256,1024 -b 8,16 --variants bf16 --max-steps 30 --name lm-seqlens
+        $TS report /tmp/runs/lm-seqlens /tmp/runs/lm-target -o /tmp/runs/lm-recipe-report && grep -A12 "RQ2\|RQ4" /tmp/runs/lm-recipe-report/report.md | head -60
+      } 2>&1 | tee "$OUT/lm-recipe.log"
+      for n in lm-sched lm-accum lm-target lm-seqlens; do cp /tmp/runs/$n/results.json "$OUT/$n-results.json"; done;;
     gen)
       # GPT-2 124M greedy decoding with the KV cache, batch 1, prompt 128, 128 new tokens
       # (docs/generation.md): bench/decode_bench.cpp eager and graph-replayed, fp32 and bf16, on
       # cuda:0 and the CPU cores, beside transformers' generate (bench/lm_peer.py generate) in
       # the same invocation.
       { for dt in float32 bfloat16; do for g in 0 1; do timeout 60 $B/decode_bench --device cuda:0 --dtype $dt --graphs $g; done
-          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt; done
+          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
         for b in 1 4 16 64 256; do timeout 60 $B/decode_bench --device cuda:0 --dtype bfloat16 --graphs 1 --batch $b --reps 2; done
         for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
-          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --batch 1 --reps 2; done
       } 2>&1 | tee "$OUT/gen.log";;
     infer-gen)
       # `trainscope infer` on a GPT-2 checkpoint (docs/generation.md): a one-step gpt2 run on
@@ -97,6 +130,51 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 90 python3 bench/gpu/lm_profile.py /tmp/peer-lm.trace.json
         timeout 60 $TS analyze /tmp/peer-lm.trace.json
       } 2>&1 | tee "$OUT/lm-profile.log";;
+    measure)
+      # issue 38: `trainscope measure` on the Python peers, unchanged: the steps it finds and its
+      # tokens/s (samples/s) against what the scripts print themselves (bench/gpu/measure_check.py);
+      # a profiled window; --devices cpu,cuda; the cost of being measured in alternating pairs
+      # (the script's own throughput, measured vs plain); `analyze` of a ~500 MB synthetic trace
+      # (bench/make_big_trace.py) with its time and peak RSS. The peer peer_best.py is not in the
+      # repository: $PEER_BEST, else the first folder of PEER_DIRS that holds it.
+      PEER_DIRS=${PEER_DIRS:-"bench $(dirname "$PWD")/shared/bench shared/bench"}  # the repo's parent's shared/ too
+      PEER_BEST=${PEER_BEST:-$(for d in $PEER_DIRS; do [ -f "$d/peer_best.py" ] && { echo "$d/peer_best.py"; break; }; done)}
+      M="$TS measure -o /tmp/mruns --quiet --no-history --warmup-steps 10"
+      LM="bench/lm_peer.py train --steps 60 --warmup 5"   # 65 optimizer steps of B16 x T1024
+      rm -rf /tmp/mruns
+      { timeout 200 $M --run-name lm --items-per-step 16384 -- python3 $LM
+        python3 bench/gpu/measure_check.py run /tmp/mruns/lm 65
+        timeout 200 $M --run-name lm-prof --items-per-step 16384 --profile-steps 40-44 -- python3 $LM
+        python3 bench/gpu/measure_check.py run /tmp/mruns/lm-prof 65; cat /tmp/mruns/lm-prof/profile/analysis.md | head -60
+        timeout 300 $M --run-name lm-devs --warmup-steps 3 --devices cpu,cuda --items-per-step 512 -- \
+          python3 bench/lm_peer.py train --device {device} --layers 2 --dim 256 --heads 4 --seq 128 --batch 4 --steps 20 --warmup 2
+        if [ -n "$PEER_BEST" ]; then
+          timeout 300 $M --run-name best --items-per-step 128 -- python3 $PEER_BEST --data $DATA --models cnn --batches 128 --variants tuned --steps 400 --warmup 30
+          python3 bench/gpu/measure_check.py run /tmp/mruns/best 430
+        else echo "peer_best.py not found in $PEER_DIRS (set PEER_BEST): its check skipped"; fi
+        : > /tmp/pairs.log
+        for i in 1 2 3 4 5; do  # alternating pairs; the script's own JSON line in each
+          timeout 200 $M --run-name pair$i --items-per-step 16384 -- python3 $LM >/dev/null 2>&1
+          echo "measured $(grep tokens_per_s /tmp/mruns/pair$i/stdout.log | tail -1)" >> /tmp/pairs.log
+          echo "plain $(timeout 200 python3 $LM | grep tokens_per_s | tail -1)" >> /tmp/pairs.log
+        done
+        python3 bench/gpu/measure_check.py pairs /tmp/pairs.log
+        python3 bench/make_big_trace.py /tmp/big.pt.trace.json 500
+        python3 -c "import resource,subprocess,sys,time;t=time.time();rc=subprocess.call(sys.argv[1:]);print('analyze 500 MB: rc',rc,'wall %.1f s'%(time.time()-t),'peak RSS %.0f MB'%(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024))" \
+          $TS analyze --quiet --json /tmp/big.json /tmp/big.pt.trace.json
+        rm -f /tmp/big.pt.trace.json
+      } 2>&1 | tee "$OUT/measure.log"
+      cp /tmp/mruns/lm/measure.json "$OUT/measure-lm.json"; cp /tmp/mruns/lm-devs/results.json "$OUT/measure-devs-results.json";;
+    aoti)
+      # issue 38: a torch.export / AOTInductor package (.pt2) of resnet18 (bench/gpu/make_aoti_package.py)
+      # measured by `infer` as a checkpoint is (single-stream, offline), and the Aoti tests with it
+      # (TS_AOTI_PACKAGE). Needs the build against the wheel's LibTorch (>= 2.6: cmake prints
+      # "AOTInductor packages (.pt2) in infer: ON").
+      { grep "AOTInductor packages" "$OUT/build.log"
+        timeout 400 python3 bench/gpu/make_aoti_package.py /tmp/resnet18.pt2 &&
+        timeout 300 $TS infer --model /tmp/resnet18.pt2 --data $DATA -d cuda:0 --budget 2 -o /tmp/aoti-infer.json 2>&1 | tail -30
+        (cd $B && TS_AOTI_PACKAGE=/tmp/resnet18.pt2 ./tests/test_aoti)
+      } 2>&1 | tee "$OUT/aoti.log";;
     default)
       $TS devices | tee "$OUT/devices.txt"
       $TS run --data $DATA --out /tmp/runs --name default --no-progress 2>&1 | tee "$OUT/default.log"

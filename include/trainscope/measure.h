@@ -11,7 +11,14 @@
 //   step has no start and never counts.
 // * The steady window: the steps after the first `warmup_steps` (at least 1), from the end of
 //   step warmup_steps - 1 to the end of the last step. steps_per_s = window steps / window time;
-//   items_per_s = steps_per_s * items_per_step.
+//   items_per_s = steps_per_s * items_per_step; without --items-per-step, the items the program
+//   reported itself (trainscope.step(items=n)) for the window's steps / window time.
+// * A profiled window (profile_steps A-B, 1-based steps as reported): the hook runs torch.profiler
+//   from the end of step A-1 to the end of step B; the steady window then ends at the end of step
+//   A-1 (the profiler's cost stays out of the headline, as in `run`), so A >= warmup_steps + 2.
+//   The trace (<run>/profile/*.pt.trace.json[.gz]) is read by trace::analyze_trace.
+// * Devices (measure_devices): each run replaces "{device}" in the command's arguments by the
+//   device ("cpu", "cuda", "cuda:N") and sets TRAINSCOPE_DEVICE to it.
 //
 // Errors
 // * A command that cannot be found or executed, an output folder that cannot be written, and
@@ -23,10 +30,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "trainscope/provenance.h"
 #include "trainscope/run_record.h"
 #include "trainscope/telemetry.h"
+#include "trainscope/trace_analysis.h"
 
 namespace trainscope::measure {
 
@@ -46,6 +56,8 @@ struct MeasureConfig {
   double tree_interval_s = 0.5;       // period of the process-tree readings (/proc scan), > 0
   std::string command_line;           // trainscope's own, for the provenance
   std::string proc_root = "/proc";
+  std::optional<std::pair<int64_t, int64_t>> profile_steps;  // A-B, 1-based, inclusive
+  std::string run_device;  // "" or a --devices entry: replaces {device}, sets TRAINSCOPE_DEVICE
 };
 
 /// Step-time statistics of a window, ms.
@@ -76,7 +88,9 @@ struct MeasureResult {
   std::string outcome;          // one line: "exited 0", "killed by signal 9 (Killed)", "stalled: ..."
   int64_t start_ns = 0, end_ns = 0;   // the program's start and end
   std::vector<int64_t> step_end_ns;   // every reported step's end
+  std::vector<int64_t> step_items;    // items the program reported for each step (-1: none given)
   int64_t items_reported = 0;         // sum of items the program reported itself (trainscope.step)
+  std::optional<double> items_per_step;  // --items-per-step, else the window's reported mean
   // steady window (absent when fewer than warmup_steps + 1 steps were reported)
   std::optional<int64_t> window_start_ns, window_end_ns;
   StepStats window;
@@ -84,7 +98,10 @@ struct MeasureResult {
   std::optional<TelemetrySection> telemetry;  // over the window (or the whole run without one)
   std::vector<TreeSample> tree;               // the program's process tree, about every 0.5 s
   TreeSummary tree_window;                    // over the same window as telemetry
+  std::vector<trace::TraceAnalysis> profile;  // the profiled window's traces, analysed
   std::vector<std::string> notes;
+  Provenance provenance;                      // of the host, with trainscope's command line
+  RunRecord record;                           // what results.json holds (measure_record)
 };
 
 /// Runs `config.command` to its end and measures it; writes into config.out_dir: stdout.log,
@@ -94,6 +111,16 @@ struct MeasureResult {
 /// SIGQUIT sent to this process are forwarded to the program (a terminal's Ctrl-C reaches both
 /// directly and is not sent twice); the handlers are restored on return.
 MeasureResult measure_command(const MeasureConfig& config);
+
+/// measure_command once per device, one after another: each in <out_dir>/<device> ("cuda:0" ->
+/// "cuda0"), with run_device set; then results.json/results.csv of all of them in out_dir (the
+/// cells `compare`, `report` and the matrix table compare). Throws Error(kInvalidArgument) for a
+/// device that is not cpu, cuda or cuda:N, or a device named twice, before anything runs.
+std::vector<MeasureResult> measure_devices(const MeasureConfig& config, const std::vector<std::string>& devices);
+
+/// "A-B" or "A" (1-based steps, A <= B) as a profile window; throws Error(kInvalidArgument)
+/// naming the text and the form expected.
+std::pair<int64_t, int64_t> parse_profile_steps(const std::string& text);
 
 /// The run record of a measurement (what `run` writes per cell, so results.json, `report` and
 /// `compare` read it): run id "<device>-<program>-b<items per step>-r0", the program's name as
@@ -107,12 +134,17 @@ RunRecord measure_record(const MeasureResult& r, const MeasureConfig& c, const s
 std::string render_summary(const MeasureResult& r, const MeasureConfig& config);
 
 /// Parses the hook's lines "step <monotonic_ns> <items>" (items -1: not given); appends each
-/// step's end, converted by subtracting `origin_mono_ns`, to `ends` and its items to `*items`.
+/// step's end, converted by subtracting `origin_mono_ns`, to `ends`, adds its items (when > 0)
+/// to `*items`, and appends them (-1 when not given) to `*step_items` when given.
 /// Malformed lines are counted in the return value and skipped.
-int parse_step_lines(const std::string& text, int64_t origin_mono_ns, std::vector<int64_t>& ends, int64_t* items);
+int parse_step_lines(const std::string& text, int64_t origin_mono_ns, std::vector<int64_t>& ends, int64_t* items,
+                     std::vector<int64_t>* step_items = nullptr);
 
-/// The steady window of `ends` (see above); fills window_*, window, steps_per_s, items_per_s
-/// of `r` and a note when there are too few steps.
-void steady_window(MeasureResult& r, int64_t warmup_steps, std::optional<double> items_per_step);
+/// The steady window of `r.step_end_ns` (see above), over the steps up to `last_step` (1-based;
+/// absent: all); fills window_*, window, steps_per_s, items_per_step, items_per_s of `r` (items
+/// from `items_per_step`, else from r.step_items when every window step reported some) and a
+/// note when there are too few steps.
+void steady_window(MeasureResult& r, int64_t warmup_steps, std::optional<double> items_per_step,
+                   std::optional<int64_t> last_step = std::nullopt);
 
 }  // namespace trainscope::measure

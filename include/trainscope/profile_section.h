@@ -165,6 +165,10 @@ struct StepBreakdown {
   std::optional<DevicePhases> phases_device_ms;
   std::optional<std::map<std::string, GpuActivity>> gpu;  // "cuda:0" -> activity; absent on the CPU
   std::string gpu_absent_reason;
+  /// `measure --profile-steps` (docs/measure.md#a-profiled-window): mean ms per profiled step in
+  /// each of the profiler plugin's categories (trainscope/trace_analysis.h Category, keyed by
+  /// category_key: "kernel", ..., "other"; they sum to the mean step). Absent for `run`.
+  std::optional<std::map<std::string, double>> trace_categories_ms;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("device", s.device, Better::kNone);
@@ -175,6 +179,7 @@ struct StepBreakdown {
     v("phases_device_ms", s.phases_device_ms, Better::kNone);
     v("gpu", s.gpu, Better::kNone);
     v("gpu_absent_reason", s.gpu_absent_reason, Better::kNone);
+    v("trace_categories_ms", s.trace_categories_ms, Better::kNone);
   }
 };
 

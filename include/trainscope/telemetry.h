@@ -55,6 +55,10 @@ struct TelemetryOptions {
   // default at little loss. Never faster than slow_interval_s; a GPU that becomes a run's GPU
   // gets it at once.
   double pcie_interval_s = 10.0;
+  // The pids whose GPU memory in NVML's running-process list is the "process_mem_bytes" metric
+  // (summed per GPU); called on the sampler's thread at each slow poll. Empty (default): this
+  // process. `measure` gives its program's process tree (docs/measure.md).
+  std::function<std::vector<int>()> gpu_process_pids;
 };
 
 struct CounterSeries {

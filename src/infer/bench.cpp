@@ -43,7 +43,11 @@ std::optional<SplitPart> split_part(const std::vector<double>& v) {
   return SplitPart{s.p50_ms, s.p99_ms, s.mean_ms};
 }
 
-bool stop_now(const InferenceOptions& opt) { return opt.stop_requested && opt.stop_requested->load(); }
+// Checked between queries: also the scenarios' sign of progress (InferenceOptions::on_progress).
+bool stop_now(const InferenceOptions& opt) {
+  if (opt.on_progress) opt.on_progress();
+  return opt.stop_requested && opt.stop_requested->load();
+}
 
 struct Env {
   InferenceExecutor& ex;
@@ -349,12 +353,14 @@ InferenceSection measure_inference(Model& model, const torch::Device& device, co
 
 InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
-                              const std::string& tdev, const std::atomic<bool>* stop_requested, bool cuda_graphs) {
+                              const std::string& tdev, const std::atomic<bool>* stop_requested, bool cuda_graphs,
+                              std::function<void()> on_progress) {
   try {
     auto pool = test_x.narrow(0, 0, std::min<int64_t>(test_x.size(0), kPoolSamples));
     auto opt = inference_options(cfg, seed);
     opt.stop_requested = stop_requested;
     opt.cuda_graphs = cuda_graphs;
+    opt.on_progress = std::move(on_progress);
     return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
     InferenceSection failed;

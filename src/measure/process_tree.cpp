@@ -61,17 +61,19 @@ void ProcessTree::sample(int64_t t_ns) {
   TreeSample out;
   out.t_ns = t_ns;
   int64_t ticks = 0;
-  std::vector<int> todo{root_};
+  std::vector<int> todo{root_}, seen;
   while (!todo.empty()) {
     const int pid = todo.back();
     todo.pop_back();
     const auto it = all.find(pid);
     if (it == all.end()) continue;
     ticks += it->second.ticks, out.threads += it->second.threads, ++out.processes;
+    seen.push_back(pid);
     out.rss_bytes += it->second.rss_pages * page_bytes_;
     for (auto [b, e] = children.equal_range(pid); b != e; ++b) todo.push_back(b->second);
   }
   if (out.processes == 0) return;  // gone
+  pids_ = std::move(seen);
   if (last_ticks_ >= 0 && t_ns > last_t_ns_)
     out.cpu_pct = 100.0 * static_cast<double>(std::max<int64_t>(0, ticks - last_ticks_)) / static_cast<double>(ticks_per_s_) /
                   (static_cast<double>(t_ns - last_t_ns_) * 1e-9);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ class ProcessTree {
   /// exiting adds no sample.
   void sample(int64_t t_ns);
   const std::vector<TreeSample>& samples() const { return samples_; }
+  /// The pids of the tree at the last sample (the root first); empty before one.
+  const std::vector<int>& pids() const { return pids_; }
 
  private:
   int root_;
@@ -29,6 +32,25 @@ class ProcessTree {
   long ticks_per_s_, page_bytes_;
   int64_t last_ticks_ = -1, last_t_ns_ = 0;
   std::vector<TreeSample> samples_;
+  std::vector<int> pids_;
+};
+
+/// The tree's latest pids, shared with the telemetry sampler's thread (TelemetryOptions::
+/// gpu_process_pids: the program's own GPU memory is that of these pids in NVML's process list).
+class PidSet {
+ public:
+  void set(std::vector<int> pids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pids_ = std::move(pids);
+  }
+  std::vector<int> get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pids_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int> pids_;
 };
 
 /// Mean and max of the samples in [t0_ns, t1_ns] (cpu_pct only where measured).

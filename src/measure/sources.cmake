@@ -5,7 +5,9 @@ target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/measure.cpp
   ${CMAKE_CURRENT_LIST_DIR}/summary.cpp
   ${CMAKE_CURRENT_LIST_DIR}/process_tree.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/record.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/record.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/profile.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/devices.cpp)
 
 # The Python start-up hook is kept as a .py file and becomes a C++ string at configure time (the
 # binary writes it into each run folder; nothing is installed beside it).

@@ -37,7 +37,7 @@ const std::vector<TelemetryField> kFields = {
     {"clocks_event_reasons_mask", 0, 1.8446744073709552e19, "Reasons the GPU clocks are held down (NVML bit set)"},
     {"pcie_tx_bytes_per_s", 0, 1e12, "PCIe transmit throughput", true},
     {"pcie_rx_bytes_per_s", 0, 1e12, "PCIe receive throughput", true},
-    {"process_mem_bytes", 0, 1e15, "GPU memory used by this process", true},
+    {"process_mem_bytes", 0, 1e15, "GPU memory used by this process (measure: by the measured program's process tree)", true},
     {"sm_activity_pct", 0, 100, "Share of SMs busy, GPM NVML_GPM_METRIC_SM_UTIL", true},
     {"sm_occupancy_pct", 0, 100, "Active warps vs theoretical maximum, GPM NVML_GPM_METRIC_SM_OCCUPANCY", true},
     {"tensor_activity_pct", 0, 100, "Tensor-core activity, GPM NVML_GPM_METRIC_ANY_TENSOR_UTIL", true},

@@ -38,8 +38,9 @@ struct Gpu {
 
 class NvmlSource final : public TelemetrySource {
  public:
-  NvmlSource(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns)
-      : library_(std::move(library)), slow_(slow_interval_ns), pcie_(pcie_interval_ns) {}
+  NvmlSource(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns,
+             std::function<std::vector<int>()> process_pids)
+      : library_(std::move(library)), slow_(slow_interval_ns), pcie_(pcie_interval_ns), process_pids_(std::move(process_pids)) {}
 
   ~NvmlSource() override {
     for (auto& g : gpus_) {
@@ -386,13 +387,13 @@ class NvmlSource final : public TelemetrySource {
       }
       if (!check(g, rc, "process_mem_bytes", t, out)) return;
       double bytes = 0;
-      auto pid = static_cast<unsigned int>(::getpid());
+      const std::vector<int> pids = process_pids_ ? process_pids_() : std::vector<int>{static_cast<int>(::getpid())};
       for (unsigned int i = 0; i < n && i < procs.size(); ++i) {
-        if (procs[i].pid != pid) continue;
+        if (std::find(pids.begin(), pids.end(), static_cast<int>(procs[i].pid)) == pids.end()) continue;
         if (procs[i].usedGpuMemory == TS_NVML_VALUE_NOT_AVAILABLE) return out.drop(dev(g), "process_mem_bytes", drop_reason::kSentinel);
         bytes += static_cast<double>(procs[i].usedGpuMemory);
       }
-      out.add(dev(g), "process_mem_bytes", bytes);  // 0: this process has no context on the GPU
+      out.add(dev(g), "process_mem_bytes", bytes);  // 0: none of the pids has a context on the GPU
       return;
     }
   }
@@ -430,13 +431,15 @@ class NvmlSource final : public TelemetrySource {
   std::vector<std::string> notes_;
   SlowFieldClock slow_;  // energy, processes, GPM
   SlowFieldClock pcie_;  // PCIe throughput
+  std::function<std::vector<int>()> process_pids_;  // TelemetryOptions::gpu_process_pids
   bool energy_now_ = false;  // read_energy_at_next_poll: the run GPUs' energy counters at the next poll
 };
 
 }  // namespace
 
-std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns) {
-  return std::make_unique<NvmlSource>(std::move(library), slow_interval_ns, pcie_interval_ns);
+std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns,
+                                                  std::function<std::vector<int>()> process_pids) {
+  return std::make_unique<NvmlSource>(std::move(library), slow_interval_ns, pcie_interval_ns, std::move(process_pids));
 }
 
 }  // namespace trainscope::telemetry

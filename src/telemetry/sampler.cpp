@@ -276,7 +276,9 @@ struct TelemetrySampler::Impl {
              : opt.nvml_library.empty() ? "the NVML library name is empty (TelemetryOptions::nvml_library; "
                                            "--nvml-library '' or telemetry.nvml_library = \"\" in trainscope run)"
                                          : "",
-             [&] { return telemetry::make_nvml_source(opt.nvml_library, slow_ns, pcie_interval_ns()); });
+             [&] {
+               return telemetry::make_nvml_source(opt.nvml_library, slow_ns, pcie_interval_ns(), opt.gpu_process_pids);
+             });
     consider("proc", off(opt.enable_proc, "enable_proc = false"),
              [&] { return telemetry::make_proc_source(opt.proc_root, opt.sys_root, {}, slow_ns); });
     consider("rapl", off(opt.enable_rapl, "enable_rapl = false"), [&] { return telemetry::make_rapl_source(opt.sys_root, {}); });

@@ -117,7 +117,9 @@ std::unique_ptr<TelemetrySource> make_proc_source(std::string proc_root, std::st
 std::unique_ptr<TelemetrySource> make_rapl_source(std::string sys_root, FileReader reader);
 std::unique_ptr<TelemetrySource> make_hwmon_source(std::string sys_root, FileReader reader);
 /// pcie_interval_ns: the period of PCIe throughput, the slowest field (at least slow_interval_ns).
-std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns);
+/// `process_pids` (may be empty: this process) names the pids whose GPU memory is process_mem_bytes.
+std::unique_ptr<TelemetrySource> make_nvml_source(std::string library, int64_t slow_interval_ns, int64_t pcie_interval_ns,
+                                                  std::function<std::vector<int>()> process_pids = {});
 
 /// Range of a catalogue metric (nullptr when unknown).
 const TelemetryField* find_field(std::string_view metric);

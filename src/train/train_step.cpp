@@ -16,7 +16,7 @@ namespace trainscope {
 
 void TrainLoop::begin_epoch(EpochState& e) {
   if (hooks_.progress)
-    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, batch_size_, e.epoch, cfg_.epochs),
+    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, micro_batch_, e.epoch, cfg_.epochs),
                            steps_per_epoch_);
   e.perm = torch::randperm(w_.data.train.count, gen_, torch::TensorOptions().dtype(torch::kLong));
   if (dist_) e.perm = dist_->shard(e.perm);
@@ -48,6 +48,7 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
     filled = graph_ != nullptr;
   }
   torch::Tensor loss;
+  apply_learning_rate();
   replayed_ = graph_ && m == batch_size_;
   if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
     graph_compute(bx, by, filled, s, host_marks);
@@ -55,9 +56,13 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   } else {
     auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
-    torch::Tensor logits;
-    std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
-    add_task_sums(e.sums, loss, logits, y);
+    if (grad_accum_ > 1) {
+      loss = accumulated_compute(x, y, s, host_marks, e.sums);
+    } else {
+      torch::Tensor logits;
+      std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
+      add_task_sums(e.sums, loss, logits, y);
+    }
   }
   ++global_step_;
   ++e.steps;
@@ -70,8 +75,8 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
       throw_error(ErrorKind::kNumerical,
                   fmt::format("loss became {} at step {} (epoch {}); lower the learning rate (now {}) or check the "
                               "data for NaN/Inf values",
-                              std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, cfg_.learning_rate));
-    r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv});  // already on the host
+                              std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, lr_now_));
+    r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv, lr_now_});  // already on the host
   }
   r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
   after_step(e, s, m, t0, t_data, host_marks);

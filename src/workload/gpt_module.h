@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "workload/gpt.h"
 
@@ -25,18 +24,10 @@ struct BlockImpl : nn::Module {
     mlp_proj = register_module("mlp_proj", nn::Linear(4 * d, d));
   }
   torch::Tensor forward(torch::Tensor x) {
-    return forward_with(std::move(x), [](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-      return causal_attention(q, k, v);
-    });
-  }
-  // The block with its attention given: attend(q, k, v) takes the new tokens' q, k, v
-  // [B, H, T, hd] and returns [B, H, T, hd] (a cached decoder reads the earlier keys there).
-  template <class Attend>
-  torch::Tensor forward_with(torch::Tensor x, Attend&& attend) {
     const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
     auto qkv = linear(c_attn, ln_1(x)).split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, heads_, C / heads_}).transpose(1, 2); };
-    auto y = attend(heads(qkv[0]), heads(qkv[1]), heads(qkv[2])).transpose(1, 2).reshape({B, T, C});
+    auto y = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2])).transpose(1, 2).reshape({B, T, C});
     x = x + linear(attn_proj, y);
     return x + linear(mlp_proj, torch::gelu(linear(c_fc, ln_2(x)), "tanh"));
   }

@@ -10,10 +10,16 @@
 // from "readings" answers NVML_ERROR_NOT_SUPPORTED. Reading keys: util_gpu, util_mem,
 // mem_total, mem_used, mem_reserved, power_mw, power_avg_mw, power_instant_mw, energy_mj,
 // temp_c, sm_clock_mhz, mem_clock_mhz, clocks_event_reasons, pcie_tx_kbps, pcie_rx_kbps,
-// process_mem_bytes (reported for the calling pid), gpm_sm_util, gpm_sm_occupancy, gpm_tensor.
+// process_mem_bytes (reported for the calling pid; with "process_children": N in the device,
+// each child process of the caller, read from /proc, is listed too with N bytes), gpm_sm_util,
+// gpm_sm_occupancy, gpm_tensor.
 // Built twice: full, and with FAKE_NVML_OLD (no _v2 memory, field values, GPM, clocks-event
 // reasons or processes _v3) to test the versioned-symbol fallbacks and missing entry points.
+#include <dirent.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +50,26 @@ Device* dev(nvmlDevice_t h) {
   auto i = reinterpret_cast<uintptr_t>(h);
   if (i == 0 || i > g_devices.size()) return nullptr;
   return &g_devices[i - 1];
+}
+
+// The pids whose /proc/<pid>/stat names `parent` as parent.
+[[maybe_unused]] std::vector<unsigned int> children_of(unsigned int parent) {
+  std::vector<unsigned int> out;
+  DIR* dir = ::opendir("/proc");
+  if (!dir) return out;
+  while (dirent* e = ::readdir(dir)) {
+    const unsigned int pid = static_cast<unsigned int>(std::strtoul(e->d_name, nullptr, 10));
+    if (pid == 0) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    unsigned int ppid = 0;
+    char state = 0;
+    if (close != std::string::npos && std::sscanf(text.c_str() + close + 1, " %c %u", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(pid);
+  }
+  ::closedir(dir);
+  return out;
 }
 
 // Counts a sampling call; answers GPU_IS_LOST once the device's budget is spent.
@@ -226,13 +252,16 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningP
   DEVICE_CALL(h);
   unsigned long long bytes = 0;
   if (auto rc = next_value(d, "process_mem_bytes", &bytes); rc) return rc;
-  if (*n < 2) {
-    *n = 2;
+  std::vector<nvmlProcessInfo_t> all{{static_cast<unsigned int>(::getpid()), bytes, 0, 0},
+                                     {1u, 12345ull, 0, 0}};  // another process: must not be counted
+  if (const unsigned long long child = d->cfg.value("process_children", 0ull); child > 0)
+    for (unsigned int pid : children_of(static_cast<unsigned int>(::getpid()))) all.push_back({pid, child, 0, 0});
+  if (*n < all.size()) {
+    *n = static_cast<unsigned int>(all.size());
     return NVML_ERROR_INSUFFICIENT_SIZE;
   }
-  *n = 2;
-  p[0] = {static_cast<unsigned int>(::getpid()), bytes, 0, 0};
-  p[1] = {1u, 12345ull, 0, 0};  // another process: must not be counted
+  *n = static_cast<unsigned int>(all.size());
+  std::copy(all.begin(), all.end(), p);
   return NVML_SUCCESS;
 }
 

@@ -58,3 +58,36 @@ TEST(MeasureCli, CommandNotFoundIsAUsageError) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("command 'no-such-program-ts38' not found on PATH"), std::string::npos) << r.out;
 }
+
+TEST(MeasureCli, RunsAreRecordedInTheHistory) {
+  const std::string db = out_dir() + "/hist.sqlite";
+  std::filesystem::remove(db);
+  const Result r = run("-o " + out_dir() + " --run-name hist --history-db " + db + " --no-telemetry --warmup-steps 2 -- "
+                       "/usr/bin/python3 " + kFixtures + "/fake_steps.py 5 0.01 0");
+  EXPECT_EQ(r.status, 0) << r.out;
+  FILE* p = popen((kBin + " history --db " + db + " 2>&1").c_str(), "r");
+  std::string listed;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) listed.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << listed;
+  EXPECT_NE(listed.find("fake_steps"), std::string::npos) << "the measured program is a row of the history: " << listed;
+  const Result none = run("-o " + out_dir() + " --run-name hist2 --history-db " + db + "2 --no-history --no-telemetry -- /bin/true");
+  EXPECT_EQ(none.status, 0) << none.out;
+  EXPECT_FALSE(std::filesystem::exists(db + "2")) << "--no-history writes no database";
+}
+
+TEST(MeasureCli, DevicesOneRunEachAndTheMatrixTable) {
+  const Result r = run("-o " + out_dir() + " --run-name devs --devices cpu --no-history --no-telemetry -- "
+                       "/bin/sh -c 'echo on-{device}'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("on-cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("results: " + out_dir() + "/devs/results.json"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(trainscope::test::read_text(out_dir() + "/devs/results.json"));
+  EXPECT_EQ(j["runs"].at(0)["device"], "cpu");
+  const Result bad = run("-o " + out_dir() + " --run-name devs2 --devices cpu,tpu -- /bin/true");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("'tpu' is not a device"), std::string::npos) << bad.out;
+  const Result badp = run("-o " + out_dir() + " --run-name p --profile-steps 9-3 -- /bin/true");
+  EXPECT_EQ(badp.status, 2) << badp.out;
+  EXPECT_NE(badp.out.find("--profile-steps '9-3'"), std::string::npos) << badp.out;
+}

@@ -187,3 +187,20 @@ TEST(GraphDecoder, ReplayedDecodingEmitsTheEagerTokensOnTheGpu) {
   }
   EXPECT_EQ(graphed->execution(), "cuda_graph_replay");
 }
+
+// On a GPU the decoder's MLP runs as one cuBLASLt product with GELU in its epilogue: its logits
+// still equal those of the model's own forward pass over the whole sequence (fp32).
+TEST(GptDecoder, CachedDecodingEqualsRecomputationOnTheGpu) {
+  if (!gpu_available()) GTEST_SKIP() << "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+  const torch::Device gpu("cuda:0");
+  auto model = tiny_gpt();
+  model->to(gpu);
+  auto reference = make_recompute_decoder(*model, 40, 61, gpu);
+  auto prompt = ids({5, 17, 3, 42, 8, 8, 1}).to(gpu);
+  auto [want_ids, want_logits] = greedy(*reference, prompt, 12);
+  auto cached = make_gpt_decoder(*model, torch::kFloat);
+  auto [got_ids, got_logits] = greedy(*cached, prompt, 12);
+  EXPECT_EQ(got_ids, want_ids);
+  for (size_t i = 0; i < got_logits.size(); ++i)
+    EXPECT_TRUE(torch::allclose(got_logits[i], want_logits[i], 1e-3, 1e-4)) << "step " << i;
+}

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "settings_cli.h"
 #include "interrupt.h"
+#include "dist/stall.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
 #include "infer_lm.h"
@@ -24,6 +25,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "train/trainer.h"
+#include "workload/aoti_model.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/host_malloc.h"
@@ -48,6 +50,7 @@ struct InferFlags {
   std::vector<int64_t> batch_sizes;
   std::optional<double> qps, target_p99_ms, budget;
   std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+  double stall_timeout_s = 60;  // --dist-timeout: a measurement without progress this long is named as stalled
   bool malloc_tuning = true;  // set_host_malloc, as `run` does
   TelemetryOptions telemetry;
   SettingOptions settings;  // the options shared with `run`: same keys, same ranges
@@ -73,6 +76,7 @@ void read_shared_settings(InferFlags& f) {
   if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
   if (given("train.threads")) f.threads = m.train.threads;
   f.malloc_tuning = m.train.malloc_tuning;
+  f.stall_timeout_s = m.dist.timeout_s;  // given or the table's default
   f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
@@ -208,7 +212,9 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     s.inputs = load_inference_inputs(d, seed, f.limit.value_or(0));
     int64_t c = s.inputs.x.size(1), h = s.inputs.x.size(2), w = s.inputs.x.size(3);
     s.classes = 0;
-    if (is_torchscript_path(f.model)) {
+    if (is_aoti_package_path(f.model)) {
+      s.base.weights = "aoti";  // workload/aoti_model.h: compiled weights, run as they are
+    } else if (is_torchscript_path(f.model)) {
       s.base.weights = "torchscript";
     } else {
       if (!f.untrained)
@@ -224,9 +230,9 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     s.classes = s.inputs.y.numel() > 0 ? s.inputs.y.max().item<int64_t>() + 1 : 10;
     torch::manual_seed(seed);
     s.model = make_model(f.model, c, h, w, s.classes);
-    check_model_fits_inputs(*s.model, s.inputs.x, s.base.weights == "torchscript" ? 0 : s.classes, {},
-                            fmt::format("model '{}'", f.model));
-    if (s.base.weights == "torchscript") s.classes = 0;
+    const bool own_head = s.base.weights == "torchscript" || s.base.weights == "aoti";  // its classes are its own
+    check_model_fits_inputs(*s.model, s.inputs.x, own_head ? 0 : s.classes, {}, fmt::format("model '{}'", f.model));
+    if (own_head) s.classes = 0;
     s.base.label = f.model;
     s.base.model = f.model;
     describe_inputs(s);
@@ -234,8 +240,8 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   }
   if (out.empty())
     throw_error(ErrorKind::kInvalidArgument,
-                "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript) or "
-                "--model NAME --untrained");
+                "nothing to measure: pass --checkpoint FILE.pt, --run DIR, --model FILE.pt (TorchScript), --model "
+                "FILE.pt2 (AOTInductor package, LibTorch >= 2.6) or --model NAME --untrained");
   return out;
 }
 
@@ -331,7 +337,7 @@ InferenceRun measure_one(const InferFlags& f, Subject& s, const std::string& dev
     torch::Device d(dev);
     s.model->to(d);
     if (s.classes > 0 && s.base.weights != "untrained") {
-      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
+      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024, opt.on_progress);
       r.test_accuracy_pct = acc;
       r.test_loss = loss;
     }
@@ -384,11 +390,26 @@ void run_infer(const InferFlags& f, int& exit_status) {
   // keep it, print the table and exit 130; a second Ctrl-C exits at once.
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again to exit at once)\n");
+  // A model that hangs never reaches the next query: named after --dist-timeout (the stall
+  // watch), and an interrupt ends the process after the deadline (the file holds what finished).
+  dist::StallWatch watch("infer", f.stall_timeout_s, nullptr,
+                         [](const std::string& m) { fmt::print(stderr, "trainscope: warning: {}\n", m); });
+  const double grace_s = std::max(f.stall_timeout_s, 30.0);
+  watch.set_advice(fmt::format("Ctrl-C ends the process within {:g} s; the measurements finished before are in {}",
+                               grace_s, out_path));
+  const StopDeadline deadline(
+      stop, grace_s,
+      fmt::format("trainscope: the measurement in progress did not stop within {:g} s of the interrupt (the longer of "
+                  "--dist-timeout and 30 s): the model hangs; exiting now. The measurements finished before are in {}\n",
+                  grace_s, out_path));
+  opt.on_progress = [&watch] { watch.progress(); };  // a batch or query returned
   for (auto& s : subjects)
     for (const auto& dev : devices) {
       if (stop) break;
       set_threads(f, s.trained_threads);
+      watch.work_begin(fmt::format("the measurement of {} on {}", s.base.label, dev));
       runs.push_back(measure_one(f, s, dev, opt, prov, sampler.get(), gpus, reporters, &stop));
+      watch.work_end();
       // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
       reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });
     }
@@ -414,7 +435,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("--checkpoint", f->checkpoints, "checkpoint .pt written by trainscope run (its .json beside it)")
       ->delimiter(',');
   sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
-  sub->add_option("--model", f->model, "TorchScript file, or a built-in name (mlp, cnn, resnet18, vgg11) with --untrained");
+  sub->add_option("--model", f->model, "TorchScript file (.pt), AOTInductor package (.pt2, LibTorch >= 2.6), or a built-in name (mlp, cnn, resnet18, vgg11, vit-s, vit-ti) with --untrained");
   sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
   auto& shared = f->settings;
   shared.add(sub, "data.path", "--data", "data folder (default: the data the checkpoint was trained on)", false);
@@ -440,6 +461,9 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "telemetry.slow_interval_s");
   shared.add(sub, "telemetry.pcie_interval_s");
   shared.add(sub, "telemetry.nvml_library", "--nvml-library", "NVML library to dlopen (name or path)");
+  shared.add(sub, "dist.timeout_s", "--dist-timeout",
+             "a measurement without progress this long is named as stalled; an interrupt waits at most the longer "
+             "of this and 30 s");
   shared.add(sub, "inference.gen_pp", "--pp", "language models: llama-bench pp tests, prompt tokens (e.g. 512)");
   shared.add(sub, "inference.gen_tg", "--tg", "language models: llama-bench tg tests, generated tokens (e.g. 128)");
   shared.add(sub, "inference.gen_depth", "--depth", "language models: tokens in the cache before each test (@ dN)");
