@@ -185,7 +185,7 @@ std::string decode_sweep_table(const std::vector<std::pair<std::string, DecodeSw
   for (const auto& [label, s] : sweeps)
     for (const auto& p : s.points) {
       std::string note = !p.error.empty() ? p.error : (s.saturation_batch == p.batch ? "saturation point" : "");
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", label, p.batch, ms(p.tokens_per_s), ms(p.step_ms), note);
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", label, p.batch, ms(p.tokens_per_s), p.step_ms ? fmt::format("{:.3f}", *p.step_ms) : "—", note);
     }
   return out;
 }

@@ -28,7 +28,7 @@ int run_binary(const std::vector<std::string>& args, std::string* out) {
   return rc;
 }
 
-// Trains once per test process: a GPT of one block, width 32, context 32, for two steps.
+// Trains once per test process: a GPT of one block, width 32, windows of 32 tokens (context 256), for two steps.
 const std::string& run_dir() {
   static std::string dir = [] {
     trainscope::remove_tree(root());
@@ -75,7 +75,7 @@ TEST(GenerateE2e, InferRunsEveryScenarioOnALanguageModelCheckpoint) {
   ASSERT_EQ(j["runs"].size(), 1u);
   const auto& g = j["runs"][0]["inference"]["generation"];
   ASSERT_TRUE(g.is_object()) << j.dump(2);
-  EXPECT_EQ(g["context"], 32);
+  EXPECT_EQ(g["context"], 256);  // gpt-mini's position embedding (the preset's, longer than --seq-len)
   EXPECT_EQ(g["decoding"], "greedy (argmax)");
   ASSERT_EQ(g["tests"].size(), 2u);
   EXPECT_EQ(g["tests"][0]["test"], "pp16");
@@ -115,9 +115,9 @@ TEST(GenerateE2e, OutputJsonlIsLlamaBenchsFields) {
 
 TEST(GenerateE2e, BadInputsAreClearErrors) {
   std::string out;
-  EXPECT_NE(run_binary(infer_args({"--pp", "100", "--gen-batches", "none", "-o", root() + "/bad.json"}), &out), 0);
-  EXPECT_NE(out.find("--pp 100"), std::string::npos) << out;
-  EXPECT_NE(out.find("context of 32"), std::string::npos) << out;
+  EXPECT_NE(run_binary(infer_args({"--pp", "300", "--gen-batches", "none", "-o", root() + "/bad.json"}), &out), 0);
+  EXPECT_NE(out.find("--pp 300"), std::string::npos) << out;
+  EXPECT_NE(out.find("context of 256"), std::string::npos) << out;
   EXPECT_NE(run_binary(infer_args({"--gen-batches", "0", "-o", root() + "/bad.json"}), &out), 0);
   EXPECT_NE(out.find("--gen-batches 0"), std::string::npos) << out;
   EXPECT_NE(run_binary(infer_args({"--scenario", "offline", "-o", root() + "/bad.json"}), &out), 0);

@@ -273,7 +273,7 @@ TEST(GenerationOutput, ServerAndSweepTables) {
   EXPECT_NE(t.find("TTFT p50/p90/p99 ms"), std::string::npos);
   EXPECT_NE(t.find("| gpt2 cpu | 1 | 1/1 |"), std::string::npos) << t;
   auto w = decode_sweep_table({{"gpt2 cpu", *s.decode_sweep}});
-  EXPECT_NE(w.find("| gpt2 cpu | 2 | 150.00 | 13.00 | saturation point |"), std::string::npos) << w;
+  EXPECT_NE(w.find("| gpt2 cpu | 2 | 150.00 | 13.000 | saturation point |"), std::string::npos) << w;
   EXPECT_NE(w.find("out of memory at batch 4"), std::string::npos);
 }
 
