@@ -75,7 +75,7 @@ int run_measure(MeasureArgs& a, const std::vector<std::string>& command) {
     for (size_t i = 0; i < results.size(); ++i) {
       measure::MeasureConfig ci = c;
       ci.run_device = a.devices[i];
-      fmt::print(stderr, "\n[{}] {}", a.devices[i], measure::render_summary(results[i], ci));
+      fmt::print(stderr, "\n[{}]{}", a.devices[i], measure::render_summary(results[i], ci));
       records.push_back(results[i].record);
     }
     fmt::print("\n{}\nresults: {}/results.json, {}/results.csv\n", format_matrix_table(records), c.out_dir, c.out_dir);
