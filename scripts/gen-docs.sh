@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the settings table in docs/configuration.md (everything below its marker line) from
-# the settings table in src/common/settings_rows.cpp, through `trainscope settings --markdown`.
+# the settings table in src/config/settings_rows.cpp, through `trainscope settings --markdown`.
 # The hand-written text above the marker stays. Test: Settings.DocsConfigurationMdHoldsTheCurrentTable.
 #   scripts/gen-docs.sh            # uses build/trainscope
 #   TRAINSCOPE_BIN=path/to/trainscope scripts/gen-docs.sh

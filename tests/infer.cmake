@@ -1,2 +1,3 @@
 ts_add_test(test_infer SOURCES infer/test_infer.cpp TORCH)
 ts_add_test(test_infer_graphs SOURCES infer/test_infer_graphs.cpp TORCH)
+ts_add_test(test_generate SOURCES infer/test_generate.cpp TORCH)

@@ -1,5 +1,9 @@
 # Report component: analysis, advice, history and compare (torch-free), and the HTML end-to-end test.
-ts_add_test(test_report SOURCES report/test_report.cpp LIBS SQLite::SQLite3)
+# One file per idea; helpers in report/report_helpers.h.
+ts_add_test(test_report SOURCES report/test_report_advice.cpp report/test_report_analysis.cpp
+            report/test_report_compare.cpp report/test_report_history.cpp report/test_report_hosts.cpp
+            report/test_report_identity.cpp report/test_report_render.cpp report/test_report_reporters.cpp
+            report/test_batch_sweep.cpp LIBS SQLite::SQLite3)
 
 add_executable(report_fixture_html report/report_fixture_html.cpp)
 target_link_libraries(report_fixture_html PRIVATE trainscope_core)
@@ -10,3 +14,4 @@ add_test(NAME ReportHtmlChromium
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/report/e2e_html.sh $<TARGET_FILE:report_fixture_html>
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/report/study ${PROJECT_BINARY_DIR}/test-artifacts/report)
 set_tests_properties(ReportHtmlChromium PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS report)
+ts_add_test(test_report_lm SOURCES report/test_report_lm.cpp)

@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-profile gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
+#   lm lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,6 +61,39 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    vit)
+      # ViT-S/16 (docs/workloads.md#vision-transformers) at 224 px, B256, bf16 and graphs+bf16 on
+      # cuda:0 against timm's vit_small_patch16_224 through the Python peer (bench/lm_peer.py vit:
+      # eager and torch.compile) in one invocation, under 300 s. Both sides: 1000 classes, AdamW
+      # (lr 1e-3, weight decay 0.01: PyTorch's AdamW default, the peer's), fused on CUDA. trainscope
+      # trains on seeded synthetic 3 x 224 x 224 images (10 steps an epoch), copied from pinned
+      # host memory each step; the peer trains on one batch already on the GPU.
+      printf '[data]\nformat = "synthetic"\nsynthetic_train = 2560\nsynthetic_test = 256\nsynthetic_channels = 3\nsynthetic_size = 224\nsynthetic_classes = 1000\n' > /tmp/vit224.toml
+      { timeout 120 $TS run --config /tmp/vit224.toml -m vit-s -d cuda:0 -b 256 --variants bf16,graphs+bf16 -e 10 --max-steps 60 \
+          --weight-decay 0.01 --no-inference --no-profile --no-progress --out /tmp/runs --name vit-gpu
+        python3 -c "import json;[print(r['run_id'], r['status'], r.get('steady_samples_per_s'), 'img/s', r.get('mfu_pct'), '% MFU', r.get('forward_flops_per_sample'), r.get('optimizer_impl')) for r in json.load(open('/tmp/runs/vit-gpu/results.json'))['runs']]"
+        PYTHONUNBUFFERED=1 timeout 50 python3 bench/lm_peer.py vit --steps 30
+        PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py vit --steps 30 --compile
+      } 2>&1 | tee "$OUT/vit.log"
+      cp /tmp/runs/vit-gpu/results.json "$OUT/vit-gpu-results.json";;
+    lm-recipe)
+      # The training recipe on the GPU (docs/language-models.md#the-training-recipe): a warm-up and
+      # cosine schedule under graphs+bf16 (the fused AdamW's tensor learning rate, LibTorch >= 2.2,
+      # filled before each replay: loss_checks[].learning_rate must follow the schedule and the
+      # variant_note stay empty), --grad-accum 4 (eager; graphs fall back with a note), a target
+      # loss with its energy from NVML, and two sequence lengths (RQ2 memory over batch and T).
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      printf '[train]\nnan_check_interval = 5\n' > /tmp/lm-recipe.toml  # a loss check (and its rate) every 5 steps
+      RARGS="-c /tmp/lm-recipe.toml --data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --grad-clip 1 --no-inference --no-profile --no-progress --out /tmp/runs -d cuda:0"
+      { timeout 150 $TS run $RARGS --seq-len 1024 -b 16 --variants bf16,graphs+bf16 --max-steps 60 --lr 6e-4 \
+          --lr-warmup-steps 10 --lr-decay-steps 50 --lr-min 6e-5 --name lm-sched
+        python3 -c "import json;[print(r['run_id'], r['status'], repr(r['variant_note']), r['optimizer_impl'], r['lr_schedule'], [(c['step'], c.get('learning_rate')) for c in r['loss_checks']]) for r in json.load(open('/tmp/runs/lm-sched/results.json'))['runs']]"
+        timeout 150 $TS run $RARGS --seq-len 1024 -b 4 --grad-accum 4 --variants bf16,graphs+bf16 --max-steps 40 --name lm-accum
+        timeout 150 $TS run $RARGS --seq-len 256 -b 16 --variants bf16 --target-loss 7.5 --eval-every-steps 20 --eval-windows 16 --epochs 2 --name lm-target
+        timeout 200 $TS run $RARGS --seq-lens 256,1024 -b 8,16 --variants bf16 --max-steps 30 --name lm-seqlens
+        $TS report /tmp/runs/lm-seqlens /tmp/runs/lm-target -o /tmp/runs/lm-recipe-report && grep -A12 "RQ2\|RQ4" /tmp/runs/lm-recipe-report/report.md | head -60
+      } 2>&1 | tee "$OUT/lm-recipe.log"
+      for n in lm-sched lm-accum lm-target lm-seqlens; do cp /tmp/runs/$n/results.json "$OUT/$n-results.json"; done;;
     gen)
       # GPT-2 124M greedy decoding with the KV cache, batch 1, prompt 128, 128 new tokens
       # (docs/generation.md): bench/decode_bench.cpp eager and graph-replayed, fp32 and bf16, on
@@ -72,6 +105,22 @@ for stage in "$@"; do
         for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
           PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --batch 1 --reps 2; done
       } 2>&1 | tee "$OUT/gen.log";;
+    infer-gen)
+      # `trainscope infer` on a GPT-2 checkpoint (docs/generation.md): a one-step gpt2 run on
+      # random token ids gives the checkpoint; then pp512/tg128 (5 repetitions), the decode batch
+      # sweep and the server scenario at three rates with goodput, on cuda:0 and the CPU cores in
+      # one invocation, eager and graph-replayed, fp32 and bf16; transformers beside it.
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      { [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference \
+          --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt
+        for dt in float32 bfloat16; do
+          timeout 300 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype $dt --pp 512 --tg 128 \
+            --gen-batches auto --server-rates 1,2,4 --prompt-len 128 --output-len 128 -o "$OUT/infer-gen-$dt.json"
+          timeout 120 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype $dt --graphs --pp 512 --tg 128 \
+            --gen-batches auto --server-rates 1,2,4 -o "$OUT/infer-gen-$dt-graphs.json"
+          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt
+          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+      } 2>&1 | tee "$OUT/infer-gen.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
       # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)

@@ -42,6 +42,8 @@ struct DataConfig {
   int64_t seq_len = 256;              // tokens per training window (T)
   int64_t vocab_size = 0;             // 0 = from the data: 256 for text bytes, largest id + 1 (at least 50257) for tokens
   int64_t eval_windows = 64;          // validation windows evaluated (the first ones); 0 = all
+  /// Sequence lengths as a matrix dimension (--seq-lens); [] = seq_len alone.
+  std::vector<int64_t> seq_lens;
 };
 
 /// One training run's settings (a cell of the experiment matrix).
@@ -72,6 +74,11 @@ struct TrainConfig {
   int64_t lm_layers = 0, lm_width = 0, lm_heads = 0;
   double weight_decay = 0;             // adam: decoupled weight decay (AdamW, Loshchilov & Hutter 2019); 0 = Adam
   double grad_clip = 0;                // >0: clip the global gradient norm to this before each step
+  int64_t grad_accum = 1;              // micro-batches per optimizer step (each of the batch size)
+  int64_t lr_warmup_steps = 0;         // linear learning-rate warm-up, optimizer steps (train/lr_schedule.h)
+  int64_t lr_decay_steps = 0;          // >0: cosine decay to lr_min, reached at this optimizer step
+  double lr_min = 0;                   // the learning rate the cosine decay ends at
+  double target_loss = 0;              // >0: end a language-model run when its validation loss first reaches this
 };
 
 /// Hardware telemetry during runs (trainscope/telemetry.h).
@@ -107,6 +114,15 @@ struct InferenceConfig {
   double server_qps = 0;                   // >0: run the server scenario at this Poisson rate
   double server_target_p99_ms = 10;
   double server_budget_s = 2.0;            // queries = max(min_queries, server_qps x budget)
+  // Token generation of a language model (`trainscope infer` on one; docs/generation.md).
+  std::vector<int64_t> gen_pp = {512};     // llama-bench pp tests: prompt tokens (0 = none)
+  std::vector<int64_t> gen_tg = {128};     // llama-bench tg tests: generated tokens (0 = none)
+  int64_t gen_depth = 0;                   // tokens already in the cache before each test
+  int64_t gen_repetitions = 5;             // timed repetitions of each test
+  int64_t gen_prompt_len = 128;            // server requests: prompt tokens
+  int64_t gen_output_len = 128;            // server requests: output tokens
+  double gen_slo_ttft_ms = 500;            // goodput: TTFT limit (MLPerf Llama-3.1-8B interactive)
+  double gen_slo_tpot_ms = 30;             // goodput: TPOT limit (the same)
 };
 
 /// `--batch-sizes auto` (trainscope/batch_sweep.h): per device and model, the batch size doubles

@@ -71,6 +71,9 @@ struct DatasetPair {
   std::string tokenizer;         // language models: "bytes" (text) or "uint16 token ids" (tokens)
   int64_t files = 0;             // language models: files read (train + validation)
   std::string source;            // folder or description
+  /// What the user should know about how the files were read, one sentence each (the matrix
+  /// prints them as notes): e.g. which of a raw and a .gz IDX file was read.
+  std::vector<std::string> notes;
   std::vector<float> mean, std;  // per channel, computed on the training set (in [0,1] pixel units)
 };
 

@@ -36,6 +36,7 @@
 #include <atomic>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ struct InferenceOptions {
   /// Ctrl-C (may be null): every scenario checks it between queries (and while waiting for an
   /// arrival, at least every 50 ms) and ends early; the result then says "interrupted": true.
   const std::atomic<bool>* stop_requested = nullptr;
+  /// A sign of progress (may be empty): called wherever stop_requested is checked, so between
+  /// queries; a stall watch restarts its timeout there (src/dist/stall.h).
+  std::function<void()> on_progress;
   /// Server scenario: one rate ends after max(5 x server_budget_s, kServerMinCapS) seconds even
   /// when fewer than min_queries were served (then too_few_queries says so).
   static constexpr double kServerMinCapS = 30;

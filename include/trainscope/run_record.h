@@ -131,11 +131,13 @@ struct LossCheck {
   int64_t step = 0;   // optimizer steps done when it was read (1-based: the step that produced it)
   int64_t t_ns = 0;   // matrix clock
   double loss = 0;    // that step's batch cross-entropy (finite: a non-finite loss fails the run)
+  std::optional<double> learning_rate;  // the rate that step used (src/train/lr_schedule.h); absent in older records
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("step", s.step, Better::kNone);
     v("t_ns", s.t_ns, Better::kNone);
     v("loss", s.loss, Better::kLower);
+    v("learning_rate", s.learning_rate, Better::kNone);
   }
 };
 
@@ -200,7 +202,13 @@ struct RunRecord {
   std::string optimizer;
   std::string optimizer_impl;     // which implementation ran (train/optimizer.h)
   std::optional<bool> cudnn_benchmark;  // CUDA runs: cuDNN autotuning on (TrainConfig); absent on the CPU
-  double learning_rate = 0;
+  double learning_rate = 0;       // the peak rate of a schedule
+  /// How the rate moved over the steps (src/train/lr_schedule.h): "constant 0.001", "linear
+  /// warm-up over 100 steps to 0.0006, cosine decay to 6e-05 at step 5000"; "" in older records.
+  std::string lr_schedule;
+  /// Micro-batches per optimizer step (--grad-accum): an optimizer step trains grad_accum x
+  /// batch_size samples; batch_size is the micro-batch, the one a forward pass holds in memory.
+  int64_t grad_accum = 1;
   uint64_t seed = 0;
   int64_t intra_op_threads = 0;
   int64_t epochs_requested = 0;
@@ -241,14 +249,14 @@ struct RunRecord {
   std::optional<InferenceSection> inference;  // trainscope/inference.h
   std::optional<InputPipelineSection> input_pipeline;  // how batches were made (src/train/batch_source.h)
 
-  // variants, MFU, time-to-accuracy (trainscope/variants.h, trainscope/mfu.h)
+  // variants, MFU, time-to-accuracy (trainscope/variants.h, train/mfu.h)
   std::string variant = "eager";     // canonical variant name (variants.h); part of the run id unless eager
   /// Why the variant did not run as asked: "not applicable on cpu: ..." (status not_applicable),
   /// or the CUDA-graph capture's fallback reason (the run continued eagerly); "" = ran as asked.
   std::string variant_note;
   std::optional<double> train_flops_per_s;  // 3 x forward_flops_per_sample x steady_samples_per_s
   std::optional<double> mfu_pct;            // train_flops_per_s / the device's peak at mfu_precision
-  std::optional<double> peak_flops_per_s;   // the peak used (trainscope/mfu.h table)
+  std::optional<double> peak_flops_per_s;   // the peak used (train/mfu.h table)
   std::string mfu_precision;                // "fp32", "tf32", "bf16"
   std::string mfu_note;                     // why mfu_pct is absent ("" when set)
   std::optional<TimeToAccuracy> time_to_accuracy;  // with --target-accuracy
@@ -289,6 +297,8 @@ struct RunRecord {
     v("optimizer_impl", s.optimizer_impl, Better::kNone, kLiteral);
     v("cudnn_benchmark", s.cudnn_benchmark, Better::kNone);
     v("learning_rate", s.learning_rate, Better::kNone, kCsv);
+    v("lr_schedule", s.lr_schedule, Better::kNone);
+    v("grad_accum", s.grad_accum, Better::kNone);
     v("seed", s.seed, Better::kNone, kCsv);
     v("intra_op_threads", s.intra_op_threads, Better::kNone, kCsv);
     v("epochs_requested", s.epochs_requested, Better::kNone, kCsv);

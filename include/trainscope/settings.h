@@ -2,7 +2,7 @@
 // flag (if any), its help text, unit and valid values, and where it lives in a MatrixConfig;
 // its default is read from the config structs (trainscope/config.h), never written twice.
 //
-// Generated from this table: the TOML loader and matrix.json (src/common/config.cpp), the
+// Generated from this table: the TOML loader and matrix.json (src/config/config.cpp), the
 // options of `trainscope run` and the shared options of `infer` and `monitor`
 // (tools/trainscope/settings_cli.cpp), the range checks of validate(), `trainscope settings`
 // and docs/configuration.md (scripts/gen-docs.sh).

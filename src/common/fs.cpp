@@ -216,6 +216,14 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes
       int errnum = 0;
       std::string msg = gzerror(f, &errnum);
       gzclose(f);
+      // zlib's inflate checks the gzip trailer (RFC 1952 section 2.3.1: CRC-32 and length of the
+      // data) and says "incorrect data check" / "incorrect length check" when it does not match.
+      if (msg.find("incorrect data check") != std::string::npos || msg.find("incorrect length check") != std::string::npos)
+        throw_error(ErrorKind::kDataFormat,
+                    fmt::format("'{}' is corrupt: its gzip checksum (the CRC-32 and length of the data) does not match "
+                                "the data ({}, after {} bytes decompressed); re-download it or give the uncompressed "
+                                "file",
+                                path, msg, out.size()));
       throw_error(ErrorKind::kDataFormat,
                   fmt::format("'{}' is not a valid gzip file (decompressed {} bytes before the error: {}); "
                               "re-download it or give the uncompressed file",

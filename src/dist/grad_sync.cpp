@@ -191,6 +191,7 @@ void RunSync::before_backward(int64_t step, const StopWish& wish) {
 }
 
 void RunSync::ready(size_t i) {
+  if (accumulating_) return;
   std::lock_guard<std::mutex> lk(mu_);
   ++buckets_[bucket_of_[i]]->ready;
   launch_in_order();

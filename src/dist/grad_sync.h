@@ -69,6 +69,10 @@ class RunSync {
 
   /// Called from a gradient-accumulator post-hook: parameter i's gradient is complete.
   void ready(size_t i);
+  /// --grad-accum: true around the backward of a micro-batch that is not the step's last, whose
+  /// gradients are a partial sum: ready() then launches nothing (one all-reduce per optimizer
+  /// step, after the last micro-batch's backward, as DDP's no_sync()).
+  void accumulating(bool on) { accumulating_ = on; }
 
  private:
   struct Bucket;
@@ -85,6 +89,7 @@ class RunSync {
   std::vector<std::unique_ptr<Bucket>> buckets_;
   std::vector<size_t> bucket_of_;
   size_t next_ = 0;
+  std::atomic<bool> accumulating_{false};
   std::mutex mu_;
   int64_t step_ = 0, warmup_ = 0;
   RunRecord& rec_;

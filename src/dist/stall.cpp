@@ -39,10 +39,36 @@ void StallWatch::step_begin(int64_t step) {
 
 void StallWatch::step_end(int64_t step) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (reported_ && step == step_)
-    notes_.back() += fmt::format("; it finished after {:.1f} s",
-                                 std::chrono::duration<double>(Clock::now() - since_).count());
+  if (step == step_) close_stall_locked("finished");
   in_step_ = false;
+}
+
+void StallWatch::work_begin(std::string what) {
+  std::lock_guard<std::mutex> lk(mu_);
+  what_ = std::move(what);
+  step_ = -1;
+  in_step_ = true;
+  reported_ = false;
+  since_ = Clock::now();
+}
+
+void StallWatch::progress() {
+  std::lock_guard<std::mutex> lk(mu_);
+  close_stall_locked("went on");
+  reported_ = false;
+  since_ = Clock::now();
+}
+
+void StallWatch::work_end() {
+  std::lock_guard<std::mutex> lk(mu_);
+  close_stall_locked("finished");
+  in_step_ = false;
+  what_.clear();
+}
+
+void StallWatch::close_stall_locked(const char* how) {
+  if (reported_ && in_step_)
+    notes_.back() += fmt::format("; it {} after {:.1f} s", how, std::chrono::duration<double>(Clock::now() - since_).count());
 }
 
 std::vector<std::string> StallWatch::notes() const {
@@ -57,16 +83,16 @@ void StallWatch::watch() {
     if (stop_ || !in_step_ || reported_ || Clock::now() - since_ < timeout_) continue;
     reported_ = true;
     const int64_t step = step_;
+    const std::string what = what_;  // work_end() may clear it once the lock is released
     const size_t idx = notes_.size();
     notes_.emplace_back();  // step_end may append "it finished after" before the message is in
     lk.unlock();  // telemetry and printing happen outside the lock: the step may end meanwhile
     const std::string tel = telemetry_now_ ? telemetry_now_() : "";
     const std::string msg = fmt::format(
         "{}: {} stalled: no progress for {:.0f} s (--dist-timeout){}; a hung collective or model keeps it "
-        "there (Ctrl-C stops the matrix; when the work does not return within --dist-timeout after it, the process "
-        "exits, keeping the runs finished before: --resume runs the rest)",
-        run_id_, what_.empty() ? fmt::format("step {}", step) : what_, static_cast<double>(timeout_.count()) / 1000.0,
-        tel.empty() ? "" : "; telemetry of the last 5 s: " + tel);
+        "there ({})",
+        run_id_, what.empty() ? fmt::format("step {}", step) : what, static_cast<double>(timeout_.count()) / 1000.0,
+        tel.empty() ? "" : "; telemetry of the last 5 s: " + tel, advice_);
     if (report_) report_(msg);
     lk.lock();
     notes_[idx] = msg + notes_[idx];

@@ -31,6 +31,17 @@ class StallWatch {
   /// Names what is watched when it is not a training step ("the pre-flight forward pass of
   /// model 'x.pt'"): the stall message then says it instead of "step N".
   void set_what(std::string what) { what_ = std::move(what); }
+  /// Work outside the training steps that runs a model (an evaluation on the test set, the
+  /// inference measurement): `what` names it in the stall message; progress() is a sign of
+  /// life within it (a batch or query returned) that restarts the timeout; work_end() when it
+  /// returned. A stall reported before progress() or work_end() gets "it went on / finished
+  /// after N s" in its note.
+  void work_begin(std::string what);
+  /// What the stall message tells the user to do (set before the watch starts); the default
+  /// speaks of a matrix: Ctrl-C, the deadline after it, --resume.
+  void set_advice(std::string advice) { advice_ = std::move(advice); }
+  void progress();
+  void work_end();
   /// A step began (0-based global index) / finished: progress.
   void step_begin(int64_t step);
   void step_end(int64_t step);
@@ -40,8 +51,12 @@ class StallWatch {
 
  private:
   void watch();
+  void close_stall_locked(const char* how);  // "finished" / "went on": completes a reported stall's note
 
   std::string run_id_, what_;
+  std::string advice_ =
+      "Ctrl-C stops the matrix; when the work does not return within --dist-timeout after it, the process exits, "
+      "keeping the runs finished before: --resume runs the rest";
   std::chrono::milliseconds timeout_;
   std::function<std::string()> telemetry_now_;
   std::function<void(const std::string&)> report_;

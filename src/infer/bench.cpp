@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "infer/executor.h"
+#include "infer/generate.h"  // window_telemetry
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/stats.h"
@@ -21,20 +22,10 @@ using Clock = std::chrono::steady_clock;
 
 double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler (trainscope/telemetry.h
-// scenario_telemetry), or the reason they are absent.
+// Power and energy of `tdev` over [t0_ns, t1_ns] from the sampler, or the reason they are absent.
 ScenarioTelemetry telemetry_section(const TelemetrySampler* sampler, const std::string& tdev, int64_t t0_ns,
                                     int64_t t1_ns, int64_t samples) {
-  ScenarioTelemetry out;
-  if (!sampler) {
-    out.absent_reason = "telemetry is off (--no-telemetry, or the sampler could not start)";
-    return out;
-  }
-  if (tdev.empty()) {
-    out.absent_reason = "no telemetry device matches this device (NVML did not report it)";
-    return out;
-  }
-  return scenario_telemetry(sampler->summarize(t0_ns, t1_ns, samples), tdev);
+  return window_telemetry(GenerationTelemetry{sampler, tdev}, t0_ns, t1_ns, samples);
 }
 
 // The rows [first, first + n) of the pool, wrapping around; a view when they are contiguous.
@@ -52,7 +43,11 @@ std::optional<SplitPart> split_part(const std::vector<double>& v) {
   return SplitPart{s.p50_ms, s.p99_ms, s.mean_ms};
 }
 
-bool stop_now(const InferenceOptions& opt) { return opt.stop_requested && opt.stop_requested->load(); }
+// Checked between queries: also the scenarios' sign of progress (InferenceOptions::on_progress).
+bool stop_now(const InferenceOptions& opt) {
+  if (opt.on_progress) opt.on_progress();
+  return opt.stop_requested && opt.stop_requested->load();
+}
 
 struct Env {
   InferenceExecutor& ex;
@@ -358,12 +353,14 @@ InferenceSection measure_inference(Model& model, const torch::Device& device, co
 
 InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                               const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
-                              const std::string& tdev, const std::atomic<bool>* stop_requested, bool cuda_graphs) {
+                              const std::string& tdev, const std::atomic<bool>* stop_requested, bool cuda_graphs,
+                              std::function<void()> on_progress) {
   try {
     auto pool = test_x.narrow(0, 0, std::min<int64_t>(test_x.size(0), kPoolSamples));
     auto opt = inference_options(cfg, seed);
     opt.stop_requested = stop_requested;
     opt.cuda_graphs = cuda_graphs;
+    opt.on_progress = std::move(on_progress);
     return measure_inference(model, device, pool, opt, sampler, tdev);
   } catch (const Error& e) {
     InferenceSection failed;

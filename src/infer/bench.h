@@ -32,11 +32,12 @@ InferenceOptions inference_options(const InferenceConfig& cfg, uint64_t seed);
 /// throws; a failure sets error_kind and error so the training run stays measured.
 /// `stop_requested` (may be null): Ctrl-C ends the scenarios early (InferenceOptions).
 /// `cuda_graphs`: replay captured CUDA graphs (InferenceOptions::cuda_graphs), e.g. for a run
-/// of the graphs variant.
+/// of the graphs variant. `on_progress` (may be empty): InferenceOptions::on_progress.
 InferenceSection inference_after_training(Model& model, const torch::Device& device, const torch::Tensor& test_x,
                                         const InferenceConfig& cfg, uint64_t seed, const TelemetrySampler* sampler,
                                         const std::string& telemetry_device,
-                                        const std::atomic<bool>* stop_requested = nullptr, bool cuda_graphs = false);
+                                        const std::atomic<bool>* stop_requested = nullptr, bool cuda_graphs = false,
+                                        std::function<void()> on_progress = {});
 
 inline constexpr int64_t kPoolSamples = 4096;
 

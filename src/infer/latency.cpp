@@ -12,23 +12,10 @@
 namespace trainscope {
 
 LatencySummary summarize_latencies(const std::vector<double>& latencies_ms, int64_t min_queries) {
-  LatencySummary s;
-  min_queries = std::max<int64_t>(min_queries, 1);
-  s.queries = static_cast<int64_t>(latencies_ms.size());
-  if (s.queries < min_queries) {
-    s.too_few_queries = true;
-    s.too_few_reason = fmt::format("only {} timed queries, fewer than the minimum of {}: percentiles (p99 above all) "
-                                   "are unreliable; raise the time budget (infer --budget; run: [inference] single_stream_budget_s / server_budget_s) or lower the minimum",
-                                   s.queries, min_queries);
-  }
-  if (latencies_ms.empty()) return s;
-  std::vector<double> sorted = latencies_ms;
-  std::sort(sorted.begin(), sorted.end());
-  s.p50_ms = percentile_sorted(sorted, 50);
-  s.p90_ms = percentile_sorted(sorted, 90);
-  s.p99_ms = percentile_sorted(sorted, 99);
-  s.max_ms = sorted.back();
-  s.mean_ms = mean(sorted);
+  LatencySummary s = latency_percentiles(latencies_ms, min_queries);  // trainscope/generation_section.h
+  if (s.too_few_queries)
+    s.too_few_reason += "; raise the time budget (infer --budget; run: [inference] single_stream_budget_s / "
+                        "server_budget_s) or lower the minimum";
   return s;
 }
 

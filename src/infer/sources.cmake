@@ -3,6 +3,10 @@ target_sources(trainscope PRIVATE
   infer/executor.cpp
   infer/bench.cpp
   infer/checkpoint.cpp
+  infer/generate_tokens.cpp
+  infer/generate_bench.cpp
+  infer/generate_server.cpp
+  infer/lm_checkpoint.cpp
   infer/graph_decoder.cpp)
 if(TRAINSCOPE_WITH_CUDA)
   target_sources(trainscope PRIVATE infer/executor_cuda.cpp infer/graph_decoder_cuda.cpp)

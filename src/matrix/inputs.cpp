@@ -62,7 +62,9 @@ void Matrix::check_inputs() {
   if (!threads_warning.empty()) warning(threads_warning);
   std::string device_note;
   devices_ = resolve_devices(cfg_.devices, &device_note);
-  // Data first: a bad path or corrupt file stops us before any training.
+  // Data first: a bad path or corrupt file stops us before any training. With --seq-lens the
+  // first length is checked here (run_cells cuts the data for the others).
+  if (!cfg_.data.seq_lens.empty()) cfg_.data.seq_len = cfg_.data.seq_lens.front();
   workload_.emplace(make_workload(load_datasets(cfg_.data, cfg_.train.seed)));
   const auto& tr = workload_->data.train;
   if (tr.count < 1) throw_error(ErrorKind::kDataFormat, "the training set is empty");
@@ -82,9 +84,11 @@ void Matrix::check_inputs() {
   check_variants();
   size_t device_cells = 0;
   for (const auto& d : devices_) device_cells += device_variants(d).size();
-  planned_ = device_cells * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats);
+  planned_ = device_cells * cfg_.models.size() * cfg_.batch_sizes.size() * static_cast<size_t>(cfg_.repeats) *
+             (tr.is_tokens() ? std::max<size_t>(cfg_.data.seq_lens.size(), 1) : 1);
   check_file_names();
   if (!device_note.empty()) notice(device_note);  // after the input checks: a bad input's error comes alone
+  for (const auto& n : workload_->data.notes) notice(n);
 }
 
 // Every file a run writes is named by its run id, which holds the model's name (a model file's

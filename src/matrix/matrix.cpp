@@ -57,9 +57,26 @@ void Matrix::stop_with(MatrixAbort kind, const std::string& reason) {
   }
 }
 
+// --seq-lens (docs/language-models.md#sequence-length-as-a-matrix-dimension): the language-model
+// data cut into windows of each length in turn, the cells of each after it; the run ids and model
+// labels name the length ("cpu-gpt-mini-t256-b8-r0"). Without it, the one --seq-len.
 void Matrix::run_cells() {
   ProgressBar progress(cfg_.progress);
   const auto model_names = run_id_model_names(cfg_.models);  // one per list entry, unique
+  if (cfg_.data.seq_lens.empty() || !workload_->data.train.is_tokens()) return run_cells_at(model_names, progress);
+  for (int64_t t : cfg_.data.seq_lens) {
+    if (t != workload_->data.train.width) {
+      cfg_.data.seq_len = t;
+      workload_.emplace(make_workload(load_datasets(cfg_.data, cfg_.train.seed)));
+    }
+    std::vector<std::string> names;
+    for (const auto& n : model_names) names.push_back(fmt::format("{}-t{}", n, t));
+    run_cells_at(names, progress);
+    if (res_.interrupted) return;
+  }
+}
+
+void Matrix::run_cells_at(const std::vector<std::string>& model_names, ProgressBar& progress) {
   if (cfg_.batch_sweep.enabled) return run_sweeps(model_names, progress);
   for (int64_t rep = 0; rep < cfg_.repeats; ++rep)
     for (size_t mi = 0; mi < cfg_.models.size(); ++mi)

@@ -79,6 +79,7 @@ class Matrix {
   void check_file_names() const;
   void publish_checkpoint(const RunSpec& spec, RunRecord& rec);
   void run_sweeps(const std::vector<std::string>& model_names, ProgressBar& progress);
+  void run_cells_at(const std::vector<std::string>& model_names, ProgressBar& progress);  // one sequence length
   void run_cell(const std::string& dev, const std::string& model, const std::string& id_name, int64_t batch, int64_t rep,
                 const std::string& variant, ProgressBar& progress);
   void train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress);

@@ -7,12 +7,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "common/text.h"
 #include "matrix/matrix.h"
 #include "results/record_json.h"
-#include "train/lm_task.h"
 #include "workload/model_names.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -20,23 +22,6 @@
 namespace trainscope {
 
 namespace fs = std::filesystem;
-
-nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
-  const auto& tr = w.data.train;
-  return {{"schema_version", kSchemaVersion},
-          {"model", spec.model},
-          {"input_shape", {tr.channels, tr.height, tr.width}},
-          {"num_classes", tr.num_classes},
-          {"normalisation", {{"mean", w.data.mean}, {"std", w.data.std}}},
-          {"data", {{"format", data.format}, {"path", data.path}, {"image_size", data.image_size},
-                    {"image_channels", data.image_channels}}},
-          {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
-          {"trained_on", spec.device},
-          {"batch_size", spec.batch_size},
-          {"seed", spec.train.seed},
-          {"task", w.data.task},
-          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
-}
 
 namespace matrix_detail {
 
@@ -49,6 +34,50 @@ void publish_file(const std::string& tmp, const std::string& path) {
   if (ec)
     throw_error(ErrorKind::kIo, fmt::format("cannot rename '{}' to '{}': {}; check the run folder (disk full, removed?)",
                                             tmp, path, ec.message()));
+}
+
+// A model file's fingerprint for --resume, "N bytes, CRC-32 xxxxxxxx" (zlib's crc32): not a
+// security hash, it tells a replaced or re-saved file from the one the matrix started with.
+std::string file_fingerprint(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_error(ErrorKind::kIo, fmt::format("cannot read model file '{}'; check that it is there", path));
+  std::vector<char> buf(1 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  uint64_t bytes = 0;
+  while (f) {
+    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<uInt>(f.gcount());
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), got);
+    bytes += got;
+  }
+  return fmt::format("{} bytes, CRC-32 {:08x}", bytes, crc);
+}
+
+// matrix.json's "model_files": each TorchScript model file of the matrix and its fingerprint.
+nlohmann::json model_fingerprints(const std::vector<std::string>& models) {
+  auto j = nlohmann::json::object();
+  for (const auto& m : models)
+    if (is_torchscript_path(m)) j[m] = file_fingerprint(m);
+  return j;
+}
+
+// --resume: each model file must be the one matrix.json recorded when the matrix started (a file
+// replaced by another model of the same parameter count passes the count check). A matrix.json
+// of an older trainscope has no "model_files": nothing to compare.
+void check_model_fingerprints(const std::string& run_dir, const std::vector<std::string>& models) {
+  const auto bytes = read_file_bytes(run_dir + "/matrix.json", uint64_t{1} << 26);
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("model_files") || !j["model_files"].is_object()) return;
+  for (const auto& m : models) {
+    const auto it = j["model_files"].find(m);
+    if (it == j["model_files"].end() || !it->is_string()) continue;
+    if (const std::string now = file_fingerprint(m); now != it->get<std::string>())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("cannot resume '{}': model file '{}' changed since the matrix started ({} then, {} now; "
+                              "matrix.json records it). The inputs changed since the matrix started; put the original "
+                              "file back, or start a new run folder without --resume",
+                              run_dir, m, it->get<std::string>(), now));
+  }
 }
 
 }  // namespace
@@ -73,7 +102,11 @@ void Matrix::prepare_run_folder() {
   ensure_writable_dir(res_.run_dir + "/checkpoints");
   res_.provenance = collect_provenance(cfg_.command_line, cfg_.train.seed);
   if (cfg_.resume) load_resumed_runs();
-  write_file_atomic(res_.run_dir + "/matrix.json", matrix_config_to_json(cfg_));
+  // The settings (the settings table) and the model files' fingerprints, for --resume.
+  auto matrix = nlohmann::json::parse(matrix_config_to_json(cfg_));
+  matrix["model_files"] = model_fingerprints(cfg_.models);
+  write_file_atomic(res_.run_dir + "/matrix.json",
+                    matrix.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 // One writer per run folder: a second trainscope on the same --name fails instead of mixing
@@ -123,11 +156,14 @@ void Matrix::load_resumed_runs() {
 
 // --resume reuses the matrix's settings from matrix.json, but its model files and data are read
 // again: a kept run that trained another model or data than these would sit beside the new runs
-// under the same name. Compared: each model's parameter count, the data set and its shape.
+// under the same name. Compared: each model's parameter count, the data set and its shape, then
+// each model file's fingerprint against matrix.json's.
 void Matrix::check_resumed_inputs() const {
   const auto& tr = workload_->data.train;
   const std::vector<int64_t> shape{tr.channels, tr.height, tr.width};
   for (const auto& [id, r] : done_) {
+    // another length of --seq-lens: its windows (and a context grown to it) differ from these
+    if (r.language_model && r.language_model->seq_len != tr.width) continue;
     std::string what;
     if (auto it = model_parameters_.find(r.model); it != model_parameters_.end() && r.parameters &&
                                                      *r.parameters != it->second)
@@ -145,6 +181,7 @@ void Matrix::check_resumed_inputs() const {
                               "files back, or start a new run folder without --resume",
                               res_.run_dir, what));
   }
+  check_model_fingerprints(res_.run_dir, cfg_.models);
 }
 
 // The checkpoint of an ok run under its final name, with its description (.json) beside it; when

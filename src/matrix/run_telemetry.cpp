@@ -13,21 +13,27 @@ namespace trainscope::matrix_detail {
 
 namespace {
 
-// --target-accuracy: the device's energy over the training that reached the target (the epochs'
-// training intervals up to the evaluation that reached it; an evaluation every N steps inside
-// that span is included). Absent when a part has no energy reading.
-void energy_to_target(const TelemetrySampler& sampler, const std::string& tdev, RunRecord& rec) {
-  auto& t = rec.time_to_accuracy;
-  if (!t || !t->reached || tdev.empty()) return;
+// The device's energy over a run's training up to end_ns (the epochs' training intervals; an
+// evaluation every N steps inside that span is included). Absent when a part has no energy reading.
+std::optional<double> energy_until(const TelemetrySampler& sampler, const std::string& tdev, const RunRecord& rec,
+                                   int64_t end_ns) {
   double joules = 0;
   for (const auto& e : rec.epochs) {
-    if (e.start_ns >= t->end_ns) break;
-    const auto es = sampler.summarize(e.start_ns, std::min(e.end_ns, t->end_ns));
+    if (e.start_ns >= end_ns) break;
+    const auto es = sampler.summarize(e.start_ns, std::min(e.end_ns, end_ns));
     const auto* d = es.device(tdev);
-    if (!d || !d->energy || !d->energy->energy_j) return;
+    if (!d || !d->energy || !d->energy->energy_j) return std::nullopt;
     joules += *d->energy->energy_j;
   }
-  t->energy_j = joules;
+  return joules;
+}
+
+// --target-accuracy and --target-loss: the device's energy over the training that reached the target.
+void energy_to_target(const TelemetrySampler& sampler, const std::string& tdev, RunRecord& rec) {
+  if (tdev.empty()) return;
+  if (auto& t = rec.time_to_accuracy; t && t->reached) t->energy_j = energy_until(sampler, tdev, rec, t->end_ns);
+  if (auto& l = rec.language_model; l && l->target_loss_reached.value_or(false) && l->target_loss_end_ns)
+    l->energy_to_target_loss_j = energy_until(sampler, tdev, rec, *l->target_loss_end_ns);
 }
 
 }  // namespace

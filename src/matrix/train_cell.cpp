@@ -25,10 +25,13 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   //      into its own src/<component>/ files.
   // profile: the scheduled operator-profiling window (src/profile/).
   std::unique_ptr<RunProfiler> profiler;
+  // dist: a single-process step, evaluation or inference query without progress for
+  // dist.timeout_s is reported as stalled (watch_stalls)
+  std::unique_ptr<dist::StallWatch> stall;
   if (cfg_.profile.enabled) {  // placed after the headline window (docs/profiling.md#measurement-protocol)
     std::string fit_note;
     spec.profile = resolve_profile_schedule(cfg_.profile, spec.train.warmup_steps,
-                                            planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size),
+                                            planned_train_steps(spec.train, workload_->data.train.count, spec.step_samples()),
                                             &fit_note);
     spec.profile_skip_first_auto = cfg_.profile.skip_first < 0;
     if (!fit_note.empty()) rec.notes.push_back(fit_note);
@@ -52,13 +55,13 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
       rec.inference = inference_after_training(
           m, d, w.test_x.numel() > 0 ? w.test_x : w.train_x, cfg_.inference, cfg_.train.seed, sampler_.get(),
           sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_,
-          /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs);
+          /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs, [&stall] {
+            if (stall) stall->progress();  // a query returned
+          });
     };
   // telemetry: the run GPU's energy counter at the windows' edges (docs/telemetry.md#energy)
   if (sampler_ && dev != "cpu")
     hooks.on_window_edge = [s = sampler_.get()] { s->read_energy_now(); };
-  // dist: a single-process step without progress for dist.timeout_s is reported as stalled
-  std::unique_ptr<dist::StallWatch> stall;
   if (dist::current_rank() < 0) stall = watch_stalls(spec, hooks);
   // ---- end of component hooks
   try {
@@ -94,6 +97,17 @@ std::unique_ptr<dist::StallWatch> Matrix::watch_stalls(const RunSpec& spec, Trai
     if (f) f(k);
     s->step_end(k);
   };
+  hooks.on_evaluation = [s = w.get()](bool running) {
+    if (running) s->work_begin("the evaluation on the test set");
+    else s->work_end();
+  };
+  hooks.on_eval_batch = [s = w.get()] { s->progress(); };
+  if (hooks.on_trained)  // inference after training: its queries call progress() (train_cell)
+    hooks.on_trained = [s = w.get(), f = hooks.on_trained](Model& m, const torch::Device& d) {
+      s->work_begin("the inference measurement after training");
+      f(m, d);  // inference_after_training never throws
+      s->work_end();
+    };
   return w;
 }
 
@@ -116,8 +130,8 @@ double Matrix::fit_min_time(RunSpec& spec) {
   const double min_s = effective_min_time_s(cfg_.train, cfg_.telemetry);
   if (!min_time_applies(spec.train, min_s, dist::current_rank() < 0)) return 0;
   const double step_s = calibrate_step_s(spec);
-  const int64_t per_epoch = (workload_->data.train.count + spec.batch_size - 1) / spec.batch_size;
-  const int64_t planned = planned_train_steps(spec.train, workload_->data.train.count, spec.batch_size);
+  const int64_t per_epoch = (workload_->data.train.count + spec.step_samples() - 1) / spec.step_samples();
+  const int64_t planned = planned_train_steps(spec.train, workload_->data.train.count, spec.step_samples());
   int64_t tail = 0;  // steps the profiler takes at the end of the plan
   if (cfg_.profile.enabled) {
     std::string unused;

@@ -84,7 +84,12 @@ std::string model_label(const std::string& model, const std::string& variant, in
 WorkloadId workload_of(const RunRecord& r) {
   WorkloadId w;
   // The variant and the world size make their own workloads (trainscope/variants.h, docs/distributed.md).
-  w.model = model_label(r.model, r.variant, r.world_size);
+  // A language model's sequence length (a matrix dimension, --seq-lens) and the micro-batches of
+  // a step (--grad-accum) make their own workloads too: "gpt-mini T256", "mlp ×4 micro-batches".
+  std::string model = r.model;
+  if (r.language_model && r.language_model->seq_len > 0) model += fmt::format(" T{}", r.language_model->seq_len);
+  if (r.grad_accum > 1) model += fmt::format(" ×{} micro-batches", r.grad_accum);
+  w.model = model_label(model, r.variant, r.world_size);
   w.dataset = r.dataset;
   w.batch_size = r.batch_size;
   w.seed = r.seed;
@@ -248,7 +253,7 @@ void accumulate_training(const RunRecord& r, Acc& a, Cell& c) {
   if (r.mean_epoch_time_s)
     push(a.epoch_t, r.mean_epoch_time_s);
   else if (r.steady_samples_per_s && *r.steady_samples_per_s > 0 && r.steps_per_epoch > 0) {
-    a.epoch_t.push_back(static_cast<double>(r.steps_per_epoch * r.batch_size) / *r.steady_samples_per_s);
+    a.epoch_t.push_back(static_cast<double>(r.steps_per_epoch * r.batch_size * r.grad_accum) / *r.steady_samples_per_s);
     c.epoch_time_is_estimate = true;
   }
   push(a.tfe, r.time_for_requested_epochs_s);

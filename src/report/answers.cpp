@@ -1,6 +1,7 @@
 // Plain-sentence answers to the study's research questions (docs/report.md#research-questions)
 // from the analysis. A number that is absent is said to be absent, with its reason.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +86,107 @@ class SayOnce {
   std::map<std::string, std::string> last_;  // reading -> the reason its last absence gave
 };
 
+// A cell's steady throughput in its task's unit: tokens/s for a language model, else samples/s.
+std::string rate(const Cell& c) {
+  return c.tokens_per_sample > 1 ? fmt_stat(c.samples_per_s, " tokens/s", static_cast<double>(c.tokens_per_sample))
+                                 : fmt_stat(c.samples_per_s, " samples/s");
+}
+
+// The median of a run group's values ({} when none).
+std::optional<double> median_of(std::vector<double> v) {
+  const Stat st = make_stat(v);
+  return st.ok() ? std::optional<double>(st.median) : std::nullopt;
+}
+
+// The ok language-model runs of these results by (device, model label without the sequence
+// length, variant and ranks included), each with its (batch, T) points in order.
+struct LmPoint {
+  int64_t batch = 0, seq_len = 0;
+  std::vector<double> rss, device_allocated;
+};
+using LmGroups = std::map<std::pair<std::string, std::string>, std::map<std::pair<int64_t, int64_t>, LmPoint>>;
+
+LmGroups lm_groups(const ReportInput& in) {
+  LmGroups g;
+  for (const auto& r : in.runs) {
+    if (r.status != RunStatus::kOk || !r.language_model) continue;
+    const int64_t t = r.language_model->seq_len;
+    std::string label = workload_of(r).model;  // "gpt-mini T256 [bf16]": the length left out here
+    if (auto at = label.find(fmt::format(" T{}", t)); at != std::string::npos)
+      label.erase(at, fmt::format(" T{}", t).size());
+    LmPoint& p = g[{r.device, label}][{r.batch_size, t}];
+    p.batch = r.batch_size, p.seq_len = t;
+    if (r.peak_rss_bytes) p.rss.push_back(static_cast<double>(*r.peak_rss_bytes));
+    if (r.device_peak_allocated_bytes) p.device_allocated.push_back(static_cast<double>(*r.device_peak_allocated_bytes));
+  }
+  return g;
+}
+
+// RQ2 for language models: peak memory at each (batch, sequence length) of a (device, model),
+// when there are two or more; activations grow with batch x T, the attention scores with batch x T².
+std::vector<std::string> lm_memory_sentences(const ReportInput& in) {
+  std::vector<std::string> out;
+  for (const auto& [key, points] : lm_groups(in)) {
+    if (points.size() < 2) continue;
+    const bool gpu = is_gpu(key.first);
+    std::vector<std::string> parts;
+    for (const auto& [bt, p] : points)
+      if (auto m = median_of(gpu ? p.device_allocated : p.rss))
+        parts.push_back(fmt::format("{} at batch {} × T {}", fmt_bytes(*m), p.batch, p.seq_len));
+    if (parts.size() < 2) continue;
+    out.push_back(fmt::format("`{}` on {} (language model, batch × sequence length): peak {} {}; the activations grow "
+                              "with batch × T and the attention scores with batch × T².",
+                              key.second, key.first, gpu ? "GPU memory allocated" : "host memory (RSS)",
+                              fmt::join(parts, ", ")));
+  }
+  return out;
+}
+
+// RQ4 for language models with --target-loss: per (model, batch) and device, the training time,
+// tokens and energy until the validation loss first reached the target, or the best miss.
+std::vector<std::string> lm_target_loss_sentences(const ReportInput& in) {
+  struct Side {
+    double target = 0;
+    std::vector<double> time_s, energy_j, tokens, best;
+    int missed = 0;
+  };
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, Side>> g;  // (model, batch) -> device -> side
+  for (const auto& r : in.runs) {
+    if (r.status != RunStatus::kOk || !r.language_model || !r.language_model->target_loss) continue;
+    const auto& l = *r.language_model;
+    Side& s = g[{workload_of(r).model, r.batch_size}][r.device];
+    s.target = *l.target_loss;
+    if (l.target_loss_reached.value_or(false) && l.time_to_target_loss_s) {
+      s.time_s.push_back(*l.time_to_target_loss_s);
+      if (l.energy_to_target_loss_j) s.energy_j.push_back(*l.energy_to_target_loss_j);
+      if (l.tokens_to_target_loss) s.tokens.push_back(static_cast<double>(*l.tokens_to_target_loss));
+    } else {
+      ++s.missed;
+      if (l.best_val_loss) s.best.push_back(*l.best_val_loss);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, sides] : g)
+    for (const auto& [dev, s] : sides) {
+      const std::string where = dev == "cpu" ? "the CPU" : dev;
+      if (auto t = median_of(s.time_s)) {
+        const auto e = median_of(s.energy_j);
+        const auto tok = median_of(s.tokens);
+        out.push_back(fmt::format("`{}` at batch {} on {} reaches validation loss {} in {} of training{}{}{}.", key.first,
+                                  key.second, where, fmt::format("{:g}", s.target), fmt_time(*t),
+                                  tok ? fmt::format(", {} tokens", fmt_num(*tok)) : "",
+                                  e ? fmt::format(", {} kJ", fmt_num(*e / 1000)) : ", energy not measured",
+                                  s.missed ? fmt::format(" ({} missed it)", count_of(s.missed, "run")) : ""));
+      } else {
+        const auto best = median_of(s.best);
+        out.push_back(fmt::format("`{}` at batch {} on {} did not reach validation loss {} (best {}).", key.first,
+                                  key.second, where, fmt::format("{:g}", s.target),
+                                  best ? fmt::format("{:.3f}", *best) : "not recorded"));
+      }
+    }
+  return out;
+}
+
 // "1 epoch takes" / "20 epochs take": the subject and verb of RQ4's time sentences.
 std::string epochs_take(int64_t epochs) { return count_of(epochs, "epoch") + (epochs == 1 ? " takes" : " take"); }
 
@@ -162,9 +264,9 @@ Answer answer_rq1(const ReportInput& in, const Analysis& a, const Reasons& why) 
   return q1;
 }
 
-Answer answer_rq2(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
-  // ---- RQ2 memory vs batch size
-  Answer q2{"RQ2", "How does memory use change with the batch size?", {}};
+Answer answer_rq2(const ReportInput& in, const Analysis& a, const Reasons& why) {
+  // ---- RQ2 memory vs batch size (and a language model's sequence length)
+  Answer q2{"RQ2", "How does memory use change with the batch size?", lm_memory_sentences(in)};
   for (const auto& b : a.batch_comparisons) {
     const Cell* p = find(a, b.device, b.model, b.batch_a);
     const Cell* q = find(a, b.device, b.model, b.batch_b);
@@ -223,7 +325,10 @@ Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
     else
       s += "; " + (gpu ? lacks("GPU temperature", why.nvml.empty() ? "no NVML reading" : why.nvml)
                        : lacks("CPU temperature", why.hwmon.empty() ? "no sensor reading in this run" : why.hwmon));
-    if (c.energy_per_epoch_j.ok())
+    if (c.energy_per_epoch_j.ok() && c.tokens_per_sample > 1)  // a language model: per token
+      s += fmt::format("; energy {} J per epoch, {} mJ per token", fmt_num(c.energy_per_epoch_j.median),
+                       fmt_num(c.energy_per_sample_j.median * 1000 / static_cast<double>(c.tokens_per_sample)));
+    else if (c.energy_per_epoch_j.ok())
       s += fmt::format("; energy {} J per epoch, {} mJ per sample", fmt_num(c.energy_per_epoch_j.median),
                        fmt_num(c.energy_per_sample_j.median * 1000));
     q3.sentences.push_back(s + ".");
@@ -244,7 +349,7 @@ Answer answer_rq3(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
   return q3;
 }
 
-Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& why) {
+Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) {
   // ---- RQ4 training time
   Answer q4{"RQ4", "How long does training take on the CPU and on the GPU, and is the accuracy the same?", {}};
   for (const auto& d : a.device_comparisons) {
@@ -257,16 +362,13 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
     } else if (d.noise) {
       s = fmt::format("On this machine {} and the CPU train `{}` at batch {} equally fast: the difference ({}×) is "
                       "inside the run-to-run spread (noise): {} vs {}",
-                      g->device, d.model, d.batch_size, fmt_num(*d.speedup), fmt_stat(g->samples_per_s, " samples/s"),
-                      fmt_stat(c->samples_per_s, " samples/s"));
+                      g->device, d.model, d.batch_size, fmt_num(*d.speedup), rate(*g), rate(*c));
     } else if (*d.speedup >= 1) {
       s = fmt::format("On this machine the GPU, {}, trains `{}` {}× faster than the CPU at batch {}: {} vs {}",
-                      label(*g), d.model, fmt_num(*d.speedup), d.batch_size, fmt_stat(g->samples_per_s, " samples/s"),
-                      fmt_stat(c->samples_per_s, " samples/s"));
+                      label(*g), d.model, fmt_num(*d.speedup), d.batch_size, rate(*g), rate(*c));
     } else {
       s = fmt::format("On this machine the CPU trains `{}` {}× faster than the GPU, {}, at batch {}: {} vs {}",
-                      d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, fmt_stat(c->samples_per_s, " samples/s"),
-                      fmt_stat(g->samples_per_s, " samples/s"));
+                      d.model, fmt_num(1 / *d.speedup), label(*g), d.batch_size, rate(*c), rate(*g));
     }
     if (d.cpu_time_for_epochs_s && d.gpu_time_for_epochs_s)
       s += fmt::format("; {} {} on the CPU and {} on the GPU{}", epochs_take(c->epochs_requested),
@@ -285,9 +387,7 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
     for (const auto& c : a.cells)
       if (c.device == "cpu" && c.runs_ok > 0 && c.samples_per_s.ok())
         q4.sentences.push_back(fmt::format(
-            "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size,
-            c.tokens_per_sample > 1 ? fmt_stat(c.samples_per_s, " tokens/s", static_cast<double>(c.tokens_per_sample))
-                                    : fmt_stat(c.samples_per_s, " samples/s"),
+            "On the CPU `{}` at batch {} trains {}{}{}.", c.model, c.batch_size, rate(c),
             c.time_for_epochs_s.ok() ? fmt::format("; {} {}{}", epochs_take(c.epochs_requested),
                                                    fmt_time(c.time_for_epochs_s.median),
                                                    c.time_for_epochs_is_estimate ? " (estimated)" : "")
@@ -297,6 +397,7 @@ Answer answer_rq4(const ReportInput& /*in*/, const Analysis& a, const Reasons& w
                                      : ""));
     q4.sentences.push_back(why.no_gpu_again);
   }
+  for (auto& l : lm_target_loss_sentences(in)) q4.sentences.push_back(std::move(l));
   return q4;
 }
 

@@ -48,29 +48,42 @@ Key key_of(const RunRecord& r) {
 }
 using Side = std::map<Key, std::vector<const RunRecord*>>;  // the ok runs of each cell
 
-// A metric that only means something at its --target-accuracy (docs/variants.md#time-to-accuracy).
-bool per_target(const std::string& metric) { return metric == "time_to_accuracy_s"; }
+// A metric that only means something at its --target-accuracy (docs/variants.md#time-to-accuracy)
+// or its --target-loss (docs/language-models.md#time-to-a-target-loss).
+bool loss_target(const std::string& metric) {
+  return metric == "lm_time_to_target_loss_s" || metric == "lm_energy_to_target_loss_j";
+}
+bool per_target(const std::string& metric) { return metric == "time_to_accuracy_s" || loss_target(metric); }
 
-// The targets of a cell's runs: "40 %", "40 %, 75 %"; "" when no run had --target-accuracy.
-std::string targets_of(const std::vector<const RunRecord*>& runs) {
+// The targets of a cell's runs: "40 %", "40 %, 75 %", "loss 2.5"; "" when no run had the metric's target.
+std::string targets_of(const std::vector<const RunRecord*>& runs, const std::string& metric) {
   std::set<double> t;
   for (const auto* r : runs)
-    if (r->time_to_accuracy) t.insert(r->time_to_accuracy->target_pct);
+    if (loss_target(metric) && r->language_model && r->language_model->target_loss) t.insert(*r->language_model->target_loss);
+    else if (!loss_target(metric) && r->time_to_accuracy) t.insert(r->time_to_accuracy->target_pct);
   std::vector<std::string> out;
-  for (double x : t) out.push_back(fmt_num(x) + " %");
+  for (double x : t) out.push_back(loss_target(metric) ? fmt::format("loss {:g}", x) : fmt_num(x) + " %");
   return fmt::format("{}", fmt::join(out, ", "));
+}
+
+// The best a cell's runs reached towards the metric's target: "62.3 %", "loss 2.71"; "not recorded".
+std::string best_of(const std::vector<const RunRecord*>& runs, const std::string& metric) {
+  std::optional<double> best;
+  for (const auto* r : runs)
+    if (loss_target(metric) && r->language_model && r->language_model->best_val_loss)
+      best = std::min(best.value_or(*r->language_model->best_val_loss), *r->language_model->best_val_loss);
+    else if (!loss_target(metric) && r->time_to_accuracy && r->time_to_accuracy->best_accuracy_pct)
+      best = std::max(best.value_or(-1), *r->time_to_accuracy->best_accuracy_pct);
+  if (!best) return "not recorded";
+  return loss_target(metric) ? fmt::format("loss {:.3f}", *best) : fmt_num(*best) + " %";
 }
 
 // Why a side of a cell has no value of `metric` (its runs are all ok: only the value is absent).
 std::string absent_reason(const std::vector<const RunRecord*>& runs, const std::string& metric) {
   if (!per_target(metric)) return fmt::format("not recorded by its {}", count_of(static_cast<long long>(runs.size()), "run"));
-  std::optional<double> best;
-  for (const auto* r : runs)
-    if (r->time_to_accuracy && r->time_to_accuracy->best_accuracy_pct)
-      best = std::max(best.value_or(-1), *r->time_to_accuracy->best_accuracy_pct);
-  const std::string targets = targets_of(runs);
-  if (targets.empty()) return "trained without --target-accuracy";
-  return fmt::format("target {} not reached (best {})", targets, best ? fmt_num(*best) + " %" : "not recorded");
+  const std::string targets = targets_of(runs, metric);
+  if (targets.empty()) return loss_target(metric) ? "trained without --target-loss" : "trained without --target-accuracy";
+  return fmt::format("target {} not reached (best {})", targets, best_of(runs, metric));
 }
 
 Stat side_stat(const std::vector<const RunRecord*>& runs, const std::string& metric) {
@@ -89,11 +102,11 @@ CompareRow compare_cell(const Key& k, const std::vector<const RunRecord*>& a, co
   row.batch_size = std::get<2>(k);
   row.a = side_stat(a, res.metric);
   row.b = side_stat(b, res.metric);
-  const std::string ta = targets_of(a), tb = targets_of(b);
+  const std::string ta = targets_of(a, res.metric), tb = targets_of(b, res.metric);
   if (per_target(res.metric) && !ta.empty() && !tb.empty() && ta != tb) {
-    row.why_not = fmt::format("not compared: the targets differ (A: {}; B: {}); time to accuracy compares only at "
-                              "one --target-accuracy",
-                              ta, tb);
+    row.why_not = fmt::format("not compared: the targets differ (A: {}; B: {}); {}", ta, tb,
+                              loss_target(res.metric) ? "time to a loss compares only at one --target-loss"
+                                                      : "time to accuracy compares only at one --target-accuracy");
     return row;
   }
   if (!row.a.ok() || !row.b.ok()) {

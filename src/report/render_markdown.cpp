@@ -115,6 +115,18 @@ std::string md_input_pipeline(const ReportInput& in) {
   return s.empty() ? s : "\n## Input pipeline\n\n" + s;
 }
 
+// --target-loss (docs/language-models.md#time-to-a-target-loss): "2.5 in 41 s, 1.2M tokens, 3.1 kJ",
+// "2.5 not reached (best 2.71)", or "—" without a target.
+std::string to_target_loss(const LanguageModelSection& l) {
+  if (!l.target_loss) return "—";
+  if (!l.target_loss_reached.value_or(false) || !l.time_to_target_loss_s)
+    return fmt::format("{:g} not reached (best {})", *l.target_loss,
+                       l.best_val_loss ? fmt::format("{:.3f}", *l.best_val_loss) : "—");
+  return fmt::format("{:g} in {}, {} tokens{}", *l.target_loss, fmt_time(*l.time_to_target_loss_s),
+                     fmt_num(static_cast<double>(l.tokens_to_target_loss.value_or(0))),
+                     l.energy_to_target_loss_j ? fmt::format(", {} kJ", fmt_num(*l.energy_to_target_loss_j / 1000)) : "");
+}
+
 // One row per language-model run (docs/language-models.md): the figures its users read; "" when
 // no run trained a language model.
 std::string md_language_models(const ReportInput& in) {
@@ -123,14 +135,15 @@ std::string md_language_models(const ReportInput& in) {
   for (const auto& r : in.runs) {
     if (!r.language_model) continue;
     const auto& l = *r.language_model;
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.run_id, l.seq_len, num(l.steady_tokens_per_s, "{:.0f}"),
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.run_id, l.seq_len, num(l.steady_tokens_per_s, "{:.0f}"),
                      num(l.val_loss, "{:.3f}"), num(l.val_perplexity, "{:.2f}"), num(l.val_bits_per_byte, "{:.3f}"),
-                     num(r.mfu_pct, "{:.1f} %"), l.attention.empty() ? "—" : l.attention);
+                     num(r.mfu_pct, "{:.1f} %"), l.attention.empty() ? "—" : l.attention, to_target_loss(l));
   }
   if (s.empty()) return s;
   return "\n## Language models\n\nValidation loss in nats per token (guessing uniformly scores ln V), perplexity = "
          "exp(loss), bits per byte for byte tokens; MFU by the PaLM formula (docs/language-models.md).\n\n"
-         "| run | T | tokens/s | val loss | perplexity | bits/byte | MFU | attention |\n|---|---|---|---|---|---|---|---|\n" +
+         "| run | T | tokens/s | val loss | perplexity | bits/byte | MFU | attention | to target loss |\n"
+         "|---|---|---|---|---|---|---|---|---|\n" +
          s;
 }
 

@@ -54,11 +54,13 @@ std::string format_matrix_table(const std::vector<RunRecord>& runs) {
                      "time " + count_of(epochs, "epoch"), "test acc", "vs cpu", "status");
   out += std::string(106 + (variants ? vw + 1 : 0) + (mfu ? 8 : 0) + (lm ? 22 : 0), '-') + "\n";
   for (const auto* r : order) {
-    std::string model = r->model.size() > 14 ? "…" + r->model.substr(r->model.size() - 13) : r->model;
+    // A language model's name carries its sequence length (a matrix dimension, --seq-lens).
+    std::string model = r->language_model ? fmt::format("{} T{}", r->model, r->language_model->seq_len) : r->model;
+    if (model.size() > 14) model = "…" + model.substr(model.size() - 13);
     std::string sps = r->steady_samples_per_s ? format_rate(*r->steady_samples_per_s) : "—";
     std::string ep = r->mean_epoch_time_s ? format_duration(*r->mean_epoch_time_s)
                      : (r->stopped_early && r->steady_samples_per_s && r->steps_per_epoch > 0)
-                         ? format_duration(static_cast<double>(r->steps_per_epoch * r->batch_size) /
+                         ? format_duration(static_cast<double>(r->steps_per_epoch * r->batch_size * r->grad_accum) /
                                            *r->steady_samples_per_s) + " (est.)"
                          : "—";
     std::string tn = r->time_for_requested_epochs_s

@@ -5,4 +5,7 @@ target_sources(trainscope_core PRIVATE
   results/console_table.cpp
   results/inference_reporters.cpp
   results/input_pipeline_text.cpp
-  results/results_files.cpp)
+  results/results_files.cpp
+  results/generation_section.cpp
+  results/generation_stats.cpp
+  results/generation_output.cpp)

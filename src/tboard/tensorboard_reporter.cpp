@@ -61,6 +61,7 @@ void run_points(const RunRecord& r, const Points& p) {
     p.add("run/val_loss", step, t, lm->val_loss);
     p.add("run/val_perplexity", step, t, lm->val_perplexity);
     p.add("run/val_bits_per_byte", step, t, lm->val_bits_per_byte);
+    p.add("run/time_to_target_loss_s", step, t, lm->time_to_target_loss_s);
   }
   if (!r.phases) return;
   PhaseBreakdown ph = *r.phases;
@@ -105,7 +106,10 @@ void telemetry_points(const RunRecord& r, const std::vector<CounterSeries>& tele
 std::vector<TensorBoardScalar> tensorboard_scalars(const RunRecord& r, const std::vector<CounterSeries>& telemetry) {
   std::vector<TensorBoardScalar> out;
   const Points p{out, origin_unix_ns(r)};
-  for (const auto& c : r.loss_checks) p.add("train/loss", c.step, c.t_ns, c.loss);
+  for (const auto& c : r.loss_checks) {
+    p.add("train/loss", c.step, c.t_ns, c.loss);
+    p.add("train/learning_rate", c.step, c.t_ns, c.learning_rate);  // src/train/lr_schedule.h
+  }
   epoch_points(r, p);
   run_points(r, p);
   telemetry_points(r, telemetry, p);

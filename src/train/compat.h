@@ -51,17 +51,27 @@ using MemTotal = ReportMemoryUsageArgs<decltype(&c10::MemoryReportingInfoBase::r
 #else
 #define TRAINSCOPE_HAVE_FUSED_ADAMW 0
 #endif
+// at::_fused_adam_ with the learning rate as a device tensor (its .tensor_lr overload) and
+// at::_foreach_mul_ by a tensor: LibTorch 2.2 on. A learning-rate schedule then changes the rate
+// of a captured step by filling that tensor (train/lr_schedule.h).
+#if TRAINSCOPE_HAVE_FUSED_ADAM && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
+#define TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR 1
+#else
+#define TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR 0
+#endif
 // ---- end optimizers
-// ---- attention (workload/gpt.cpp) ----
-// at::scaled_dot_product_attention from LibTorch 2.0; its backend choice is asked through
-// at::_fused_sdp_choice, whose value is the sdp::SDPBackend enum
+// ---- attention (workload/gpt.cpp, workload/vit.cpp) ----
+// at::scaled_dot_product_attention from LibTorch 2.0; its backend choice (for causal attention,
+// GPT's, or bidirectional, ViT's) is asked through at::_fused_sdp_choice, whose value is the
+// sdp::SDPBackend enum
 // (aten/src/ATen/native/transformers/sdp_utils_cpp.h: math 0, flash 1, efficient 2, cudnn 3,
 // overrideable 4).
 #if TORCH_VERSION_MAJOR >= 2
 #define TRAINSCOPE_HAVE_SDPA 1
-inline std::string sdpa_backend_name(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+inline std::string sdpa_backend_name(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     bool is_causal = true) {
   try {
-    switch (at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true)) {
+    switch (at::_fused_sdp_choice(q, k, v, {}, 0.0, is_causal)) {
       case 0: return "math (sdpa)";
       case 1: return "flash";
       case 2: return "efficient";

@@ -19,7 +19,7 @@ double effective_min_time_s(const TrainConfig& train, const TelemetryConfig& tel
 
 bool min_time_applies(const TrainConfig& train, double min_time_s, bool single_process) {
   return min_time_s > 0 && single_process && train.max_steps == 0 && train.time_budget_s == 0 &&
-         train.target_accuracy_pct == 0;
+         train.target_accuracy_pct == 0 && train.target_loss == 0;
 }
 
 int64_t epochs_for_min_time(int64_t requested, int64_t steps_per_epoch, double step_s, int64_t warmup,

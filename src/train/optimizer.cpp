@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "train/compat.h"
+#include "train/lr_schedule.h"
 #include "trainscope/error.h"
 
 namespace trainscope {
@@ -17,6 +18,9 @@ class TorchOptimizer final : public StepOptimizer {
   void zero_grad() override { o_->zero_grad(); }
   void step() override { o_->step(); }
   std::string implementation() const override { return impl_; }
+  void set_learning_rate(double lr) override {
+    for (auto& g : o_->param_groups()) g.options().set_lr(lr);
+  }
 
  private:
   std::unique_ptr<torch::optim::Optimizer> o_;
@@ -25,6 +29,17 @@ class TorchOptimizer final : public StepOptimizer {
 
 void set_grads_to_none(std::vector<torch::Tensor>& params) {
   for (auto& p : params) p.mutable_grad() = torch::Tensor();
+}
+
+// The device tensor that holds a scheduled learning rate (StepOptimizer::set_learning_rate):
+// made on the first call on the parameters' device, then filled (one small kernel, outside any
+// capture).
+void fill_rate(torch::Tensor& rate, const std::vector<torch::Tensor>& params, double lr) {
+  if (!rate.defined()) {
+    const auto dev = params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+    rate = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(dev));
+  }
+  rate.fill_(lr);
 }
 
 // Adam from tensor operations, capturable: per parameter a float32 step tensor on the
@@ -51,6 +66,10 @@ class TensorAdam final : public StepOptimizer {
                       : "trainscope Adam (tensor ops, device step counts; capturable)";
   }
   bool capturable() const override { return true; }
+  void set_learning_rate(double lr) override {
+    lr_ = lr;
+    fill_rate(lr_t_, params_, lr);
+  }
 
  private:
   struct State {
@@ -63,13 +82,17 @@ class TensorAdam final : public StepOptimizer {
       s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
       s.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
     }
-    if (decay_ > 0 && p.dim() >= 2) p.mul_(1 - lr_ * decay_);  // decoupled weight decay (AdamW)
+    const bool on_device = lr_t_.defined();  // a schedule's rate (set_learning_rate)
+    if (decay_ > 0 && p.dim() >= 2) {  // decoupled weight decay (AdamW)
+      if (on_device) p.mul_(1 - lr_t_ * decay_);
+      else p.mul_(1 - lr_ * decay_);
+    }
     s.step.add_(1);
     s.exp_avg.mul_(kBeta1).add_(g, 1 - kBeta1);
     s.exp_avg_sq.mul_(kBeta2).addcmul_(g, g, 1 - kBeta2);
     auto bias1 = 1 - torch::pow(kBeta1, s.step);
     auto bias2_sqrt = (1 - torch::pow(kBeta2, s.step)).sqrt_();
-    auto neg_step_size = -lr_ / bias1;  // -lr / (1 - b1^t)
+    auto neg_step_size = on_device ? -lr_t_ / bias1 : -lr_ / bias1;  // -lr / (1 - b1^t)
     // denom = (sqrt(v) / sqrt(1 - b2^t) + eps) / -step_size, so p + m / denom is the update.
     auto denom = (s.exp_avg_sq.sqrt() / (bias2_sqrt * neg_step_size)).add_(kEps / neg_step_size);
     p.addcdiv_(s.exp_avg, denom);
@@ -77,6 +100,7 @@ class TensorAdam final : public StepOptimizer {
   std::vector<torch::Tensor> params_;
   std::vector<State> state_;
   double lr_, decay_;
+  torch::Tensor lr_t_;  // a scheduled rate on the device; undefined: lr_
 };
 
 // SGD with momentum from foreach tensor operations, capturable after its first (eager) step,
@@ -95,10 +119,7 @@ class ForeachSgd final : public StepOptimizer {
         gs.push_back(p.grad());
       }
     if (ps.empty()) return;
-    if (momentum_ == 0) {
-      at::_foreach_add_(ps, gs, -lr_);
-      return;
-    }
+    if (momentum_ == 0) return apply(ps, gs);
     if (bufs_.empty()) {
       TS_CHECK(ps.size() == params_.size(), "capturable SGD: every parameter needs a gradient on the first step");
       for (auto& g : gs) bufs_.push_back(g.clone(torch::MemoryFormat::Preserve));
@@ -107,14 +128,24 @@ class ForeachSgd final : public StepOptimizer {
       at::_foreach_mul_(bufs_, momentum_);
       at::_foreach_add_(bufs_, gs);
     }
-    at::_foreach_add_(ps, bufs_, -lr_);
+    apply(ps, bufs_);
   }
   std::string implementation() const override { return "trainscope SGD (foreach tensor ops; capturable)"; }
   bool capturable() const override { return true; }
+  void set_learning_rate(double lr) override {
+    lr_ = lr;
+    fill_rate(neg_lr_t_, params_, -lr);
+  }
 
  private:
+  // p -= lr x d: one foreach kernel at a host rate; per parameter at a scheduled device rate.
+  void apply(std::vector<torch::Tensor>& ps, const std::vector<torch::Tensor>& ds) {
+    if (!neg_lr_t_.defined()) return at::_foreach_add_(ps, ds, -lr_);
+    for (size_t i = 0; i < ps.size(); ++i) ps[i].addcmul_(ds[i], neg_lr_t_);
+  }
   std::vector<torch::Tensor> params_, bufs_;
   double lr_, momentum_;
+  torch::Tensor neg_lr_t_;  // -lr of a schedule on the device; undefined: lr_
 };
 
 #if TRAINSCOPE_HAVE_FUSED_ADAM
@@ -150,10 +181,24 @@ class FusedAdam final : public StepOptimizer {
     }
     TS_CHECK(ps.size() == exp_avgs_.size(), "fused Adam: the set of parameters with gradients changed");
     at::_foreach_add_(steps_, 1);
-    if (decay_ > 0 && !decayed_.empty()) at::_foreach_mul_(decayed_, 1 - lr_ * decay_);  // decoupled (AdamW)
     std::vector<torch::Tensor> no_max;
+#if TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR
+    if (lr_t_.defined()) {  // a schedule's rate on the device (set_learning_rate)
+      if (decay_ > 0 && !decayed_.empty()) at::_foreach_mul_(decayed_, 1 - lr_t_ * decay_);  // decoupled (AdamW)
+      at::_fused_adam_(ps, gs, exp_avgs_, exp_avg_sqs_, no_max, steps_, lr_t_, kBeta1, kBeta2, 0.0, kEps,
+                       /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{}, /*found_inf=*/{});
+      return;
+    }
+#endif
+    if (decay_ > 0 && !decayed_.empty()) at::_foreach_mul_(decayed_, 1 - lr_ * decay_);  // decoupled (AdamW)
     at::_fused_adam_(ps, gs, exp_avgs_, exp_avg_sqs_, no_max, steps_, lr_, kBeta1, kBeta2, 0.0, kEps,
                      /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{}, /*found_inf=*/{});
+  }
+  // Without the tensor-rate kernel (LibTorch < 2.2) the rate stays a host scalar: right in eager
+  // steps, and make_adam never hands this optimizer a schedule under capture.
+  void set_learning_rate(double lr) override {
+    lr_ = lr;
+    if (TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR) fill_rate(lr_t_, params_, lr);
   }
   std::string implementation() const override {
     return decay_ > 0 ? "at::_fused_adam_ with decoupled weight decay (AdamW; fused, two kernels per step)"
@@ -164,6 +209,7 @@ class FusedAdam final : public StepOptimizer {
  private:
   std::vector<torch::Tensor> params_, decayed_, exp_avgs_, exp_avg_sqs_, steps_;
   double lr_, decay_;
+  torch::Tensor lr_t_;
 };
 #endif
 
@@ -193,6 +239,7 @@ class ClippedOptimizer final : public StepOptimizer {
     return fmt::format("{}, gradient norm clipped to {}", inner_->implementation(), max_norm_);
   }
   bool capturable() const override { return inner_->capturable(); }
+  void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
 
  private:
   std::unique_ptr<StepOptimizer> inner_;
@@ -202,7 +249,9 @@ class ClippedOptimizer final : public StepOptimizer {
 
 std::unique_ptr<StepOptimizer> make_adam(const TrainConfig& cfg, std::vector<torch::Tensor> params,
                                          const torch::Device& device, bool capturable) {
-  const bool want_fused = cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda());
+  // A scheduled rate under capture needs the fused kernel's tensor-rate form (compat.h).
+  const bool rate_ok = !capturable || !LrSchedule::of(cfg).varies() || TRAINSCOPE_HAVE_FUSED_ADAM_TENSOR_LR;
+  const bool want_fused = rate_ok && (cfg.optimizer_impl == "fused" || (cfg.optimizer_impl == "auto" && device.is_cuda()));
   if (want_fused && device.is_cuda())
     if (auto fused = fused_adam(params, cfg.learning_rate, cfg.weight_decay)) return fused;
   if (cfg.optimizer_impl == "fused")

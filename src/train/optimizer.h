@@ -37,6 +37,11 @@ class StepOptimizer {
   virtual std::string implementation() const = 0;
   /// True when step() may be captured in a CUDA graph after one eager step (see above).
   virtual bool capturable() const { return false; }
+  /// The learning rate of the next step() (a schedule, train/lr_schedule.h). Capturable
+  /// optimizers keep it in a float32 device tensor from the first call on, filled here outside
+  /// any capture, so a replayed step reads the current rate; never called, the rate stays the
+  /// host scalar of the config (the arithmetic of a constant rate is unchanged).
+  virtual void set_learning_rate(double lr) = 0;
 };
 
 /// cfg.optimizer_impl: "auto" (fused Adam on CUDA when available, else LibTorch's),
@@ -53,6 +58,8 @@ class StepOptimizer {
 /// biases and LayerNorm are not decayed, as nanoGPT groups them); the fused path adds one foreach
 /// kernel, the loop path uses trainscope's tensor-op Adam. Error(kInvalidArgument) with sgd.
 /// cfg.grad_clip > 0 clips the gradients' global norm before every step (clip_gradients).
+/// With a learning-rate schedule (LrSchedule::of(cfg).varies()) and `capturable`, the fused Adam
+/// is used only where it takes the rate as a tensor (LibTorch >= 2.2), else trainscope's Adam.
 std::unique_ptr<StepOptimizer> make_optimizer(const TrainConfig& cfg, std::vector<torch::Tensor> params,
                                               const torch::Device& device, bool capturable = false);
 

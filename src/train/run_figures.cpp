@@ -9,7 +9,7 @@
 #include "train/task_loss.h"
 #include "train/train_loop.h"
 #include "train/variant_exec.h"
-#include "trainscope/mfu.h"
+#include "train/mfu.h"
 
 namespace trainscope {
 
@@ -99,7 +99,7 @@ void TrainLoop::figures() {
   target_figures();
 }
 
-// MFU (trainscope/mfu.h): 3 x forward FLOPs x samples/s against the peak of the variant's precision.
+// MFU (train/mfu.h): 3 x forward FLOPs x samples/s against the peak of the variant's precision.
 // LibTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by default
 // (at::globalContext().allowTF32CuDNN()), so a CUDA run of a convolutional model is rated
 // against the TF32 peak even in eager (against FP32's it would overstate MFU several times).

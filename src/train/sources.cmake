@@ -4,6 +4,7 @@ target_sources(trainscope PRIVATE
   workload/gpt.cpp
   workload/gpt_decoder.cpp
   workload/recompute_decoder.cpp
+  workload/vit.cpp
   workload/model_check.cpp
   train/device.cpp
   # train_run: its loop (train/train_loop.h) in one file per idea
@@ -14,6 +15,8 @@ target_sources(trainscope PRIVATE
   train/measurement.cpp
   train/run_figures.cpp
   train/evaluation.cpp
+  train/grad_accum.cpp
+  train/lr_schedule.cpp
   train/peak_rss.cpp
   train/batch_source.cpp
   train/optimizer.cpp

@@ -5,7 +5,8 @@
 //   graph_replay.cpp  the CUDA-graph step: capture and replay
 //   measurement.cpp   the measurement protocol: each step's role, the headline window, salvage
 //   run_figures.cpp   the record's figures once the steps are done (samples/s, phases, MFU, estimates)
-//   evaluation.cpp    the test-set evaluation and time-to-accuracy
+//   evaluation.cpp    the test-set evaluation, time-to-accuracy and time to a target loss
+//   grad_accum.cpp    a step of several micro-batches (--grad-accum) and the learning-rate schedule
 // Internal to src/train/.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "train/batch_source.h"
 #include "train/device.h"
 #include "train/graph_step.h"
+#include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/step_times.h"
 #include "train/trainer.h"
@@ -68,6 +70,12 @@ class TrainLoop {
   // the step's compute: eager (forward, loss, backward, optimizer) or one graph replay
   std::pair<torch::Tensor, torch::Tensor> eager_compute(const torch::Tensor& x, const torch::Tensor& y, int64_t s,
                                                         Clock::time_point* host_marks);
+  // --grad-accum N > 1: the step's N micro-batches (loss and backward each), one optimizer step;
+  // returns the step's mean loss (detached) after adding each micro-batch to `sums`
+  torch::Tensor accumulated_compute(const torch::Tensor& x, const torch::Tensor& y, int64_t s,
+                                    Clock::time_point* host_marks, const torch::Tensor& sums);
+  void apply_learning_rate();  // the schedule's rate for global_step_ (train/lr_schedule.h)
+  void set_up_recipe();        // grad accumulation and the schedule: the record, the graphs variant
   void graph_compute(const torch::Tensor& bx, const torch::Tensor& by, bool filled, int64_t s, Clock::time_point* host_marks);
   void try_capture(const torch::Tensor& x, const torch::Tensor& y, int64_t s);
   bool fetch_batch(EpochState& e, int64_t s, int64_t& m, torch::Tensor& bx, torch::Tensor& by);
@@ -75,6 +83,9 @@ class TrainLoop {
   // --target-accuracy (docs/variants.md#time-to-accuracy)
   void maybe_evaluate_mid_epoch(EpochState& e);
   void check_target(double accuracy_pct, double trained_s, int64_t end_ns);
+  void check_target_loss(double loss, double trained_s, int64_t end_ns);  // --target-loss
+  bool has_target() const;
+  void target_reached();
   void target_figures();
   void after_step(EpochState& e, int64_t s, int64_t m, Clock::time_point t0, Clock::time_point t_data,
                   const Clock::time_point* host_marks);
@@ -87,6 +98,7 @@ class TrainLoop {
   void add_epoch_phases(const EpochState& e);
   void salvage_after_failure(const EpochState* e) noexcept;
   void evaluate_epoch(EpochRecord& er);
+  std::pair<double, double> evaluate_test_set();  // with the on_evaluation / on_eval_batch hooks
   void figures();
   void mfu_figures();
   void epoch_time_figures();
@@ -106,7 +118,11 @@ class TrainLoop {
   std::unique_ptr<dist::RunSync> dist_;  // data-parallel runs only (src/dist/grad_sync.h)
   torch::Generator gen_;
   int64_t shard_samples_ = 0;  // training samples of this rank (all of them in one process)
-  int64_t batch_size_ = 0, steps_per_epoch_ = 0;
+  // batch_size_: the samples of one optimizer step, grad_accum_ micro-batches of micro_batch_
+  // (the run's batch size) each
+  int64_t batch_size_ = 0, steps_per_epoch_ = 0, micro_batch_ = 0, grad_accum_ = 1;
+  LrSchedule schedule_;
+  double lr_now_ = 0;  // the rate of the current step
   int staging_ = 1;
   bool rss_reset_ = false;
 

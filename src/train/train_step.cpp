@@ -16,7 +16,7 @@ namespace trainscope {
 
 void TrainLoop::begin_epoch(EpochState& e) {
   if (hooks_.progress)
-    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, batch_size_, e.epoch, cfg_.epochs),
+    hooks_.progress->begin(fmt::format("{} {} b{} epoch {}/{}", spec_.device, spec_.model, micro_batch_, e.epoch, cfg_.epochs),
                            steps_per_epoch_);
   e.perm = torch::randperm(w_.data.train.count, gen_, torch::TensorOptions().dtype(torch::kLong));
   if (dist_) e.perm = dist_->shard(e.perm);
@@ -43,6 +43,9 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   Clock::time_point host_marks[PhaseClock::kMarks];
   host_marks[0] = t_data;
   clock_->mark(s, 0);
+  // This step's rate, before a capture: a captured step reads the rate's device tensor, which
+  // must exist when it is captured (train/optimizer.h set_learning_rate).
+  apply_learning_rate();
   if (want_graph_ && !graph_ && r_.variant_note.empty() && global_step_ >= capture_at_ && m == batch_size_) {
     try_capture(cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx, cuda_ ? by.to(dev_, /*non_blocking=*/true) : by, s);
     filled = graph_ != nullptr;
@@ -55,9 +58,13 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   } else {
     auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
     auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
-    torch::Tensor logits;
-    std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
-    add_task_sums(e.sums, loss, logits, y);
+    if (grad_accum_ > 1) {
+      loss = accumulated_compute(x, y, s, host_marks, e.sums);
+    } else {
+      torch::Tensor logits;
+      std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
+      add_task_sums(e.sums, loss, logits, y);
+    }
   }
   ++global_step_;
   ++e.steps;
@@ -70,8 +77,8 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
       throw_error(ErrorKind::kNumerical,
                   fmt::format("loss became {} at step {} (epoch {}); lower the learning rate (now {}) or check the "
                               "data for NaN/Inf values",
-                              std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, cfg_.learning_rate));
-    r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv});  // already on the host
+                              std::isnan(lv) ? "NaN" : "Inf", global_step_ - 1, e.epoch, lr_now_));
+    r_.loss_checks.push_back({global_step_, ns_since(spec_.origin, Clock::now()), lv, lr_now_});  // already on the host
   }
   r_.steps_completed = global_step_;  // kept current: a run that fails mid-epoch says how far it got
   after_step(e, s, m, t0, t_data, host_marks);

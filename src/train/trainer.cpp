@@ -14,6 +14,8 @@
 #include "train/train_loop.h"
 #include "train/variant_exec.h"
 #include "trainscope/error.h"
+#include "trainscope/provenance.h"
+#include "workload/model_names.h"
 
 namespace trainscope {
 
@@ -53,6 +55,23 @@ void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w) 
   r.intra_op_threads = at::get_num_threads();
   r.epochs_requested = cfg.epochs;
   r.warmup_steps = cfg.warmup_steps;
+}
+
+nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w) {
+  const auto& tr = w.data.train;
+  return {{"schema_version", kSchemaVersion},
+          {"model", spec.model},
+          {"input_shape", {tr.channels, tr.height, tr.width}},
+          {"num_classes", tr.num_classes},
+          {"normalisation", {{"mean", w.data.mean}, {"std", w.data.std}}},
+          {"data", {{"format", data.format}, {"path", data.path}, {"image_size", data.image_size},
+                    {"image_channels", data.image_channels}}},
+          {"weights_format", is_torchscript_path(spec.model) ? "torchscript" : "libtorch_archive"},
+          {"trained_on", spec.device},
+          {"batch_size", spec.batch_size},
+          {"seed", spec.train.seed},
+          {"task", w.data.task},
+          {"language_model", lm_checkpoint_shape(spec.model, tr, spec.train)}};
 }
 
 RunRecord train_run(const RunSpec& spec, const Workload& w, TrainHooks& hooks, RunRecord* partial) {
@@ -109,6 +128,10 @@ void TrainLoop::describe_run() {
     r_.time_to_accuracy.emplace();
     r_.time_to_accuracy->target_pct = cfg_.target_accuracy_pct;
   }
+  if (cfg_.target_loss > 0 && r_.language_model) {  // --target-loss: language models (an image run ignores it)
+    r_.language_model->target_loss = cfg_.target_loss;
+    r_.language_model->target_loss_reached = false;
+  }
 }
 
 void TrainLoop::set_up() {
@@ -132,7 +155,7 @@ void TrainLoop::set_up() {
   reset_device_memory_stats(dev_);
   rss_reset_ = reset_peak_rss();
 
-  shard_samples_ = dist_ ? dist_->shard_size(tr.count) : tr.count, batch_size_ = spec_.batch_size;
+  shard_samples_ = dist_ ? dist_->shard_size(tr.count) : tr.count, batch_size_ = micro_batch_ * grad_accum_;
   steps_per_epoch_ = (shard_samples_ + batch_size_ - 1) / batch_size_;
   if (batch_size_ > shard_samples_)
     r_.notes.push_back(fmt::format("batch size {} is larger than the training set ({} samples): every step trained on "
@@ -156,6 +179,7 @@ void TrainLoop::set_up_variant() {
   if (variant_.channels_last) convert_model_memory_format(*model_, format_);
   forward_ = [this](const torch::Tensor& x) { return variant_forward(*model_, x, format_); };
   want_graph_ = variant_.graphs && (cuda_ || cfg_.force_graph_capture);
+  set_up_recipe();
   capture_at_ = std::max<int64_t>(cfg_.warmup_steps - 1, 0);
   // A graphs run needs an optimizer whose step counters live on the device (graph_step.h).
   opt_ = make_optimizer(cfg_, model_->parameters(), dev_, /*capturable=*/want_graph_);

@@ -30,9 +30,11 @@ struct RunSpec {
   std::string run_id;
   std::string device;          // "cpu", "cuda:0"
   std::string model;
-  int64_t batch_size = 64;
+  int64_t batch_size = 64;     // the micro-batch (a forward pass) when train.grad_accum > 1
   int64_t repeat = 0;
   TrainConfig train;
+  /// Samples of one optimizer step: grad_accum micro-batches of batch_size.
+  int64_t step_samples() const { return batch_size * train.grad_accum; }
   std::string checkpoint_path;  // "" = do not save
   std::chrono::steady_clock::time_point origin;  // the matrix clock's zero
   /// The profiler's resolved schedule when one runs (resolve_profile_schedule, profile.h):
@@ -69,6 +71,11 @@ struct TrainHooks {
   /// "h2d", "forward", "backward", "optimizer"; times are matrix-clock ns (host steady clock;
   /// on a GPU these are launch times, the device times come from CUDA events).
   std::function<void(int64_t step, const char* phase, int64_t t0_ns, int64_t t1_ns)> on_phase_span;
+  /// Called when an evaluation on the test set starts (true) and when it returned (false), and
+  /// after each of its batches (on_eval_batch): the stall watch names a forward pass that never
+  /// returns there as it does in a training step.
+  std::function<void(bool running)> on_evaluation;
+  std::function<void()> on_eval_batch;
   /// Called once after the last step, with the trained model still on `device` (inference
   /// measurements hang off this), before the checkpoint is written.
   std::function<void(Model& model, const torch::Device& device)> on_trained;
@@ -96,7 +103,9 @@ void fill_run_settings(RunRecord& r, const TrainConfig& cfg, const Workload& w);
 nlohmann::json checkpoint_description(const RunSpec& spec, const DataConfig& data, const Workload& w);
 
 /// Evaluates `model` on (x, y) in eval mode without gradients; returns {accuracy_pct, mean loss}.
+/// `after_batch` (may be empty) is called after each batch's forward pass: a sign of progress.
 std::pair<double, double> evaluate(Model& model, const torch::Tensor& x, const torch::Tensor& y,
-                                   const torch::Device& device, int64_t batch_size);
+                                   const torch::Device& device, int64_t batch_size,
+                                   const std::function<void()>& after_batch = {});
 
 }  // namespace trainscope

@@ -10,6 +10,8 @@
 //  * vgg11    : Simonyan & Zisserman 2015 configuration A (64,M,128,M,256,256,M,512,512,M,512,512,M)
 //               with BatchNorm, 3x3 convs, a max-pool skipped when the map is already 1x1,
 //               global average pool and Linear(512, classes) (small-input variant).
+//  * vit-s, vit-ti : vision transformers ViT-S and ViT-Ti (workload/vit.h), patch 16 from 64 px,
+//               patch 4 below; 22,050,664 and 5,717,416 parameters at 224 x 224 x 3, 1000 classes.
 //  * a path ending in .pt/.pth/.ts: a TorchScript module (torch.jit.save) whose forward takes
 //    N x C x H x W and returns N x classes logits; trained through its parameters().
 //
@@ -94,8 +96,11 @@ void check_model_fits(Model& model, const torch::Tensor& x, int64_t classes, boo
 /// Forward FLOPs per sample, counted on a one-sample forward pass by an operator observer
 /// (at::RecordFunction): 2 FLOPs per multiply-accumulate of aten::convolution
 /// (2 * N * Cout * Hout * Wout * Cin/groups * kh * kw) and of aten::addmm / aten::mm / aten::bmm
-/// (2 * M * N * K); element-wise operators, pooling and normalisation are not counted (they are a
-/// few percent of the total for these networks). Returns nullopt if no counted operator ran.
+/// (2 * M * N * K), and of aten::scaled_dot_product_attention's two matrix products
+/// (2 * L * S * (E + Ev) per batch entry and head, as torch/utils/flop_counter.py counts it; the
+/// operators it runs inside are then not counted again); element-wise operators, pooling and
+/// normalisation are not counted (they are a few percent of the total for these networks).
+/// Returns nullopt if no counted operator ran.
 std::optional<double> count_forward_flops(Model& model, int64_t channels, int64_t height, int64_t width);
 
 /// The same count on the one-sample input `sample` (e.g. int64 token ids [1, T]).

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <functional>
+#include <string_view>
 #include <unordered_set>
 
 #include "common/text.h"
@@ -14,6 +15,7 @@
 #include "workload/gpt.h"
 #include "workload/model.h"
 #include "workload/native_model.h"
+#include "workload/vit.h"
 
 namespace trainscope {
 
@@ -209,7 +211,11 @@ class ScriptModel final : public Model {
 
 }  // namespace
 
-std::vector<std::string> builtin_models() { return {"mlp", "cnn", "resnet18", "vgg11"}; }
+std::vector<std::string> builtin_models() {
+  std::vector<std::string> v = {"mlp", "cnn", "resnet18", "vgg11"};
+  for (auto& n : builtin_vit_models()) v.push_back(n);
+  return v;
+}
 
 GptShape lm_model_shape(const std::string& name, int64_t seq_len, int64_t vocab) {
   GptShape s = gpt_preset(name, (vocab + kVocabMultiple - 1) / kVocabMultiple * kVocabMultiple);
@@ -230,6 +236,7 @@ std::unique_ptr<Model> make_model(const std::string& name, int64_t c, int64_t h,
   }
   if (name == "resnet18") return std::make_unique<NativeModel<ResNet18>>(name, [=] { return ResNet18(c, h, w, classes); });
   if (name == "vgg11") return std::make_unique<NativeModel<Vgg11>>(name, [=] { return Vgg11(c, h, w, classes); });
+  if (is_builtin_vit(name)) return make_vit(name, vit_preset(name, c, h, w, classes));
   if (is_builtin_lm(name)) {
     if (c != 1 || h != 1)
       throw_error(ErrorKind::kModel, fmt::format("model '{}' is a language model: it trains on token data "
@@ -262,16 +269,44 @@ std::vector<int64_t> ints_of(const c10::IValue& v) {
   return {};
 }
 
+// at::scaled_dot_product_attention is counted whole (op_flops); the operators it runs inside
+// (the math backend's matmul and bmm) would count its matrix products a second time.
+bool counts_its_callees(const at::RecordFunction& fn) {
+  return std::string_view(compat::op_name(fn)) == "aten::scaled_dot_product_attention";
+}
+
 thread_local double t_flops = 0;
 thread_local int t_counted = 0;
+thread_local int t_inside_counted = 0;  // depth of counts_its_callees operators running
+
+struct InsideCounted : at::ObserverContext {};
 
 std::unique_ptr<at::ObserverContext> count_start(const at::RecordFunction& fn) {
+  if (t_inside_counted > 0) return nullptr;
   double f = op_flops(fn);
   if (f > 0) {
     t_flops += f;
     ++t_counted;
   }
-  return nullptr;
+  if (!counts_its_callees(fn)) return nullptr;
+  ++t_inside_counted;
+  return std::make_unique<InsideCounted>();
+}
+
+void count_end(const at::RecordFunction& /*fn*/, at::ObserverContext* ctx) {
+  if (ctx) --t_inside_counted;
+}
+
+// Scaled dot-product attention, q [..., L, E], k [..., S, E], v [..., S, Ev]: the two matrix
+// products Q K^T (2 L S E per batch entry) and A V (2 L S Ev), as PyTorch's FLOP counter counts
+// them (torch/utils/flop_counter.py, sdpa_flop_count); a causal mask is not subtracted there
+// either.
+double sdpa_flops(const std::vector<int64_t>& q, const std::vector<int64_t>& k, const std::vector<int64_t>& v) {
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size()) return 0;
+  double batch = 1;
+  for (size_t i = 0; i + 2 < q.size(); ++i) batch *= static_cast<double>(q[i]);
+  const double L = static_cast<double>(q[q.size() - 2]), S = static_cast<double>(k[k.size() - 2]);
+  return 2.0 * batch * L * S * static_cast<double>(q.back() + v.back());
 }
 
 }  // namespace
@@ -303,6 +338,8 @@ double op_flops(const at::RecordFunction& fn) {
     auto a = shape_of(in[0]), b = shape_of(in[1]);
     if (a.size() == 3 && b.size() == 3) return 2.0 * static_cast<double>(a[0]) * a[1] * a[2] * b[2];
   }
+  if (name == "aten::scaled_dot_product_attention" && in.size() >= 3)
+    return sdpa_flops(shape_of(in[0]), shape_of(in[1]), shape_of(in[2]));
   return 0;
 }
 
@@ -313,7 +350,8 @@ std::optional<double> count_forward_flops(Model& model, int64_t c, int64_t h, in
 std::optional<double> count_forward_flops_on(Model& model, const torch::Tensor& sample) {
   t_flops = 0;
   t_counted = 0;
-  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_start).needsInputs(true));
+  t_inside_counted = 0;
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_start, &count_end).needsInputs(true));
   try {
     torch::NoGradGuard ng;
     // The model's FLOPs, whatever the precision: under autocast (the bf16 variant) the cast

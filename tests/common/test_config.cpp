@@ -106,6 +106,56 @@ TEST(Config, ValidateRejectsBadValues) {
   EXPECT_NO_THROW(validate(ok));
 }
 
+// The training recipe's settings (docs/language-models.md#the-training-recipe): the decay ends
+// after the warm-up at a rate not above the peak; micro-batches and sequence lengths are checked.
+TEST(Config, ValidateChecksTheRecipeSettings) {
+  auto message = [](auto mutate) {
+    MatrixConfig m;
+    mutate(m);
+    try {
+      validate(m);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message([](MatrixConfig& m) {
+              m.train.lr_warmup_steps = 100;
+              m.train.lr_decay_steps = 50;
+            }).find("--lr-decay-steps"),
+            std::string::npos);
+  EXPECT_NE(message([](MatrixConfig& m) {
+              m.train.lr_decay_steps = 50;
+              m.train.lr_min = 1;
+            }).find("--lr-min"),
+            std::string::npos);
+  EXPECT_NE(message([](MatrixConfig& m) { m.train.grad_accum = 0; }).find("--grad-accum"), std::string::npos);
+  EXPECT_NE(message([](MatrixConfig& m) {
+              m.data.format = "text";
+              m.data.seq_lens = {256, 256};
+            }).find("sequence length '256' is listed twice"),
+            std::string::npos);
+  EXPECT_NE(message([](MatrixConfig& m) {
+              m.data.format = "text";
+              m.data.seq_lens = {1};
+            }).find("--seq-lens"),
+            std::string::npos);
+  EXPECT_EQ(message([](MatrixConfig& m) {
+              m.train.lr_warmup_steps = 10;
+              m.train.lr_decay_steps = 100;
+              m.train.lr_min = 1e-4;
+              m.train.grad_accum = 4;
+            }),
+            "");
+  MatrixConfig image;
+  image.train.target_loss = 2.5;  // a language-model setting on image data: a note, not an error
+  EXPECT_NO_THROW(validate(image));
+  bool noted = false;
+  for (const auto& n : ignored_settings(image)) noted |= n.find("--target-loss") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Config, PaperPresetMatchesStudy) {
   MatrixConfig m;
   apply_preset("paper", m);
@@ -127,7 +177,7 @@ TEST(Config, PresetInFileIsOverriddenByTheFilesOtherKeys) {
 }
 
 // A valid TOML file that Debian's toml++ 3.3 parsed with undefined behaviour (toml++ issue #190;
-// see src/common/toml_patched.h): a line-ending backslash in a multi-line string followed by a
+// see src/config/toml_patched.h): a line-ending backslash in a multi-line string followed by a
 // non-ASCII letter from U+00A1..U+0499 or U+FB26..U+FEFE. It must load, with the right value.
 TEST(Config, NonAsciiAfterLineEndingBackslashLoads) {
   MatrixConfig m;

@@ -1,4 +1,4 @@
-// Variants (trainscope/variants.h), MFU (trainscope/mfu.h) and their record fields.
+// Variants (trainscope/variants.h), MFU (train/mfu.h) and their record fields.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -6,7 +6,7 @@
 #include "results/record_json.h"
 #include "trainscope/config.h"
 #include "trainscope/error.h"
-#include "trainscope/mfu.h"
+#include "train/mfu.h"
 #include "trainscope/report.h"
 #include "trainscope/run_record.h"
 #include "trainscope/variants.h"

@@ -622,3 +622,38 @@ TEST(DistE2E, TwoRanksTrainALanguageModelLikeOneRankWithTheCombinedBatch) {
   const double b = one.at("language_model").at("val_loss").get<double>();
   EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "validation loss after 6 steps: 2 ranks " << a << ", one rank " << b;
 }
+
+// --grad-accum on the data-parallel path: two ranks of 2 micro-batches of 2 windows each train as
+// one process at batch 8 (the all-reduce after the last micro-batch, once per optimizer step;
+// docs/language-models.md#the-training-recipe). An all-reduce per micro-batch would average the
+// partial sums twice and change the weights.
+TEST(DistE2E, TwoRanksWithGradientAccumulationTrainLikeOneRankWithTheCombinedBatch) {
+  REQUIRE_GLOO();
+  const std::string corpus = root() + "/lm_corpus_accum";
+  fs::create_directories(corpus);
+  for (int f = 0; f < 2; ++f) {
+    std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
+    for (int i = 0; i < 120; ++i) o << "micro-batches add up to the step's batch on every rank " << i % 7 << ".\n";
+  }
+  auto lm_args = [&](const std::string& name, int64_t batch, std::vector<std::string> extra) {
+    std::vector<std::string> a{"run", "--devices", "cpu", "--models", "gpt-mini", "--lm-layers", "1", "--lm-width",
+                               "32", "--lm-heads", "2", "--data-format", "text", "--data", corpus, "--seq-len", "16",
+                               "--batch-sizes", std::to_string(batch), "--limit-train", "64", "--eval-windows", "8",
+                               "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
+                               "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
+                               "--no-progress", "--out", root(), "--name", name};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string one_log = root() + "/accum_one.log", two_log = root() + "/accum_two.log";
+  ASSERT_EQ(finish(start(lm_args("accum_one", 8, {}), {}, one_log)), 0) << slurp(one_log);
+  ASSERT_EQ(finish(start(lm_args("accum_two", 2, {"--nproc-per-node", "2", "--grad-accum", "2"}), {}, two_log)), 0)
+      << slurp(two_log);
+  const json one = run_record("accum_one"), two = run_record("accum_two");
+  EXPECT_EQ(two.at("grad_accum"), 2);
+  EXPECT_EQ(two.at("steps_completed"), one.at("steps_completed"));
+  const double a = two.at("language_model").at("val_loss").get<double>();
+  const double b = one.at("language_model").at("val_loss").get<double>();
+  EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "validation loss after 6 steps: 2 ranks x 2 micro-batches " << a
+                                         << ", one rank " << b;
+}

@@ -613,7 +613,7 @@ std::vector<Row> rows() {
                [](D d, S) { return load_toml(d, "models = \"ml\x12p\"\n"); }, K(ErrorKind::kInvalidConfig), ""});
   // fuzz_toml_config (fourth run): a non-ASCII letter after a malformed value, which toml++ scans
   // as a possible value terminator: TOML_UNREACHABLE in toml++ 3.3 (issue #190/#295), fixed by
-  // src/common/toml_patched.h. Now an ordinary syntax error.
+  // src/config/toml_patched.h. Now an ordinary syntax error.
   t.push_back({"fuzz_toml_u_fef7_after_bad_value", [](D) { return std::string("bad.toml"); },
                [](D d, S) { return load_toml(d, "badch_ =5555m'\xEF\xBB\xB7" "c.l"); }, K(ErrorKind::kInvalidConfig), ""});
   // fuzz_toml_config (fifth run): a float too large for int64 where an integer belongs; toml++'s

@@ -190,6 +190,56 @@ TEST(Idx, StrayLabelIsAnErrorNotNewClasses) {
   EXPECT_NE(c.what.find("offset 10"), std::string::npos) << c.what;
 }
 
+// A folder holding both train-images-idx3-ubyte and train-images-idx3-ubyte.gz (a download
+// unpacked beside its archive, or two data sets mixed): the raw files are read, and a note
+// says so, naming the .gz files left unread.
+TEST(Idx, RawAndGzBesideEachOtherSayWhichIsRead) {
+  std::string d = ::testing::TempDir() + "idx_raw_and_gz/";
+  trainscope::remove_tree(d);
+  fs::create_directories(d);
+  write_bytes(d + "train-images-idx3-ubyte", idx_images(20, 6, 6));
+  write_bytes(d + "train-labels-idx1-ubyte", idx_labels(20, 3));
+  write_bytes(d + "t10k-images-idx3-ubyte", idx_images(8, 6, 6));
+  write_bytes(d + "t10k-labels-idx1-ubyte", idx_labels(8, 3));
+  const auto other = idx_images(30, 6, 6);  // another data set's images, compressed
+  std::ofstream(d + "train-images-idx3-ubyte.gz", std::ios::binary)
+      << gzip_compress(std::string(other.begin(), other.end()));
+  DataConfig cfg;
+  cfg.path = d;
+  auto ds = load_datasets(cfg, 1);
+  EXPECT_EQ(ds.train.count, 20) << "the uncompressed file is read";
+  ASSERT_EQ(ds.notes.size(), 1u);
+  EXPECT_NE(ds.notes[0].find("IDX data folder '" + d + "' holds both the uncompressed and the .gz form"),
+            std::string::npos)
+      << ds.notes[0];
+  EXPECT_NE(ds.notes[0].find("not train-images-idx3-ubyte.gz"), std::string::npos) << ds.notes[0];
+  fs::remove(d + "train-images-idx3-ubyte.gz");
+  EXPECT_TRUE(load_datasets(cfg, 1).notes.empty()) << "one form of each file: nothing to say";
+}
+
+// A .gz data file whose gzip trailer (CRC-32 of the data) does not match what it decompresses
+// to is corrupt: a data-format error naming the file and the checksum, not a silent load.
+TEST(Idx, AGzipFileWhoseChecksumDoesNotMatchIsCorruptNamingIt) {
+  std::string d = ::testing::TempDir() + "idx_bad_crc/";
+  trainscope::remove_tree(d);
+  fs::create_directories(d);
+  const auto images = idx_images(20, 6, 6);
+  std::string gz = gzip_compress(std::string(images.begin(), images.end()));
+  gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x5A);  // the trailer's CRC-32 (RFC 1952 2.3.1)
+  std::ofstream(d + "train-images-idx3-ubyte.gz", std::ios::binary) << gz;
+  write_bytes(d + "train-labels-idx1-ubyte", idx_labels(20, 3));
+  write_bytes(d + "t10k-images-idx3-ubyte", idx_images(8, 6, 6));
+  write_bytes(d + "t10k-labels-idx1-ubyte", idx_labels(8, 3));
+  DataConfig cfg;
+  cfg.path = d;
+  auto c = catch_error([&] { load_datasets(cfg, 1); });
+  EXPECT_EQ(c.kind, ErrorKind::kDataFormat) << c.what;
+  EXPECT_NE(c.what.find("'" + d + "train-images-idx3-ubyte.gz' is corrupt: its gzip checksum (the CRC-32"),
+            std::string::npos)
+      << c.what;
+  EXPECT_NE(c.what.find("re-download it"), std::string::npos) << c.what;
+}
+
 TEST(Idx, MissingFolderSaysWhatToDo) {
   DataConfig cfg;
   cfg.path = "/nonexistent-data";

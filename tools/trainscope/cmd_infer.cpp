@@ -17,8 +17,10 @@
 #include "commands.h"
 #include "settings_cli.h"
 #include "interrupt.h"
+#include "dist/stall.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
+#include "infer_lm.h"
 #include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
@@ -48,9 +50,13 @@ struct InferFlags {
   std::vector<int64_t> batch_sizes;
   std::optional<double> qps, target_p99_ms, budget;
   std::optional<int64_t> min_queries, threads, seed, max_batch, limit;
+  double stall_timeout_s = 60;  // --dist-timeout: a measurement without progress this long is named as stalled
   bool malloc_tuning = true;  // set_host_malloc, as `run` does
   TelemetryOptions telemetry;
   SettingOptions settings;  // the options shared with `run`: same keys, same ranges
+  GenerationFlags gen;      // language models (tools/trainscope/infer_lm.h)
+  std::vector<std::string> image_flags_given;  // flags of the image scenarios the user gave
+  CLI::App* sub = nullptr;
 };
 
 // The shared options (settings_cli.h), range-checked as `run` checks them, into the flags above.
@@ -70,12 +76,20 @@ void read_shared_settings(InferFlags& f) {
   if (given("inference.min_queries")) f.min_queries = m.inference.min_queries;
   if (given("train.threads")) f.threads = m.train.threads;
   f.malloc_tuning = m.train.malloc_tuning;
+  f.stall_timeout_s = m.dist.timeout_s;  // given or the table's default
   f.seed = static_cast<int64_t>(m.train.seed);  // given or the table's default
   f.no_telemetry = !m.telemetry.enabled;
   f.telemetry.interval_s = m.telemetry.interval_s;
   f.telemetry.slow_interval_s = m.telemetry.slow_interval_s;
   f.telemetry.pcie_interval_s = m.telemetry.pcie_interval_s;
   f.telemetry.nvml_library = m.telemetry.nvml_library;
+  read_generation_flags(f.sub, f.settings, m, f.gen);
+  for (const char* flag : {"--scenario", "--find-max-qps", "--max-batch"})
+    if (f.sub->count(flag) > 0) f.image_flags_given.push_back(flag);
+  for (const auto& [key, flag] : {std::pair<const char*, const char*>{"inference.offline_batch_sizes", "--batch-sizes"},
+                                  {"inference.server_qps", "--qps"},
+                                  {"inference.server_target_p99_ms", "--target-p99-ms"}})
+    if (f.settings.given(key)) f.image_flags_given.push_back(flag);
 }
 
 // One thing to measure: a model with its weights and the inputs it runs on.
@@ -85,6 +99,7 @@ struct Subject {
   int64_t classes = 0;
   InferenceRun base;            // what every measurement of it reports: label, weights, description
   std::optional<int64_t> trained_threads;  // a checkpoint's training run's intra-op threads
+  std::optional<LmSubject> lm;  // a language model: the generation scenarios instead of the image ones
 };
 
 std::optional<json> read_json_file(const fs::path& p) {
@@ -130,6 +145,31 @@ void describe_inputs(Subject& s) {
   s.base.normalisation.std.assign(s.inputs.std.begin(), s.inputs.std.end());
 }
 
+// A language model's checkpoint with the validation text of its data (or --data's).
+Subject load_lm_subject(const InferFlags& f, const std::string& path) {
+  if (!f.image_flags_given.empty())
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("checkpoint '{}' is a language model: the image scenarios ({}) do not apply to it; drop "
+                            "them to run its generation scenarios (--pp, --tg, --gen-batches, --server-rates)",
+                            path, fmt::join(f.image_flags_given, ", ")));
+  Subject s;
+  LmSubject lm;
+  lm.checkpoint = read_lm_checkpoint(path);
+  lm.model = load_lm_model(lm.checkpoint);
+  lm.text = validation_tokens(data_override(lm.checkpoint.data, f), lm.checkpoint.seed);
+  s.base.label = path;
+  s.base.weights = "checkpoint";
+  s.base.checkpoint = path;
+  s.base.model = lm.checkpoint.model;
+  s.base.trained_on = lm.checkpoint.trained_on;
+  s.base.trained_batch_size = lm.checkpoint.batch_size;
+  s.base.description.text = lm.checkpoint.description;
+  s.base.dataset = fmt::format("validation tokens of {} ({} tokens)", lm.checkpoint.data.path, lm.text.numel());
+  s.trained_threads = training_threads(path);
+  s.lm = std::move(lm);
+  return s;
+}
+
 std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
   std::vector<Subject> out;
   std::vector<std::string> ckpts = f.checkpoints;
@@ -138,6 +178,16 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
     ckpts.insert(ckpts.end(), more.begin(), more.end());
   }
   for (const auto& path : ckpts) {
+    if (checkpoint_task(path) == "causal_lm") {
+      out.push_back(load_lm_subject(f, path));
+      continue;
+    }
+    if (!f.gen.flags_given.empty())
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("checkpoint '{}' is not a language model's: the generation scenarios ({}) need the "
+                              "checkpoint of a language model (trainscope run -m gpt-mini --data-format text); "
+                              "drop them to measure this model's image scenarios",
+                              path, fmt::join(f.gen.flags_given, ", ")));
     Subject s;
     auto info = read_checkpoint_description(path);
     s.base.label = path;
@@ -268,18 +318,26 @@ struct InferReporters {
 };
 
 // One subject on one device, measured; a failure is recorded in the run, not thrown.
-InferenceRun measure_one(Subject& s, const std::string& dev, const InferenceOptions& opt, const Provenance& prov,
-                         TelemetrySampler* sampler, const std::vector<GpuInfo>& gpus, InferReporters& reporters) {
+InferenceRun measure_one(const InferFlags& f, Subject& s, const std::string& dev, const InferenceOptions& opt, const Provenance& prov,
+                         TelemetrySampler* sampler, const std::vector<GpuInfo>& gpus, InferReporters& reporters,
+                         const std::atomic<bool>* stop) {
   InferenceRun r = s.base;
   r.device = dev;
   r.device_name = device_display_name(dev, prov.cpu_model);
   reporters.each([&](InferenceReporter& x) { x.measurement_started(r); });
+  if (s.lm) {
+    if (sampler) focus_telemetry(*sampler, dev, prov, gpus);
+    r = measure_generation_run(*s.lm, r, dev, f.gen, opt.seed, stop,
+                               GenerationTelemetry{sampler, sampler ? telemetry_device(dev, prov, gpus) : ""},
+                               [&](const std::string& line) { reporters.each([&](InferenceReporter& x) { x.progress(line); }); });
+    return r;
+  }
   try {
     if (sampler) focus_telemetry(*sampler, dev, prov, gpus);  // slow NVML fields for this device's GPU only
     torch::Device d(dev);
     s.model->to(d);
     if (s.classes > 0 && s.base.weights != "untrained") {
-      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024);
+      auto [acc, loss] = evaluate(*s.model, s.inputs.x, s.inputs.y, d, 1024, opt.on_progress);
       r.test_accuracy_pct = acc;
       r.test_loss = loss;
     }
@@ -320,7 +378,11 @@ void run_infer(const InferFlags& f, int& exit_status) {
   if (out_path.empty()) out_path = f.run_dir.empty() ? "inference.json" : (fs::path(f.run_dir) / "inference.json").string();
   InferenceFileReporter file(out_path);
   InferenceConsoleReporter console(out_path);
-  InferReporters reporters{{&file, &console}};
+  GenerationConsoleReporter gen_console(out_path, f.gen.output, f.gen.dtype);
+  InferReporters reporters{{&file}};
+  const auto lm_count = std::count_if(subjects.begin(), subjects.end(), [](const Subject& s) { return s.lm.has_value(); });
+  if (lm_count < static_cast<long>(subjects.size())) reporters.all.push_back(&console);
+  if (lm_count > 0) reporters.all.push_back(&gen_console);
   reporters.each([&](InferenceReporter& x) { x.start(prov); });
 
   std::vector<InferenceRun> runs;
@@ -328,11 +390,26 @@ void run_infer(const InferFlags& f, int& exit_status) {
   // keep it, print the table and exit 130; a second Ctrl-C exits at once.
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current measurement (Ctrl-C again to exit at once)\n");
+  // A model that hangs never reaches the next query: named after --dist-timeout (the stall
+  // watch), and an interrupt ends the process after the deadline (the file holds what finished).
+  dist::StallWatch watch("infer", f.stall_timeout_s, nullptr,
+                         [](const std::string& m) { fmt::print(stderr, "trainscope: warning: {}\n", m); });
+  const double grace_s = std::max(f.stall_timeout_s, 30.0);
+  watch.set_advice(fmt::format("Ctrl-C ends the process within {:g} s; the measurements finished before are in {}",
+                               grace_s, out_path));
+  const StopDeadline deadline(
+      stop, grace_s,
+      fmt::format("trainscope: the measurement in progress did not stop within {:g} s of the interrupt (the longer of "
+                  "--dist-timeout and 30 s): the model hangs; exiting now. The measurements finished before are in {}\n",
+                  grace_s, out_path));
+  opt.on_progress = [&watch] { watch.progress(); };  // a batch or query returned
   for (auto& s : subjects)
     for (const auto& dev : devices) {
       if (stop) break;
       set_threads(f, s.trained_threads);
-      runs.push_back(measure_one(s, dev, opt, prov, sampler.get(), gpus, reporters));
+      watch.work_begin(fmt::format("the measurement of {} on {}", s.base.label, dev));
+      runs.push_back(measure_one(f, s, dev, opt, prov, sampler.get(), gpus, reporters, &stop));
+      watch.work_end();
       // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
       reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });
     }
@@ -358,7 +435,7 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   sub->add_option("--checkpoint", f->checkpoints, "checkpoint .pt written by trainscope run (its .json beside it)")
       ->delimiter(',');
   sub->add_option("--run", f->run_dir, "run folder: every checkpoint in <DIR>/checkpoints");
-  sub->add_option("--model", f->model, "TorchScript file (.pt), AOTInductor package (.pt2, LibTorch >= 2.6), or a built-in name (mlp, cnn, resnet18, vgg11) with --untrained");
+  sub->add_option("--model", f->model, "TorchScript file (.pt), AOTInductor package (.pt2, LibTorch >= 2.6), or a built-in name (mlp, cnn, resnet18, vgg11, vit-s, vit-ti) with --untrained");
   sub->add_flag("--untrained", f->untrained, "measure a built-in model with fresh weights (warns)");
   auto& shared = f->settings;
   shared.add(sub, "data.path", "--data", "data folder (default: the data the checkpoint was trained on)", false);
@@ -384,6 +461,19 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "telemetry.slow_interval_s");
   shared.add(sub, "telemetry.pcie_interval_s");
   shared.add(sub, "telemetry.nvml_library", "--nvml-library", "NVML library to dlopen (name or path)");
+  shared.add(sub, "dist.timeout_s", "--dist-timeout",
+             "a measurement without progress this long is named as stalled; an interrupt waits at most the longer "
+             "of this and 30 s");
+  shared.add(sub, "inference.gen_pp", "--pp", "language models: llama-bench pp tests, prompt tokens (e.g. 512)");
+  shared.add(sub, "inference.gen_tg", "--tg", "language models: llama-bench tg tests, generated tokens (e.g. 128)");
+  shared.add(sub, "inference.gen_depth", "--depth", "language models: tokens in the cache before each test (@ dN)");
+  shared.add(sub, "inference.gen_repetitions", "--repetitions", "language models: timed repetitions of each test");
+  shared.add(sub, "inference.gen_prompt_len", "--prompt-len", "language models, server: prompt tokens per request");
+  shared.add(sub, "inference.gen_output_len", "--output-len", "language models, server: output tokens per request");
+  shared.add(sub, "inference.gen_slo_ttft_ms", "--slo-ttft-ms", "language models, server: goodput's TTFT limit");
+  shared.add(sub, "inference.gen_slo_tpot_ms", "--slo-tpot-ms", "language models, server: goodput's TPOT limit");
+  add_generation_flags(sub, f->gen);
+  f->sub = sub;
   sub->callback([f, &exit_status] {
     read_shared_settings(*f);
     run_infer(*f, exit_status);

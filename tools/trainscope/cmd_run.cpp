@@ -93,6 +93,16 @@ class ConsoleReporter final : public Reporter {
                               p.gpus.empty() ? "" : fmt::format(" · {} GPU(s): {}", p.gpus.size(), p.gpus[0].name)));
     write(stdout, fmt::format("run folder: {}\n{} planned\n", dir, count_of(static_cast<long long>(planned), "run")));
   }
+  // "; validation loss 2.5 reached in 41 s, 1.2M tokens, 3.1 kJ" (--target-loss), or "" without one.
+  static std::string target_loss_text(const LanguageModelSection& l) {
+    if (!l.target_loss) return "";
+    if (!l.target_loss_reached.value_or(false) || !l.time_to_target_loss_s)
+      return fmt::format("; validation loss {:.4g} not reached (best {})", *l.target_loss,
+                         l.best_val_loss ? fmt::format("{:.3f}", *l.best_val_loss) : "—");
+    return fmt::format("; validation loss {:.4g} reached in {}, {} tokens{}", *l.target_loss,
+                       format_duration(*l.time_to_target_loss_s), format_rate(static_cast<double>(l.tokens_to_target_loss.value_or(0))),
+                       l.energy_to_target_loss_j ? fmt::format(", {:.0f} J", *l.energy_to_target_loss_j) : "");
+  }
   // "cpu mlp [bf16] b32", "cpu mlp ×2 ranks b64": the cell as the report names it (model_label).
   static std::string cell(const RunRecord& r) { return fmt::format("{} {} b{}", r.device, workload_of(r).model, r.batch_size); }
   void run_skipped(const RunRecord& r) override {
@@ -102,11 +112,11 @@ class ConsoleReporter final : public Reporter {
   void run_finished(const RunRecord& r) override {
     ++done_;
     if (r.status == RunStatus::kOk && r.language_model)  // docs/language-models.md
-      write(stdout, fmt::format("[{}] {}: {} tokens/s, validation loss {} nats/token (perplexity {}), {} of training\n",
+      write(stdout, fmt::format("[{}] {}: {} tokens/s, validation loss {} nats/token (perplexity {}), {} of training{}\n",
                                 counter(), cell(r), r.language_model->steady_tokens_per_s ? format_rate(*r.language_model->steady_tokens_per_s) : "—",
                                 r.language_model->val_loss ? fmt::format("{:.3f}", *r.language_model->val_loss) : "—",
                                 r.language_model->val_perplexity ? fmt::format("{:.1f}", *r.language_model->val_perplexity) : "—",
-                                format_duration(r.train_time_s)));
+                                format_duration(r.train_time_s), target_loss_text(*r.language_model)));
     else if (r.status == RunStatus::kOk)
       write(stdout, fmt::format("[{}] {}: {} samples/s, test accuracy {}, {} of training\n", counter(), cell(r),
                                 r.steady_samples_per_s ? format_rate(*r.steady_samples_per_s) : "—",

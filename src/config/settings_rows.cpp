@@ -1,7 +1,7 @@
 // The rows of the settings table (trainscope/settings.h), one per setting: TOML key, flag, help,
 // unit, range and when it is checked. The machinery that reads them (ranges, checks, values) is
-// src/common/settings.cpp; their documentation, src/common/settings_docs.cpp.
-#include "common/settings_rows.h"
+// src/config/settings.cpp; their documentation, src/config/settings_docs.cpp.
+#include "config/settings_rows.h"
 
 #include "trainscope/variants.h"
 
@@ -18,7 +18,8 @@ bool when_synthetic(const MatrixConfig& m) { return m.data.format == "synthetic"
 bool when_lm_data(const MatrixConfig& m) { return m.data.format == "text" || m.data.format == "tokens"; }
 bool when_split(const MatrixConfig& m) { return m.data.format == "folder" || m.data.format == "text"; }
 bool when_telemetry(const MatrixConfig& m) { return m.telemetry.enabled; }
-bool when_target(const MatrixConfig& m) { return m.train.target_accuracy_pct > 0; }
+bool when_target(const MatrixConfig& m) { return m.train.target_accuracy_pct > 0 || m.train.target_loss > 0; }
+bool when_lr_decay(const MatrixConfig& m) { return m.train.lr_decay_steps > 0; }
 bool when_profile(const MatrixConfig& m) { return m.profile.enabled; }
 bool when_inference(const MatrixConfig& m) { return m.inference.enabled; }
 
@@ -30,7 +31,7 @@ void add_top_level(std::vector<Setting>& t) {
   t.push_back({.key = "devices", .flag = "-d,--devices", .help = "devices to compare: cpu, cuda (every GPU), cuda:N",
                .note = "[] = cpu and every visible GPU", .field = TS_FIELD(devices)});
   t.push_back({.key = "models", .flag = "-m,--models", .noun = "model",
-               .help = "models: mlp, cnn, resnet18, vgg11; language models gpt-mini, gpt2, gpt2-medium; or a TorchScript "
+               .help = "models: mlp, cnn, resnet18, vgg11, vit-s, vit-ti; language models gpt-mini, gpt2, gpt2-medium; or a TorchScript "
                        "file (.pt)", .field = TS_FIELD(models)});
   t.push_back({.key = "batch_sizes", .flag = "-b,--batch-sizes", .noun = "batch size",
                .help = "training batch sizes; auto (or 32,auto): the batch sweep (batch_sweep.*)",
@@ -57,6 +58,22 @@ void add_top_level(std::vector<Setting>& t) {
                .field = TS_FIELD(command_line), .in_file = false, .hidden = true});
 }
 
+// The learning-rate schedule (train/lr_schedule.h): linear warm-up, then cosine decay to lr_min.
+void add_lr_schedule(std::vector<Setting>& t) {
+  t.push_back({.key = "train.lr_warmup_steps", .flag = "--lr-warmup-steps", .noun = "learning-rate warm-up",
+               .help = "raise the learning rate linearly over the first N optimizer steps", .unit = "steps",
+               .range = {.min = 0, .max = kMaxSteps}, .note = "0 = no warm-up", .field = TS_FIELD(train.lr_warmup_steps)});
+  t.push_back({.key = "train.lr_decay_steps", .flag = "--lr-decay-steps", .noun = "learning-rate decay",
+               .help = "cosine decay of the learning rate after the warm-up, reaching lr_min at this optimizer step "
+                       "(nanoGPT's lr_decay_iters)",
+               .unit = "steps", .range = {.min = 0, .max = kMaxSteps}, .note = "0 = no decay",
+               .field = TS_FIELD(train.lr_decay_steps)});
+  t.push_back({.key = "train.lr_min", .flag = "--lr-min", .noun = "minimum learning rate",
+               .help = "the learning rate the cosine decay ends at (nanoGPT's min_lr)", .range = {.min = 0},
+               .field = TS_FIELD(train.lr_min), .applies = when_lr_decay,
+               .applies_text = "train.lr_decay_steps > 0"});
+}
+
 void add_language_model(std::vector<Setting>& t) {
   auto shape = [&](const char* key, const char* flag, const char* noun, const char* help, double hi,
                    SettingField (*field)(MatrixConfig&)) {
@@ -76,6 +93,16 @@ void add_language_model(std::vector<Setting>& t) {
   t.push_back({.key = "train.grad_clip", .flag = "--grad-clip", .noun = "gradient clip",
                .help = "clip the global gradient L2 norm to this before each optimizer step", .range = {.min = 0},
                .note = "0 = off", .field = TS_FIELD(train.grad_clip)});
+  t.push_back({.key = "train.grad_accum", .flag = "--grad-accum", .noun = "gradient accumulation",
+               .help = "micro-batches (each of the batch size) whose gradients are summed before one optimizer step",
+               .unit = "micro-batches", .range = {.min = 1, .max = 65536}, .note = "1 = off",
+               .field = TS_FIELD(train.grad_accum)});
+  add_lr_schedule(t);
+  t.push_back({.key = "train.target_loss", .flag = "--target-loss", .noun = "target validation loss",
+               .help = "language models: end each run when its validation loss first reaches this; time, tokens and "
+                       "energy to it are recorded",
+               .unit = "nats/token", .range = {.min = 0}, .note = "0 = no target", .field = TS_FIELD(train.target_loss),
+               .applies = when_lm_data, .applies_text = "data.format = text or tokens"});
 }
 
 void add_data(std::vector<Setting>& t) {
@@ -90,6 +117,11 @@ void add_data(std::vector<Setting>& t) {
   t.push_back({.key = "data.seq_len", .flag = "--seq-len", .noun = "sequence length",
                .help = "language models: tokens per training window", .unit = "tokens",
                .range = {.min = 2, .max = 65536}, .field = TS_FIELD(data.seq_len), .applies = when_lm_data,
+               .applies_text = "data.format = text or tokens"});
+  t.push_back({.key = "data.seq_lens", .flag = "--seq-lens", .noun = "sequence length",
+               .help = "language models: sequence lengths as a matrix dimension beside the batch sizes (one cell each)",
+               .unit = "tokens", .range = {.min = 2, .max = 65536}, .note = "[] = seq_len alone",
+               .field = TS_FIELD(data.seq_lens), .applies = when_lm_data,
                .applies_text = "data.format = text or tokens"});
   t.push_back({.key = "data.vocab_size", .flag = "--vocab-size", .noun = "vocabulary size",
                .help = "language models: token ids must be below it", .unit = "tokens",
@@ -190,7 +222,7 @@ void add_train(std::vector<Setting>& t) {
                        "requested epochs' accuracy and time (docs/profiling.md#minimum-measured-time)",
                .unit = "s", .range = {.min = -1, .max = 86400},
                .note = "-1 = auto: 6 x the slowest telemetry interval, enough readings of every field; 0 = off; "
-                       "not with --max-steps, --time-budget or --target-accuracy",
+                       "not with --max-steps, --time-budget, --target-accuracy or --target-loss",
                .field = TS_FIELD(train.min_time_s)});
   t.push_back({.key = "train.eval_batch_size", .flag = "--eval-batch-size", .noun = "evaluation batch size",
                .help = "test-set evaluation batch size", .unit = "samples", .range = {.min = 1, .max = kMaxBatch},
@@ -227,10 +259,10 @@ void add_train(std::vector<Setting>& t) {
                .unit = "%", .range = {.min = 0, .max = 100}, .note = "0 = no target",
                .field = TS_FIELD(train.target_accuracy_pct)});
   t.push_back({.key = "train.eval_every_steps", .flag = "--eval-every-steps", .noun = "evaluation interval",
-               .help = "with a target accuracy: evaluate the test set every N steps", .unit = "steps",
+               .help = "with a target accuracy or target loss: evaluate the test set every N steps", .unit = "steps",
                .range = {.min = 0, .max = kMaxSteps}, .note = "0 = after each epoch",
                .field = TS_FIELD(train.eval_every_steps), .applies = when_target,
-               .applies_text = "train.target_accuracy_pct > 0"});
+               .applies_text = "train.target_accuracy_pct > 0 or train.target_loss > 0"});
   t.push_back({.key = "train.force_graph_capture", .flag = "--force-graph-capture",
                .help = "testing: attempt the CUDA-graph capture of a graphs variant on any device",
                .field = TS_FIELD(train.force_graph_capture), .in_file = false, .hidden = true});
@@ -300,6 +332,34 @@ void add_profile(std::vector<Setting>& t) {
                .applies = when_profile, .applies_text = "profile.enabled"});
 }
 
+// Token generation of a language model (`trainscope infer`; docs/generation.md): flags of infer only.
+void add_generation(std::vector<Setting>& t) {
+  auto tokens = [&](const char* key, const char* noun, const char* help, SettingField (*field)(MatrixConfig&),
+                    double min, const char* note) {
+    t.push_back({.key = key, .noun = noun, .help = help, .unit = "tokens", .range = {.min = min, .max = 1 << 20},
+                 .note = note, .field = field});
+  };
+  tokens("inference.gen_pp", "pp test", "language models: llama-bench pp tests, prompt tokens processed in one pass",
+         TS_FIELD(inference.gen_pp), 0, "0 = none; default shortened to the context");
+  tokens("inference.gen_tg", "tg test", "language models: llama-bench tg tests, tokens generated one pass each",
+         TS_FIELD(inference.gen_tg), 0, "0 = none; default shortened to the context");
+  tokens("inference.gen_depth", "depth", "language models: tokens in the key/value cache before each pp/tg test "
+         "(llama-bench's @ dN)", TS_FIELD(inference.gen_depth), 0, "");
+  t.push_back({.key = "inference.gen_repetitions", .noun = "repetitions",
+               .help = "language models: timed repetitions of each pp/tg test (mean ± stddev)",
+               .range = {.min = 1, .max = 1e6}, .field = TS_FIELD(inference.gen_repetitions)});
+  tokens("inference.gen_prompt_len", "prompt length", "language models, server scenario: prompt tokens per request",
+         TS_FIELD(inference.gen_prompt_len), 1, "default shortened to half the context");
+  tokens("inference.gen_output_len", "output length", "language models, server scenario: output tokens per request",
+         TS_FIELD(inference.gen_output_len), 1, "default shortened to the context left");
+  t.push_back({.key = "inference.gen_slo_ttft_ms", .noun = "TTFT SLO",
+               .help = "language models, server scenario: goodput's time-to-first-token limit", .unit = "ms",
+               .range = {.min = 0, .max = 3.6e6, .min_open = true}, .field = TS_FIELD(inference.gen_slo_ttft_ms)});
+  t.push_back({.key = "inference.gen_slo_tpot_ms", .noun = "TPOT SLO",
+               .help = "language models, server scenario: goodput's time-per-output-token limit", .unit = "ms",
+               .range = {.min = 0, .max = 3.6e6, .min_open = true}, .field = TS_FIELD(inference.gen_slo_tpot_ms)});
+}
+
 void add_inference(std::vector<Setting>& t) {
   t.push_back({.key = "inference.enabled", .off_flag = "--no-inference",
                .help = "inference scenarios (single-stream, offline) after each run", .field = TS_FIELD(inference.enabled)});
@@ -327,6 +387,7 @@ void add_inference(std::vector<Setting>& t) {
                .applies_text = "inference.enabled"});
   budget("inference.server_budget_s", "server scenario: time per rate; queries = max(min_queries, qps x budget)",
          TS_FIELD(inference.server_budget_s));
+  add_generation(t);
 }
 
 bool when_sweep(const MatrixConfig& m) { return m.batch_sweep.enabled; }

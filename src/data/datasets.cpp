@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -60,18 +61,19 @@ Dataset normalise(const RawImages& raw, const std::vector<float>& mean, const st
 
 namespace {
 
-std::string find_idx(const std::string& dir, const std::string& stem) {
-  for (const char* suffix : {"", ".gz"}) {
-    auto p = (fs::path(dir) / (stem + suffix)).string();
-    if (file_exists(p)) return p;
-  }
-  // Also accept the "train-images.idx3-ubyte" spelling of the original MNIST mirror.
+// The IDX file `stem` in `dir`: raw first, then .gz, in the "train-images-idx3-ubyte" spelling,
+// then in the original MNIST mirror's "train-images.idx3-ubyte". When both the raw and the .gz
+// file are there, the raw one is read and `both` gets the name of the one left unread.
+std::string find_idx(const std::string& dir, const std::string& stem, std::vector<std::string>& both) {
   std::string alt = stem;
-  auto pos = alt.find("-idx");
-  if (pos != std::string::npos) alt[pos] = '.';
-  for (const char* suffix : {"", ".gz"}) {
-    auto p = (fs::path(dir) / (alt + suffix)).string();
-    if (file_exists(p)) return p;
+  if (auto pos = alt.find("-idx"); pos != std::string::npos) alt[pos] = '.';
+  for (const std::string& name : {stem, alt}) {
+    const auto raw = (fs::path(dir) / name).string();
+    if (file_exists(raw)) {
+      if (file_exists(raw + ".gz")) both.push_back(name + ".gz");
+      return raw;
+    }
+    if (file_exists(raw + ".gz")) return raw + ".gz";
   }
   throw_error(ErrorKind::kIo,
               fmt::format("IDX data folder '{}' has no {} (or {}.gz); give the folder holding the MNIST-format files "
@@ -137,10 +139,15 @@ DatasetPair load_datasets(const DataConfig& cfg, uint64_t seed) {
   int64_t classes = 0;
   std::vector<std::string> class_names;
   if (cfg.format == "idx") {
-    const auto train_labels = find_idx(cfg.path, "train-labels-idx1-ubyte");
-    const auto test_labels = find_idx(cfg.path, "t10k-labels-idx1-ubyte");
-    train = read_idx(find_idx(cfg.path, "train-images-idx3-ubyte"), train_labels);
-    test = read_idx(find_idx(cfg.path, "t10k-images-idx3-ubyte"), test_labels);
+    std::vector<std::string> unread;  // .gz files beside the raw files read
+    const auto train_labels = find_idx(cfg.path, "train-labels-idx1-ubyte", unread);
+    const auto test_labels = find_idx(cfg.path, "t10k-labels-idx1-ubyte", unread);
+    train = read_idx(find_idx(cfg.path, "train-images-idx3-ubyte", unread), train_labels);
+    test = read_idx(find_idx(cfg.path, "t10k-images-idx3-ubyte", unread), test_labels);
+    if (!unread.empty())
+      out.notes.push_back(fmt::format("IDX data folder '{}' holds both the uncompressed and the .gz form of its files: "
+                                      "the uncompressed ones are read, not {}; remove the form you do not mean",
+                                      cfg.path, fmt::join(unread, ", ")));
     if (train.height != test.height || train.width != test.width)
       throw_error(ErrorKind::kDataFormat, fmt::format("{}: training images are {}x{} but test images are {}x{}",
                                                       cfg.path, train.height, train.width, test.height, test.width));

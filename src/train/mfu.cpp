@@ -1,4 +1,4 @@
-#include "trainscope/mfu.h"
+#include "train/mfu.h"
 
 #include <fmt/format.h>
 
@@ -59,7 +59,7 @@ MfuFigures compute_mfu(std::optional<double> forward_flops_per_sample, std::opti
   }
   const DevicePeak* p = find_device_peak(device_name);
   if (!p) {
-    f.note = fmt::format("MFU absent: no peak for GPU '{}' in the peaks table (include/trainscope/mfu.h)", device_name);
+    f.note = fmt::format("MFU absent: no peak for GPU '{}' in the peaks table (src/train/mfu.h)", device_name);
     return f;
   }
   const double tflops = f.precision == "bf16" ? p->bf16_tflops : f.precision == "tf32" ? p->tf32_tflops : p->fp32_tflops;

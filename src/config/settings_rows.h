@@ -1,4 +1,4 @@
-// The rows of the settings table (src/common/settings_rows.cpp), for settings() to hold once.
+// The rows of the settings table (src/config/settings_rows.cpp), for settings() to hold once.
 #pragma once
 
 #include <vector>

@@ -1,6 +1,6 @@
 // The settings table's machinery (trainscope/settings.h): ranges and their text, the checks of a
 // value against its row, a setting's value as TOML, the table itself (its rows are
-// src/common/settings_rows.cpp).
+// src/config/settings_rows.cpp).
 #include "trainscope/settings.h"
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/settings_rows.h"
+#include "config/settings_rows.h"
 #include "trainscope/error.h"
 
 namespace trainscope {
@@ -187,7 +187,7 @@ const std::vector<Setting>& settings() {
 const Setting& setting(std::string_view key) {
   for (const auto& s : settings())
     if (s.key == key) return s;
-  throw_error(ErrorKind::kInternal, fmt::format("no setting '{}' in the settings table (src/common/settings_rows.cpp)", key));
+  throw_error(ErrorKind::kInternal, fmt::format("no setting '{}' in the settings table (src/config/settings_rows.cpp)", key));
 }
 
 }  // namespace trainscope

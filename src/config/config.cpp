@@ -326,6 +326,21 @@ void validate_inference_together(const InferenceConfig& in) {
                             cap_s, static_cast<double>(in.min_queries) / cap_s));
 }
 
+// The warm-up and the cosine decay together (train/lr_schedule.h): the decay ends after the
+// warm-up, at a rate not above the peak.
+void validate_lr_schedule(const TrainConfig& t) {
+  if (t.lr_decay_steps > 0 && t.lr_decay_steps <= t.lr_warmup_steps)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--lr-decay-steps (TOML train.lr_decay_steps) = {} must be above --lr-warmup-steps = {}: the "
+                            "cosine decay runs from the end of the warm-up to that step; raise it or set it to 0 (no decay)",
+                            t.lr_decay_steps, t.lr_warmup_steps));
+  if (t.lr_decay_steps > 0 && t.lr_min > t.learning_rate)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--lr-min (TOML train.lr_min) = {} is above the learning rate {}: the decay ends at lr_min; "
+                            "give a value at most --lr",
+                            t.lr_min, t.learning_rate));
+}
+
 }  // namespace
 
 std::vector<std::string> ignored_settings(const MatrixConfig& m) {
@@ -339,13 +354,15 @@ std::vector<std::string> ignored_settings(const MatrixConfig& m) {
 
 void validate(const MatrixConfig& m) {
   if (m.models.empty())
-    throw_error(ErrorKind::kInvalidArgument, "no model given; use --models mlp,cnn (or resnet18, vgg11, path/to/model.pt)");
+    throw_error(ErrorKind::kInvalidArgument, "no model given; use --models mlp,cnn (or resnet18, vgg11, vit-s, vit-ti, gpt-mini, path/to/model.pt)");
   if (m.batch_sizes.empty()) throw_error(ErrorKind::kInvalidArgument, "no batch size given; use --batch-sizes 64,128");
   for (const auto& s : settings())
     if (!s.applies || s.applies(m)) s.check(m);
   no_duplicates(m.models, "model");
   no_duplicates(m.batch_sizes, "batch size");
   no_duplicates(m.devices, "device");
+  no_duplicates(m.data.seq_lens, "sequence length");
+  validate_lr_schedule(m.train);
   // variants: "bf16+graphs" and "graphs+bf16" are one variant; [] is the default set
   // (default_variants: eager, plus graphs with a GPU)
   std::vector<std::string> canonical;

@@ -1,0 +1,82 @@
+// `trainscope infer` on a language model: the generation scenarios (src/infer/generate.h) on a
+// checkpoint of `run` (src/infer/lm_checkpoint.h), their options from the flags, and their
+// console output (llama-bench's table or --output format, then the sweep and server tables).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "infer/generate.h"
+#include "infer/lm_checkpoint.h"
+#include "settings_cli.h"
+#include "trainscope/config.h"
+#include "trainscope/inference_reporter.h"
+#include "trainscope/telemetry.h"
+
+namespace trainscope::cli {
+
+/// The generation flags of `infer` (the gen_* settings come from the settings table).
+struct GenerationFlags {
+  std::string gen_batches = "auto";  // auto | none | 1,2,4
+  std::vector<double> server_rates;
+  std::string output = "md";
+  double temperature = 0;
+  int64_t top_k = 0, batch = 1;
+  std::string dtype = "float32";
+  bool graphs = false;
+  InferenceConfig cfg;                  // gen_* (defaults, or as given)
+  std::vector<std::string> given;       // the gen_* keys given on the command line
+  std::vector<std::string> flags_given; // every generation flag given, for the error naming them
+};
+
+/// Declares the CLI-only generation flags on `sub` (the gen_* settings are declared by the caller
+/// through SettingOptions, as infer's other shared settings).
+void add_generation_flags(CLI::App* sub, GenerationFlags& g);
+/// Collects, after parsing, which generation flags were given (from `sub` and `settings`).
+void read_generation_flags(CLI::App* sub, const SettingOptions& settings, const MatrixConfig& m, GenerationFlags& g);
+
+/// The scenario options for a decoder of `context` tokens: defaults shortened to the context
+/// where not given; throws Error(kInvalidArgument) for a bad --gen-batches, --output or --dtype.
+GenerationOptions generation_options(const GenerationFlags& g, int64_t context, uint64_t seed,
+                                     const std::atomic<bool>* stop);
+
+torch::ScalarType generation_dtype(const GenerationFlags& g);
+
+/// One language-model checkpoint and the validation text its prompts come from.
+struct LmSubject {
+  LmCheckpoint checkpoint;
+  std::unique_ptr<Model> model;
+  torch::Tensor text;
+};
+
+/// Measures `s` on `dev`; a failure is recorded in the run (error_kind, error), not thrown.
+/// `base` holds the fields every measurement of the subject repeats.
+InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, const std::string& dev,
+                                    const GenerationFlags& g, uint64_t seed, const std::atomic<bool>* stop,
+                                    const GenerationTelemetry& tel, const std::function<void(const std::string&)>& log);
+
+/// The console of a generation invocation: progress on stderr; at finish, stdout gets the tests
+/// in `format` (llama-bench's), then (md only) the decode sweep and server tables and the
+/// results path.
+class GenerationConsoleReporter final : public InferenceReporter {
+ public:
+  GenerationConsoleReporter(std::string results_path, std::string format, std::string dtype)
+      : results_path_(std::move(results_path)), format_(std::move(format)), dtype_(std::move(dtype)) {}
+  void start(const Provenance& p) override { provenance_ = p; }
+  void measurement_started(const InferenceRun& r) override;
+  void progress(const std::string& line) override;
+  void finish(const std::vector<InferenceRun>& runs) override;
+
+ private:
+  std::string results_path_, format_, dtype_;
+  Provenance provenance_;
+};
+
+}  // namespace trainscope::cli
