@@ -107,19 +107,19 @@ for stage in "$@"; do
       } 2>&1 | tee "$OUT/gen.log";;
     infer-gen)
       # `trainscope infer` on a GPT-2 checkpoint (docs/generation.md): a one-step gpt2 run on
-      # random token ids gives the checkpoint; then pp512/tg128 (5 repetitions), the decode batch
-      # sweep and the server scenario at three rates with goodput, on cuda:0 and the CPU cores in
-      # one invocation, eager and graph-replayed, fp32 and bf16; transformers beside it.
+      # random token ids gives the checkpoint (speed does not depend on the weights); then
+      # pp512/tg128 (3 repetitions), the decode batch sweep and the server scenario at three rates
+      # with goodput: bf16 graph-replayed on cuda:0; fp32 graph-replayed on cuda:0 beside fp32
+      # eager on the CPU cores in one invocation; transformers' generate beside them at batch 1.
       [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
-      { [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference \
-          --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt
-        for dt in float32 bfloat16; do
-          timeout 300 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype $dt --pp 512 --tg 128 \
-            --gen-batches auto --server-rates 1,2,4 --prompt-len 128 --output-len 128 -o "$OUT/infer-gen-$dt.json"
-          timeout 120 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype $dt --graphs --pp 512 --tg 128 \
-            --gen-batches auto --server-rates 1,2,4 -o "$OUT/infer-gen-$dt-graphs.json"
-          PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt
-          PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --reps 2; done
+      { [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference --no-profile \
+          --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt > "$OUT/gen-ckpt.log" 2>&1
+        timeout 100 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype bfloat16 --graphs --pp 512 --tg 128 --repetitions 3 \
+          --gen-batches auto --server-rates 4,16,64 -o "$OUT/infer-gen-bf16-graphs.json"
+        timeout 180 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype float32 --graphs --pp 512 --tg 128 --repetitions 3 \
+          --gen-batches none --server-rates 0.5,1,2 -o "$OUT/infer-gen-fp32.json"
+        for dt in bfloat16 float32; do PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
+        PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cpu --dtype float32 --batch 1 --reps 2
       } 2>&1 | tee "$OUT/infer-gen.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
