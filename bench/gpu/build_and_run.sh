@@ -33,7 +33,7 @@ for stage in "$@"; do
       cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
       echo "build ok";;
     test)
-      (cd $B && ctest -j8 --output-on-failure > "$OUT/ctest.log" 2>&1); grep -E "tests passed|\*\*\*|Failed|SEGFAULT|Not Run|Timeout" "$OUT/ctest.log" | tail -40;;
+      (cd $B && ctest -j${CTEST_J:-8} --output-on-failure > "$OUT/ctest.log" 2>&1); grep -E "tests passed|\*\*\*|Failed|SEGFAULT|Not Run|Timeout" "$OUT/ctest.log" | tail -40;;
     pack)
       # everything under $OUT as one archive (the device tool returns at most 8 files)
       tar czf /tmp/logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/logs.tgz "$OUT/logs.tgz";;
@@ -117,7 +117,7 @@ for stage in "$@"; do
         timeout 100 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype bfloat16 --graphs --pp 512 --tg 128 --repetitions 3 \
           --gen-batches auto --server-rates 4,16,64 -o "$OUT/infer-gen-bf16-graphs.json"
         timeout 180 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype float32 --graphs --pp 512 --tg 128 --repetitions 3 \
-          --gen-batches none --server-rates 0.5,1,2 -o "$OUT/infer-gen-fp32.json"
+          --gen-batches none --server-rates 2,4,8 -o "$OUT/infer-gen-fp32.json"
         for dt in bfloat16 float32; do PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
         PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cpu --dtype float32 --batch 1 --reps 2
       } 2>&1 | tee "$OUT/infer-gen.log";;
