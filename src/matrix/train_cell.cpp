@@ -43,8 +43,9 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
     };
   }
   if (cfg_.inference.enabled && workload_->data.train.is_tokens())
-    rec.notes.push_back("inference not measured: a language model's inference is generation (prefill and decode "
-                        "tokens/s, TTFT, TPOT), which trainscope does not measure yet (docs/language-models.md)");
+    rec.notes.push_back("inference not measured after training: a language model's inference is generation; measure "
+                        "it on this run's checkpoint with `trainscope infer --run <run folder>` (pp/tg tokens/s, "
+                        "TTFT, TPOT; docs/generation.md)");
   else if (cfg_.inference.enabled)  // single-stream + offline (+ server) on the trained model
     hooks.on_trained = [&](Model& m, const torch::Device& d) {
       // A run that ends inside the profiling window: close it first, so inference
