@@ -172,8 +172,8 @@ TEST(CliIdentity, ThreadsVariantSetsEachRunsIntraOpThreads) {
   ASSERT_EQ(run(args, &out), 0) << out;
   const json j = json::parse(std::ifstream(dir + "/t/results.json"));
   std::map<std::string, int64_t> threads;
-  // .at: a record without a field fails the test showing the record (this test crashed once on
-  // the H200 build before printing anything; bench/RESULTS.md, sixteenth session)
+  // .at: a record without a field fails the test showing the record, rather than crashing
+  // before printing anything
   for (const auto& r : j.at("runs")) {
     ASSERT_NO_THROW(threads[r.at("run_id").get<std::string>()] = r.at("intra_op_threads").get<int64_t>())
         << r.dump().substr(0, 2000) << out;

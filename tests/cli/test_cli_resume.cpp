@@ -89,7 +89,7 @@ TEST(Cli, SigkillThenResumeCompletesWithoutRepeatingFinishedRuns) {
   EXPECT_EQ(headers, 1u);
 }
 
-// A resume after SIGINT (which writes telemetry.csv.gz) keeps the first session's samples and
+// A resume after SIGINT (which writes telemetry.csv.gz) keeps the first invocation's samples and
 // appends the second's after them.
 TEST(Cli, ResumeAppendsTelemetry) {
   std::string dir = test_path("cli_resume_tel");
@@ -106,7 +106,7 @@ TEST(Cli, ResumeAppendsTelemetry) {
   ASSERT_EQ(run({"run", "--resume", dir + "/m", "--no-progress"}, &out), 0) << out;
   auto both = rows();
   ASSERT_GT(both.size(), first.size());
-  EXPECT_TRUE(std::equal(first.begin(), first.end(), both.begin())) << "the first session's samples are kept";
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), both.begin())) << "the first invocation's samples are kept";
   EXPECT_GT(both[first.size()], first.back()) << "the second session's samples follow on the same clock";
 }
 

@@ -179,13 +179,13 @@ struct Row {
   std::string pending = {};
 };
 
-std::vector<Row> rows() {
-  using D = const fs::path&;
-  using S = const std::string&;
-  auto K = [](ErrorKind k) { return std::optional<ErrorKind>(k); };
-  const std::optional<ErrorKind> kSoft;  // telemetry: unavailable/dropped with a reason
-  std::vector<Row> t;
+using D = const fs::path&;
+using S = const std::string&;
+std::optional<ErrorKind> K(ErrorKind k) { return k; }
+const std::optional<ErrorKind> kSoft;  // telemetry: unavailable/dropped with a reason
 
+// Rows: TOML configuration files.
+void add_toml_rows(std::vector<Row>& t) {
   // --- TOML configuration files (load_toml_config, validate, apply_preset) ---
   auto toml_row = [&](std::string name, std::string text, std::string mention, ErrorKind kind, std::string also) {
     t.push_back({name, [mention](D) { return mention; },
@@ -258,7 +258,10 @@ std::vector<Row> rows() {
                  return std::string();
                },
                K(ErrorKind::kInvalidArgument), "paper, quick"});
+}
 
+// Rows: IDX files: headers and sizes.
+void add_idx_headers_rows(std::vector<Row>& t) {
   // --- IDX (MNIST family) ---
   auto idx_row = [&](std::string name, std::function<std::pair<Bytes, Bytes>()> files, ErrorKind kind,
                      std::string also, bool mention_labels = false) {
@@ -310,6 +313,10 @@ std::vector<Row> rows() {
           ErrorKind::kDataFormat, "implausible image size");
   idx_row("idx_image_label_count_mismatch", [] { return std::pair(idx_images_ok(3), idx_labels(2, 2)); },
           ErrorKind::kDataFormat, "must belong together");
+}
+
+// Rows: IDX files: labels, gzip and folders.
+void add_idx_contents_rows(std::vector<Row>& t) {
   t.push_back({"idx_label_out_of_range",
                [](D d) { return write_bytes(d / "labels-idx1-ubyte", idx_labels(4, 4, 200)).string(); },
                [](D, S in) {
@@ -388,7 +395,10 @@ std::vector<Row> rows() {
   idx_classes_row("idx_missing_class_is_a_gap", labels({0, 2, 2, 0}), labels({0, 2}), false, "class 1");
   idx_classes_row("idx_test_label_beyond_training_classes", labels({0, 1, 1, 0}), labels({0, 2}), true,
                   "offset 9: label 2");
+}
 
+// Rows: CIFAR-10 binary.
+void add_cifar_rows(std::vector<Row>& t) {
   // --- CIFAR-10 binary ---
   auto cifar_row = [&](std::string name, Bytes b, std::string also) {
     t.push_back({name, [b](D d) { return write_bytes(d / "data_batch_1.bin", b).string(); },
@@ -416,7 +426,10 @@ std::vector<Row> rows() {
                  return std::string();
                },
                K(ErrorKind::kIo), ""});
+}
 
+// Rows: image folders.
+void add_image_folder_rows(std::vector<Row>& t) {
   // --- image folders ---
   auto folder_call = [](D, S in) {
     std::vector<std::string> names;
@@ -466,7 +479,10 @@ std::vector<Row> rows() {
                  return std::string();
                },
                K(ErrorKind::kDataFormat), "empty image file"});
+}
 
+// Rows: files.
+void add_files_rows(std::vector<Row>& t) {
   // --- files ---
   t.push_back({"file_over_size_limit", [](D d) { return write_bytes(d / "big.bin", Bytes(4096, 0)).string(); },
                [](D, S in) {
@@ -486,7 +502,10 @@ std::vector<Row> rows() {
                  return std::string();
                },
                K(ErrorKind::kDataFormat), "decompresses to more than"});
+}
 
+// Rows: /proc and sysfs.
+void add_telemetry_rows(std::vector<Row>& t) {
   // --- /proc and sysfs (telemetry): never throw; unavailable or dropped with a reason ---
   t.push_back({"proc_stat_garbage_probe",
                [](D d) { return write_text(telemetry_tree(d) / "proc" / "stat", "intr 1 2 3\nbogus\n").string(); },
@@ -586,7 +605,10 @@ std::vector<Row> rows() {
     return !telemetry::parse_kb_field("VmRSS: many kB\n", "VmRSS") && !telemetry::parse_kb_field("VmRSS:", "VmRSS") &&
            !telemetry::parse_kb_field("VmRSS: 12 MB\n", "VmRSS") && !telemetry::parse_kb_field("", "MemTotal");
   });
+}
 
+// Rows: fuzzer findings.
+void add_fuzz_findings_rows(std::vector<Row>& t) {
   // --- fuzzer findings (tests/fuzz/crashes/, bench/RESULTS.md "Fuzzing") ---
   // fuzz_decode_image: a PNG whose first IDAT chunk is empty makes stb_image (Debian libstb)
   // call memcpy(NULL, src, 0), which UBSan reports (nonnull-attribute).
@@ -631,7 +653,18 @@ std::vector<Row> rows() {
                  return std::string();
                },
                K(ErrorKind::kDataFormat), ""});
+}
 
+std::vector<Row> rows() {
+  std::vector<Row> t;
+  add_toml_rows(t);
+  add_idx_headers_rows(t);
+  add_idx_contents_rows(t);
+  add_cifar_rows(t);
+  add_image_folder_rows(t);
+  add_files_rows(t);
+  add_telemetry_rows(t);
+  add_fuzz_findings_rows(t);
   // Checkpoint descriptions: read_checkpoint_description (src/infer/checkpoint.h) needs LibTorch,
   // so the malformed-description row lives with the inference tests, not in this torch-free table.
   return t;

@@ -80,7 +80,7 @@ TEST(ReportCompare, NamesTheCpuLimitOfEachSide) {
 }
 
 // One side's host tensors from tcmalloc, the other's from glibc: host-side step time may differ by
-// that alone (bench/RESULTS.md, sixteenth session), so compare names it; a record from before the
+// that alone (bench/RESULTS.md, "The allocator, not the sampler"), so compare names it; a record from before the
 // field says so rather than showing an empty allocator.
 TEST(ReportCompare, NamesADifferingHostAllocator) {
   auto a = load_run_folder(kStudy);
