@@ -345,13 +345,10 @@ InferenceRun measure_one(const InferFlags& f, Subject& s, const std::string& dev
     r.inference = measure_inference(*s.model, d, pool, opt, sampler, sampler ? telemetry_device(dev, prov, gpus) : "",
                                     [&](const std::string& line) { reporters.each([&](InferenceReporter& x) { x.progress(line); }); });
     s.model->to(torch::kCPU);
-  } catch (const Error& e) {
-    r.error_kind = std::string(to_string(e.kind()));
-    r.error = e.what();
-  } catch (const c10::Error& e) {
-    r.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
-    r.error = e.what_without_backtrace();
-    release_device_cache(torch::Device(dev));
+  } catch (const Error&) {
+    record_measurement_failure(r, dev);
+  } catch (const c10::Error&) {
+    record_measurement_failure(r, dev);
   }
   return r;
 }

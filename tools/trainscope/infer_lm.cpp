@@ -126,6 +126,19 @@ GenerationOptions generation_options(const GenerationFlags& g, int64_t context, 
   return o;
 }
 
+void record_measurement_failure(InferenceRun& r, const std::string& dev) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    r.error_kind = std::string(to_string(e.kind()));
+    r.error = e.what();
+  } catch (const c10::Error& e) {
+    r.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
+    r.error = e.what_without_backtrace();
+    release_device_cache(torch::Device(dev));
+  }
+}
+
 InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, const std::string& dev,
                                     const GenerationFlags& g, uint64_t seed, const std::atomic<bool>* stop,
                                     const GenerationTelemetry& tel, const std::function<void(const std::string&)>& log) {
@@ -154,13 +167,10 @@ InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, cons
     r.inference = inf;
     dec = nullptr;  // the cache, before the model leaves the device
     s.model->to(torch::kCPU);
-  } catch (const Error& e) {
-    r.error_kind = std::string(to_string(e.kind()));
-    r.error = e.what();
-  } catch (const c10::Error& e) {
-    r.error_kind = compat::is_out_of_memory(e) ? "out_of_memory" : "libtorch";
-    r.error = e.what_without_backtrace();
-    release_device_cache(torch::Device(dev));
+  } catch (const Error&) {
+    record_measurement_failure(r, dev);
+  } catch (const c10::Error&) {
+    record_measurement_failure(r, dev);
   }
   return r;
 }

@@ -58,6 +58,11 @@ struct LmSubject {
 
 /// Measures `s` on `dev`; a failure is recorded in the run (error_kind, error), not thrown.
 /// `base` holds the fields every measurement of the subject repeats.
+/// Inside a catch block of a measurement on `dev`: records the exception being handled (a
+/// trainscope Error, or a LibTorch error: out of memory or another) in r's error_kind and error,
+/// and gives a failed device's cached memory back. Other exceptions propagate.
+void record_measurement_failure(InferenceRun& r, const std::string& dev);
+
 InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, const std::string& dev,
                                     const GenerationFlags& g, uint64_t seed, const std::atomic<bool>* stop,
                                     const GenerationTelemetry& tel, const std::function<void(const std::string&)>& log);
