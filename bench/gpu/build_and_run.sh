@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
+#   lm lm-loss lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -53,7 +53,7 @@ for stage in "$@"; do
       mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"
       LMARGS="--data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --no-inference --no-profile --no-progress --out /tmp/runs"
       { timeout 200 $TS run $LMARGS -d cuda:0 --seq-len 1024 -b 16 --variants eager,bf16,tf32,graphs+bf16 --max-steps 60 --name lm-gpu
-        python3 -c "import json;[print(r['run_id'], r['status'], r.get('language_model',{}) and r['language_model'].get('steady_tokens_per_s'), r.get('mfu_pct'), r['language_model'] and r['language_model'].get('attention'), r['optimizer_impl']) for r in json.load(open('/tmp/runs/lm-gpu/results.json'))['runs']]"
+        python3 -c "import json;[print(r['run_id'], r['status'], r.get('language_model',{}) and r['language_model'].get('steady_tokens_per_s'), r.get('mfu_pct'), r['language_model'] and r['language_model'].get('attention'), r['language_model'] and r['language_model'].get('loss'), r['optimizer_impl']) for r in json.load(open('/tmp/runs/lm-gpu/results.json'))['runs']]"
         PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py train --steps 30
         PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py train --steps 30 --graph
         timeout 100 $TS run $LMARGS -d cpu --seq-len 256 -b 4 --variants bf16 --max-steps 14 --warmup-steps 4 --min-time 0 --name lm-cpu
@@ -61,6 +61,23 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 python3 bench/lm_peer.py train --steps 30 --compile
       } 2>&1 | tee "$OUT/lm.log"
       cp /tmp/runs/lm-gpu/results.json "$OUT/lm-gpu-results.json"; cp /tmp/runs/lm-cpu/results.json "$OUT/lm-cpu-results.json";;
+    lm-loss)
+      # The fused linear cross-entropy against the full logits (docs/language-models.md#fused-kernels):
+      # gpt2 B16 x T1024 on cuda:0, bf16 and graphs+bf16, in one invocation alternating fused, full,
+      # fused, full (--lm-loss): tokens/s, MFU, the forward and backward phases (the fused loss
+      # moves the projection's backward products into the forward phase) and the device's peak
+      # allocated memory (the full path holds the [16384, 50304] logits in bf16 and fp32).
+      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+      LARGS="--data-format tokens --data /tmp/tok -m gpt2 --weight-decay 0.1 --no-inference --no-profile --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 16 --variants bf16,graphs+bf16 --max-steps 60"
+      { for n in fused-1:fused full-1:full fused-2:fused full-2:full; do timeout 110 $TS run $LARGS --lm-loss ${n#*:} --name lm-loss-${n%:*}; done
+        python3 -c "
+import json
+for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
+    for r in json.load(open('/tmp/runs/lm-loss-%s/results.json' % n))['runs']:
+        lm, ph = r.get('language_model') or {}, r.get('phases') or {}
+        print(n, r['run_id'], r['status'], lm.get('loss'), 'tok/s', lm.get('steady_tokens_per_s'), 'MFU', r.get('mfu_pct'), 'fwd/bwd ms', ph.get('forward_ms'), ph.get('backward_ms'), 'peak GiB', (r.get('device_peak_allocated_bytes') or 0) / 2**30, 'val', lm.get('val_loss'), repr(r.get('variant_note')))"
+      } 2>&1 | tee "$OUT/lm-loss.log"
+      for n in fused-1 full-1 fused-2 full-2; do cp /tmp/runs/lm-loss-$n/results.json "$OUT/lm-loss-$n-results.json"; done;;
     vit)
       # ViT-S/16 (docs/workloads.md#vision-transformers) at 224 px, B256, bf16 and graphs+bf16 on
       # cuda:0 against timm's vit_small_patch16_224 through the Python peer (bench/lm_peer.py vit:

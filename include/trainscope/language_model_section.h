@@ -26,6 +26,7 @@ struct LanguageModelSection {
   int64_t model_vocab_size = 0;            // the model's output width (padded; workload/model.h)
   std::string tokenizer;                   // "bytes" (text) | "uint16 token ids" (tokens)
   std::string attention;                   // the attention implementation that ran (workload/gpt.h)
+  std::string loss;                        // the training loss: "fused" (no logits) | "full" (train.lm_loss)
   std::optional<int64_t> layers, d_model, heads, context;  // built-in models' shape
   std::optional<double> train_flops_per_token;  // 6 N + 12 L d T
   std::optional<double> steady_tokens_per_s;    // headline window
@@ -50,6 +51,7 @@ struct LanguageModelSection {
     v("model_vocab_size", s.model_vocab_size, Better::kNone);
     v("tokenizer", s.tokenizer, Better::kNone, kLiteral);
     v("attention", s.attention, Better::kNone, kLiteral);
+    v("loss", s.loss, Better::kNone, kLiteral);
     v("layers", s.layers, Better::kNone);
     v("d_model", s.d_model, Better::kNone);
     v("heads", s.heads, Better::kNone);

@@ -28,8 +28,7 @@ torch::Tensor TrainLoop::accumulated_compute(const torch::Tensor& x, const torch
   for (int64_t k = 0; k < parts; ++k) {
     const int64_t at = k * micro_batch_, len = std::min(micro_batch_, m - at);
     const auto xk = x.narrow(0, at, len), yk = y.narrow(0, at, len);
-    auto logits = forward_(xk);
-    auto loss = task_loss(logits, yk);
+    auto [loss, logits] = forward_(xk, yk);
     if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
     add_task_sums(sums, loss, logits, yk);
     const double share = static_cast<double>(len) / static_cast<double>(m);

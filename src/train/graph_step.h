@@ -16,6 +16,7 @@
 #include <string>
 
 #include "train/optimizer.h"
+#include "train/task_loss.h"
 #include "workload/model.h"
 
 namespace trainscope {
@@ -32,7 +33,8 @@ class CapturedTrainStep {
   /// Replays forward, loss, backward and the optimizer step on the current stream.
   virtual void replay() = 0;
   /// Outputs of the last replay, device tensors owned by the graph (overwritten by the next
-  /// replay): the mean cross-entropy loss (scalar) and the logits (B x classes).
+  /// replay): the mean cross-entropy loss (scalar) and the logits (B x classes; undefined where
+  /// the step's loss made none, StepOutput).
   virtual const torch::Tensor& loss() const = 0;
   virtual const torch::Tensor& logits() const = 0;
   /// Captured with a ResidentSet: the B int64 indices (into the resident set) the next replay
@@ -68,11 +70,13 @@ struct CaptureOutcome {
 /// The fallback reason of every capture in a build without CUDA (graph_step_stub.cpp).
 inline constexpr const char* kNoCudaBuildReason = "CUDA graphs need a CUDA build of trainscope";
 
-/// The forward-and-loss the graph captures: logits from x, loss from (logits, y). The trainer
-/// passes its own (with autocast/channels_last applied), so eager and graph steps are one recipe.
-/// It runs eagerly for the warm-up steps and once more under capture, so it must not read
-/// values back to the host, synchronise, or record timing events (those go around replay()).
-using StepForward = std::function<torch::Tensor(const torch::Tensor& x)>;
+/// The forward-and-loss the graph captures: the loss of batch (x, y) and the logits, where it made
+/// them (train/task_loss.h StepOutput; loss_of_logits(forward(x), y) for a plain forward). The
+/// trainer passes its own (with autocast/channels_last applied, and a language model's fused loss),
+/// so eager and graph steps are one recipe. It runs eagerly for the warm-up steps and once more
+/// under capture, so it must not read values back to the host, synchronise, or record timing
+/// events (those go around replay()).
+using StepForward = std::function<StepOutput(const torch::Tensor& x, const torch::Tensor& y)>;
 
 /// Captures a training step of `model` (on a CUDA `device`, training mode) with optimizer `opt`,
 /// which must be capturable (StepOptimizer::capturable()); otherwise returns a fallback reason.

@@ -93,7 +93,7 @@ class GraphTrainStep final : public CapturedTrainStep {
 // One eager training step: the recipe the graph captures, plus zero_grad (set to none).
 void eager_step(StepOptimizer& opt, const StepForward& forward, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
-  auto loss = task_loss(forward(x), y);
+  auto loss = forward(x, y).loss;
   loss.backward();
   opt.step();
 }
@@ -117,14 +117,13 @@ std::string capture_into(GraphTrainStep& s, StepOptimizer& opt, const StepForwar
       at::index_select_out(s.x_, s.data_x_, 0, s.index_);
       at::index_select_out(s.y_, s.data_y_, 0, s.index_);
     }
-    auto logits = forward(s.x_);
-    auto loss = task_loss(logits, s.y_);
+    auto [loss, logits] = forward(s.x_, s.y_);
     loss.backward();
     opt.step();
     add_task_sums(s.sums_, loss, logits, s.y_);
     s.graph_->capture_end();
     s.loss_ = loss.detach();
-    s.logits_ = logits.detach();
+    if (logits.defined()) s.logits_ = logits.detach();
     return "";
   } catch (const std::exception& e) {
     std::string why = error_line(e);

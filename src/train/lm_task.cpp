@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "train/task_loss.h"
+#include "train/variant_exec.h"
 #include "trainscope/error.h"
 #include "workload/gpt.h"
 
@@ -60,6 +62,16 @@ std::optional<double> run_forward_flops(Model& model, const std::string& name, c
   return count_forward_flops_on(model, torch::zeros({1, train.width}, torch::kLong));
 }
 
+bool fuses_lm_loss(Model& model, const TrainConfig& cfg) { return cfg.lm_loss == "fused" && is_builtin_gpt(model); }
+
+StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg) {
+  if (fuses_lm_loss(model, cfg))
+    return [&model](const torch::Tensor& x, const torch::Tensor& y) { return StepOutput{gpt_fused_loss(model, x, y), {}}; };
+  return [&model, format](const torch::Tensor& x, const torch::Tensor& y) {
+    return loss_of_logits(variant_forward(model, x, format), y);
+  };
+}
+
 int64_t eval_batch_for(const Dataset& train, const TrainConfig& cfg, int64_t batch_size) {
   return train.is_tokens() ? batch_size : cfg.eval_batch_size;
 }
@@ -88,8 +100,10 @@ void describe_task(RunRecord& r, const std::string& model, const DatasetPair& da
     // requires_grad: SDPA picks its backend for training tensors (some backends do not run backward)
     auto q = torch::empty({1, s.heads, tr.width, s.d_model / s.heads}, opts.requires_grad(true));
     lm.attention = attention_backend(q, q, q);
+    lm.loss = cfg.lm_loss;
   } else {
     lm.attention = "the TorchScript module's own";
+    lm.loss = "full";
   }
   r.language_model = lm;
 }

@@ -14,6 +14,7 @@
 #include "trainscope/config.h"
 #include "trainscope/dataset.h"
 #include "trainscope/run_record.h"
+#include "train/graph_step.h"
 #include "train/trainer.h"
 #include "workload/model.h"
 
@@ -38,6 +39,15 @@ GptShape run_lm_shape(const std::string& name, const Dataset& train, const Train
 std::optional<double> run_forward_flops(Model& model, const std::string& name, const Dataset& train,
                                         const TrainConfig& cfg);
 
+/// The step's forward and loss (train/graph_step.h StepForward) of `model` in a run of `cfg`, one
+/// for the eager and the captured step: for a built-in GPT with train.lm_loss = fused, the loss
+/// without logits (gpt_fused_loss, workload/gpt.h; StepOutput::logits undefined); for every other
+/// model, or lm_loss = full, variant_forward's float32 logits (train/variant_exec.h) and task_loss.
+StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg);
+
+/// Whether make_step_forward fuses the loss of `model` under `cfg`.
+bool fuses_lm_loss(Model& model, const TrainConfig& cfg);
+
 /// Predictions per sample: the window's T tokens for a language model, 1 for an image.
 inline int64_t predictions_per_sample(const Dataset& train) { return train.is_tokens() ? train.width : 1; }
 
@@ -47,7 +57,8 @@ int64_t eval_batch_for(const Dataset& train, const TrainConfig& cfg, int64_t bat
 
 /// Fills r.task, r.throughput_unit and, for a token set, the language_model section's settings
 /// (sequence length, vocabularies, tokenizer, the built-in's shape and training FLOPs per token,
-/// and the attention implementation that runs on `device` at the variant's precision).
+/// the attention implementation that runs on `device` at the variant's precision, and the
+/// training loss's: "fused" where a built-in model fuses it under cfg.lm_loss, else "full").
 void describe_task(RunRecord& r, const std::string& model, const DatasetPair& data, const TrainConfig& cfg,
                    const torch::Device& device, bool bf16);
 

@@ -2,6 +2,7 @@ target_sources(trainscope PRIVATE
   workload/models.cpp
   workload/aoti_model.cpp
   workload/gpt.cpp
+  workload/fused_lm_loss.cpp
   workload/gpt_decoder.cpp
   workload/recompute_decoder.cpp
   workload/vit.cpp

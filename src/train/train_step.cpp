@@ -112,8 +112,7 @@ std::pair<torch::Tensor, torch::Tensor> TrainLoop::eager_compute(const torch::Te
                                                                  int64_t s, Clock::time_point* host_marks) {
   clock_->mark(s, 1);
   host_marks[1] = Clock::now();
-  auto logits = forward_(x);
-  auto loss = task_loss(logits, y);
+  auto [loss, logits] = forward_(x, y);
   if (global_step_ == cfg_.inject_nan_at_step) loss = loss * std::numeric_limits<float>::quiet_NaN();
   clock_->mark(s, 2);
   host_marks[2] = Clock::now();

@@ -30,8 +30,6 @@ constexpr Preset kPresets[] = {
     {"gpt2-medium", 24, 1024, 16, 1024},
 };
 
-
-
 }  // namespace
 
 std::vector<std::string> builtin_lm_models() {
@@ -61,6 +59,30 @@ std::unique_ptr<Model> make_gpt(const std::string& name, const GptShape& s) {
                                                "is a multiple of the heads (--lm-width / --lm-heads)",
                                                name, s.d_model, s.heads));
   return std::make_unique<NativeModel<Gpt>>(name, [s] { return Gpt(s); });
+}
+
+torch::Tensor gpt_fused_loss(Model& model, const torch::Tensor& x, const torch::Tensor& y) {
+  auto* native = dynamic_cast<NativeModel<Gpt>*>(&model);
+  if (!native)
+    throw_error(ErrorKind::kModel, fmt::format("model '{}' is not a built-in GPT, so its loss cannot be fused with its "
+                                               "output projection; use train.lm_loss = full (--lm-loss full)",
+                                               model.name()));
+  return native->module()->fused_loss(x, y);
+}
+
+bool is_builtin_gpt(Model& model) { return dynamic_cast<NativeModel<Gpt>*>(&model) != nullptr; }
+
+bool linear_gelu_fuses(const torch::Tensor& x) { return x.is_cuda() && !torch::GradMode::is_enabled(); }
+
+torch::Tensor linear_gelu(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  if (!linear_gelu_fuses(x)) return torch::gelu(at::linear(x, w, b), "tanh");
+  const auto dtype = compat::autocast_enabled(true) ? compat::autocast_dtype(true) : x.scalar_type();
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);  // the dtype is explicit here
+  auto out_shape = x.sizes().vec();
+  out_shape.back() = w.size(0);
+  return at::_addmm_activation(b.to(dtype), x.reshape({-1, x.size(-1)}).to(dtype), w.to(dtype).t(), 1, 1,
+                               /*use_gelu=*/true)
+      .view(out_shape);
 }
 
 torch::Tensor causal_attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {

@@ -69,6 +69,33 @@ std::string attention_backend(const torch::Tensor& q, const torch::Tensor& k, co
 /// not a built-in GPT (make_recompute_decoder serves those) or another dtype.
 std::unique_ptr<CapturableDecoder> make_gpt_decoder(Model& model, torch::ScalarType dtype);
 
+/// The mean cross-entropy (nats per token, float32 scalar) of built-in GPT `model` on token ids x
+/// [B, T] against the next tokens y [B, T], as task_loss(model.forward(x), y) computes it
+/// (train/task_loss.h) but without the [B*T, vocab] logits: the tied output projection and the
+/// loss in chunks of rows, their gradients in the same pass (linear_cross_entropy,
+/// workload/fused_lm_loss.h). Throws Error(kModel) for a model that is not a built-in GPT.
+torch::Tensor gpt_fused_loss(Model& model, const torch::Tensor& x, const torch::Tensor& y);
+
+/// Whether `model` is a built-in GPT (made by make_gpt), so gpt_fused_loss applies to it.
+bool is_builtin_gpt(Model& model);
+
+/// The MLP's first layer: GELU(x W^T + b) with GELU's tanh approximation, as GPT-2 computes it;
+/// x [..., in], W [out, in], b [out] -> [..., out]. One operator where linear_gelu_fuses: at::
+/// _addmm_activation(use_gelu), one cuBLASLt matrix product with the bias and GELU in its epilogue
+/// (CUBLASLT_EPILOGUE_GELU_BIAS; PyTorch's CUDA path applies the tanh approximation also where it
+/// cannot use the epilogue), in autocast's dtype while autocast is on. Elsewhere two: at::linear
+/// (bias in the matrix product's epilogue) and gelu(tanh).
+torch::Tensor linear_gelu(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+/// Whether linear_gelu runs as one operator on x: on a CUDA tensor (the CPU kernel of
+/// _addmm_activation applies the exact erf GELU, LibTorch 1.13 and 2.x: aten/src/ATen/native/
+/// LinearAlgebra.cpp, addmm_activation_out_cpu) while no gradient is recorded (autograd has no
+/// derivative for _addmm_activation, neither in 1.13 nor in 2.x: tools/autograd/derivatives.yaml
+/// lists none, and its backward throws "derivative for aten::_addmm_activation is not
+/// implemented"; a training step keeps linear and gelu, whose backward needs the pre-activation
+/// that the fused operator does not return). So evaluation and decoding on a GPU use it.
+bool linear_gelu_fuses(const torch::Tensor& x);
+
 /// Parameters N of the PaLM FLOP count: every trainable scalar except the position embedding
 /// (the tied output projection counted once, with the token embedding).
 int64_t gpt_flop_parameters(const GptShape& s);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "workload/fused_lm_loss.h"
 #include "workload/gpt.h"
 
 namespace trainscope::gpt_detail {
@@ -29,7 +30,7 @@ struct BlockImpl : nn::Module {
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, heads_, C / heads_}).transpose(1, 2); };
     auto y = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2])).transpose(1, 2).reshape({B, T, C});
     x = x + linear(attn_proj, y);
-    return x + linear(mlp_proj, torch::gelu(linear(c_fc, ln_2(x)), "tanh"));
+    return x + linear(mlp_proj, linear_gelu(ln_2(x), c_fc->weight, c_fc->bias));
   }
   // at::linear, not the module's forward: the C++ frontend's Linear (torch::nn::functional::linear)
   // computes a 3-D input as matmul followed by an in-place bias add, two kernels where at::linear
@@ -64,16 +65,23 @@ struct GptImpl : nn::Module {
       else t.normal_(0.0, 0.02);
     }
   }
-  torch::Tensor forward(torch::Tensor idx) {
+  torch::Tensor forward(torch::Tensor idx) { return head(blocks_out(idx)); }
+  // The last block's output [B, T, d] for token ids idx [B, T].
+  torch::Tensor blocks_out(const torch::Tensor& idx) {
     const int64_t T = idx.size(1);
     TORCH_CHECK(T <= context_, "sequence of ", T, " tokens is longer than the model's context of ", context_);
     auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(idx.device()));
     auto x = wte(idx) + wpe(pos);
     for (auto& b : *blocks) x = b->as<Block>()->forward(x);
-    return head(x);
+    return x;
   }
   // Logits of hidden states x [..., d]: the final LayerNorm and the tied output projection.
   torch::Tensor head(const torch::Tensor& x) { return torch::linear(ln_f(x), wte->weight); }
+  // The mean cross-entropy of forward(idx) against targets [B, T] without the logits: the final
+  // LayerNorm, then the tied projection and the loss in chunks (workload/fused_lm_loss.h).
+  torch::Tensor fused_loss(const torch::Tensor& idx, const torch::Tensor& targets) {
+    return linear_cross_entropy(ln_f(blocks_out(idx)).flatten(0, -2), wte->weight, targets.flatten());
+  }
   Block block(size_t i) { return Block(blocks->ptr<BlockImpl>(i)); }
   int64_t context_;
   nn::Embedding wte{nullptr}, wpe{nullptr};

@@ -21,6 +21,11 @@ using namespace trainscope;
 
 namespace {
 
+// The plain forward-and-loss of model m (graph_step.h StepForward): its logits and their loss.
+StepForward plain_step(Model& m) {
+  return [&m](const torch::Tensor& x, const torch::Tensor& y) { return loss_of_logits(m.forward(x), y); };
+}
+
 struct Batch {
   torch::Tensor x, y;
 };
@@ -240,8 +245,7 @@ TEST(GraphStep, CpuFallsBackWithAReasonAndTrainsNothing) {
   auto opt = make_optimizer(config("adam", 1e-3), m->parameters(), torch::kCPU, true);
   auto before = snapshot(*m);
   auto b = make_batches(1, 4, torch::kCPU).front();
-  auto out = capture_train_step(*m, *opt, [&](const torch::Tensor& x) { return m->forward(x); }, b.x, b.y,
-                                torch::kCPU, 3);
+  auto out = capture_train_step(*m, *opt, plain_step(*m), b.x, b.y, torch::kCPU, 3);
   EXPECT_EQ(out.step, nullptr);
   EXPECT_EQ(out.warmup_steps_run, 0);
 #ifdef TRAINSCOPE_WITH_CUDA
@@ -267,8 +271,7 @@ static double gpu_graph_vs_eager(const std::string& model, const TrainConfig& cf
   eager_steps(*a, *ref, eager_batches);
   auto g = seeded_model(model, dev);
   auto opt = make_optimizer(cfg, g->parameters(), dev, /*capturable=*/true);
-  auto out = capture_train_step(*g, *opt, [&](const torch::Tensor& x) { return g->forward(x); }, batches.front().x,
-                                batches.front().y, dev, 3);
+  auto out = capture_train_step(*g, *opt, plain_step(*g), batches.front().x, batches.front().y, dev, 3);
   EXPECT_NE(out.step, nullptr) << out.fallback_reason;
   if (!out.step) return 1.0;
   EXPECT_EQ(out.warmup_steps_run, 3);
@@ -338,8 +341,7 @@ TEST(GraphStep, GpuResidentGatherReplayMatchesEagerAndSumsItsMetrics) {
   auto g = seeded_model("mlp", dev);
   auto opt = make_optimizer(cfg, g->parameters(), dev, /*capturable=*/true);
   ResidentSet set{data_x, data_y, idx[0]};
-  auto out = capture_train_step(*g, *opt, [&](const torch::Tensor& x) { return g->forward(x); }, warm[0].x,
-                                warm[0].y, dev, 3, &set);
+  auto out = capture_train_step(*g, *opt, plain_step(*g), warm[0].x, warm[0].y, dev, 3, &set);
   ASSERT_NE(out.step, nullptr) << out.fallback_reason;
   ASSERT_NE(out.step->static_index(), nullptr);
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -363,7 +365,9 @@ TEST(GraphStep, GpuHostSyncInForwardFallsBackCleanly) {
   const torch::Device dev("cuda:0");
   auto m = seeded_model("mlp", dev);
   auto opt = make_optimizer(config("adam", 1e-3), m->parameters(), dev, true);
-  auto syncing = [&](const torch::Tensor& x) { return m->forward(x) * (x.sum().item<float>() > 0 ? 1.0 : 1.0); };
+  auto syncing = [&](const torch::Tensor& x, const torch::Tensor& y) {
+    return loss_of_logits(m->forward(x) * (x.sum().item<float>() > 0 ? 1.0 : 1.0), y);
+  };
   auto b = make_batches(2, 16, dev);
   auto out = capture_train_step(*m, *opt, syncing, b[0].x, b[0].y, dev, 3);
   EXPECT_EQ(out.step, nullptr);
