@@ -30,12 +30,24 @@ at::ScalarType compute_dtype(const torch::Tensor& hidden) {
   return hidden.scalar_type();
 }
 
+// The chunk's summed loss from its float32 logits z [rows, V] and targets t, leaving exp(z - max)
+// in z and returning the row sums of those [rows, 1] (the softmax's denominators): log-sum-exp
+// written out in place, so the chunk holds one [rows, V] float32 tensor, not logsumexp's
+// temporary beside it.
+torch::Tensor add_chunk_loss(torch::Tensor& z, const torch::Tensor& t, Sums& s) {
+  const auto picked = z.gather(1, t.unsqueeze(1));
+  const auto max = z.amax({1}, /*keepdim=*/true);
+  const auto sum = z.sub_(max).exp_().sum({1}, /*keepdim=*/true);
+  s.loss.add_((sum.log() + max - picked).sum());
+  return sum;
+}
+
 // The gradient of the chunk's share of the mean loss with respect to its logits, in place of
-// its float32 logits z: softmax(z) - onehot(t), over n rows in all.
-torch::Tensor logit_gradient(torch::Tensor& z, const torch::Tensor& lse, const torch::Tensor& t, int64_t n) {
-  z.sub_(lse.unsqueeze(1)).exp_();
-  z.scatter_add_(1, t.unsqueeze(1), at::full({t.size(0), 1}, -1.0, z.options()));
-  return z.mul_(1.0 / static_cast<double>(n));
+// exp(z - max) (add_chunk_loss): softmax(z) - onehot(t), over n rows in all.
+torch::Tensor logit_gradient(torch::Tensor& e, const torch::Tensor& sum, const torch::Tensor& t, int64_t n) {
+  e.div_(sum);
+  e.scatter_add_(1, t.unsqueeze(1), at::full({t.size(0), 1}, -1.0, e.options()));
+  return e.mul_(1.0 / static_cast<double>(n));
 }
 
 // One chunk of rows: h [rows, d] and w [V, d] in the compute dtype, t [rows]; `start` is the
@@ -44,10 +56,10 @@ void add_chunk(const torch::Tensor& h, const torch::Tensor& w, const torch::Tens
                Sums& s) {
   auto logits = at::mm(h, w.t());
   auto z = logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
-  auto lse = at::logsumexp(z, {1});
-  s.loss.add_((lse - z.gather(1, t.unsqueeze(1)).squeeze(1)).sum());
+  logits = torch::Tensor();  // a bfloat16 chunk's logits are not needed once widened
+  const auto sum = add_chunk_loss(z, t, s);
   if (!s.grad_hidden.defined() && !s.grad_weight.defined()) return;
-  const auto dz = logit_gradient(z, lse, t, n).to(h.scalar_type());
+  const auto dz = logit_gradient(z, sum, t, n).to(h.scalar_type());
   if (s.grad_hidden.defined()) {
     auto rows = s.grad_hidden.narrow(0, start, h.size(0));
     at::mm_out(rows, dz, w);

@@ -10,6 +10,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
 
 #include "train/compat.h"
 #include "train/lm_task.h"
@@ -134,66 +137,70 @@ TEST(FusedLoss, WithoutGradientsGivesTheSameLoss) {
 
 namespace {
 
-// The CPU allocator's bytes in use and their peak: it stands in for LibTorch's CPU allocator
-// (c10::SetCPUAllocator) and passes every call on to the one it replaced. Both allocate()
-// signatures are declared, LibTorch 1.13's const one and 2.x's, so either overrides; copy_data is
-// 2.x's pure virtual.
+// The CPU allocator's bytes in use and their peak: while installed it stands in for LibTorch's
+// CPU allocator (c10::SetCPUAllocator) and passes every call on to the one it replaced. Its blocks'
+// context is their address (raw_allocate asserts it), their size is kept in a table. Both
+// allocate() signatures are declared, LibTorch 1.13's const one and 2.x's, so either overrides;
+// copy_data is 2.x's pure virtual.
 class CountingAllocator final : public at::Allocator {
  public:
-  static CountingAllocator& installed() {
-    static CountingAllocator* a = [] {
-      auto* c = new CountingAllocator(c10::GetCPUAllocator());
-      c10::SetCPUAllocator(c, /*priority=*/255);
-      return c;
-    }();
+  static CountingAllocator& instance() {
+    static auto* a = new CountingAllocator(c10::GetCPUAllocator());
     return *a;
   }
+  void install(bool on) { c10::SetCPUAllocator(on ? this : base_, /*priority=*/255); }
   at::DataPtr allocate(size_t n) const { return const_cast<CountingAllocator*>(this)->counted(n); }
   at::DataPtr allocate(size_t n) { return counted(n); }
+  at::DeleterFnPtr raw_deleter() const override { return &release; }
   void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
   void reset_peak() { peak_ = now_.load(); }
-  int64_t peak_above(int64_t base) const { return peak_.load() - base; }
+  int64_t peak() const { return peak_.load(); }
   int64_t now() const { return now_.load(); }
 
  private:
-  struct Held {
-    at::DataPtr inner;
-    int64_t bytes;
-    CountingAllocator* owner;
-  };
   explicit CountingAllocator(at::Allocator* base) : base_(base) {}
   at::DataPtr counted(size_t n) {
-    auto* held = new Held{base_->allocate(n), static_cast<int64_t>(n), this};
-    const int64_t now = now_ += held->bytes;
+    auto inner = base_->allocate(n);
+    void* p = inner.get();
+    if (!p) return inner;
+    const int64_t now = now_ += static_cast<int64_t>(n);
     int64_t seen = peak_.load();
     while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
     }
-    return {held->inner.get(), held, &release, held->inner.device()};
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.emplace(p, std::make_pair(std::move(inner), static_cast<int64_t>(n)));
+    return {p, p, &release, at::Device(at::kCPU)};
   }
-  static void release(void* ctx) {
-    auto* held = static_cast<Held*>(ctx);
-    held->owner->now_ -= held->bytes;
-    delete held;
+  static void release(void* p) {
+    auto& a = instance();
+    std::lock_guard<std::mutex> lock(a.mu_);
+    auto it = a.blocks_.find(p);
+    a.now_ -= it->second.second;
+    a.blocks_.erase(it);  // frees it through the replaced allocator's deleter
   }
   at::Allocator* base_;
   std::atomic<int64_t> now_{0}, peak_{0};
+  std::mutex mu_;
+  std::unordered_map<void*, std::pair<at::DataPtr, int64_t>> blocks_;
 };
 
 // The peak of CPU bytes allocated, above those held before, while `f` runs.
 template <class F>
 int64_t peak_bytes(F&& f) {
-  auto& a = CountingAllocator::installed();
+  auto& a = CountingAllocator::instance();
+  a.install(true);
   const int64_t before = a.now();
   a.reset_peak();
   f();
-  return a.peak_above(before);
+  a.install(false);
+  return a.peak() - before;
 }
 
 }  // namespace
 
 // A forward and backward pass of 2048 rows over a vocabulary of 4096: the full path holds the
-// float32 logits (32 MiB) and their gradient at once; the fused one a chunk's logits (512 rows,
-// 8 MiB) and the gradients of the hidden states and the weight.
+// float32 logits (32 MiB), their log-softmax and its gradient; the fused one a chunk's logits
+// (512 rows, 8 MiB) and the gradients of the hidden states and the weight (1.5 MiB).
 TEST(FusedLoss, PeakMemoryIsBelowTheFullLogits) {
   torch::manual_seed(14);
   const int64_t N = 2048, V = 4096, d = 64;
@@ -204,7 +211,7 @@ TEST(FusedLoss, PeakMemoryIsBelowTheFullLogits) {
   const int64_t fused_peak = peak_bytes([&] { fused(h, w, t, 512); });
   EXPECT_GE(full_peak, logits_bytes);  // the counter sees the allocations
   EXPECT_LT(fused_peak, logits_bytes / 2) << fused_peak << " vs full " << full_peak;
-  EXPECT_LT(fused_peak * 3, full_peak);
+  EXPECT_LT(fused_peak * 4, full_peak) << fused_peak << " vs full " << full_peak;
 }
 
 namespace {

@@ -67,7 +67,13 @@ TEST(GptMlp, TheCpuFusedKernelAppliesTheErfGeluSoTheCpuKeepsTwoOps) {
 TEST(GptMlp, AutogradHasNoDerivativeForTheFusedOperator) {
   auto x = torch::randn({3, 4}), w = torch::randn({5, 4}, torch::requires_grad()), b = torch::zeros({5});
   auto y = at::_addmm_activation(b, x, w.t(), 1, 1, true);
-  EXPECT_THROW(y.sum().backward(), c10::Error);
+  try {
+    y.sum().backward();
+    ADD_FAILURE() << "backward ran: autograd can differentiate _addmm_activation now; linear_gelu_fuses may allow it "
+                     "in training (check its GELU backward against gelu(tanh)'s)";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
+  }
 }
 
 // On the CPU every block runs c_fc as addmm then gelu, with or without gradients.
