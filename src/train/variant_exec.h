@@ -49,8 +49,9 @@ bool has_4d_parameters(Model& model);
 /// The training forward of a variant: logits = model(x) as float32 (B x classes), x converted
 /// to the variant's memory format when it is 4-D. Autocast comes from the VariantGuard around
 /// the run; bf16 logits are widened to float32 (as PyTorch's autocast does before
-/// cross_entropy), so the loss and its NaN check are float32 in every variant. This is the one
-/// forward of the eager step and of the graph capture (graph_step.h's StepForward).
+/// cross_entropy), so the loss and its NaN check are float32 in every variant. The eager step and
+/// the graph capture use it for every model whose loss is not fused (train/lm_task.h
+/// make_step_forward).
 torch::Tensor variant_forward(Model& model, const torch::Tensor& x, at::MemoryFormat format);
 
 }  // namespace trainscope
