@@ -42,12 +42,17 @@ torch::Tensor add_chunk_loss(torch::Tensor& z, const torch::Tensor& t, Sums& s) 
   return sum;
 }
 
-// The gradient of the chunk's share of the mean loss with respect to its logits, in place of
-// exp(z - max) (add_chunk_loss): softmax(z) - onehot(t), over n rows in all.
-torch::Tensor logit_gradient(torch::Tensor& e, const torch::Tensor& sum, const torch::Tensor& t, int64_t n) {
-  e.div_(sum);
-  e.scatter_add_(1, t.unsqueeze(1), at::full({t.size(0), 1}, -1.0, e.options()));
-  return e.mul_(1.0 / static_cast<double>(n));
+// The gradient of the chunk's share of the mean loss with respect to its logits, over n rows in
+// all, from exp(z - max) in e and its row sums (add_chunk_loss): (softmax(z) - onehot(t)) / n =
+// (e - sum · onehot(t)) / (sum · n). The one-hot term is a scatter of rows elements; the scaling is
+// one pass that writes the compute dtype (no float32 gradient beside it).
+torch::Tensor logit_gradient(torch::Tensor& e, const torch::Tensor& sum, const torch::Tensor& t, int64_t n,
+                             at::ScalarType dtype) {
+  e.scatter_add_(1, t.unsqueeze(1), sum.neg());
+  const auto scale = sum.reciprocal().mul_(1.0 / static_cast<double>(n));
+  if (dtype == e.scalar_type()) return e.mul_(scale);
+  auto out = at::empty(e.sizes(), e.options().dtype(dtype));
+  return at::mul_out(out, e, scale);
 }
 
 // One chunk of rows: h [rows, d] and w [V, d] in the compute dtype, t [rows]; `start` is the
@@ -59,7 +64,7 @@ void add_chunk(const torch::Tensor& h, const torch::Tensor& w, const torch::Tens
   logits = torch::Tensor();  // a bfloat16 chunk's logits are not needed once widened
   const auto sum = add_chunk_loss(z, t, s);
   if (!s.grad_hidden.defined() && !s.grad_weight.defined()) return;
-  const auto dz = logit_gradient(z, sum, t, n).to(h.scalar_type());
+  const auto dz = logit_gradient(z, sum, t, n, h.scalar_type());
   if (s.grad_hidden.defined()) {
     auto rows = s.grad_hidden.narrow(0, start, h.size(0));
     at::mm_out(rows, dz, w);
