@@ -99,11 +99,11 @@ void bench_train_one(const Args& a, const std::string& name, int64_t b, bool gra
   auto xs = torch::randn({8, b, 1, 28, 28}, torch::TensorOptions().device(dev));
   auto ys = torch::randint(0, 10, {8, b}, torch::TensorOptions().dtype(torch::kLong).device(dev));
   auto fwd = [&](const torch::Tensor& x) { return m->forward(x); };
-  auto step = [&](const torch::Tensor& x, const torch::Tensor& y) { return loss_of_logits(fwd(x), y); };
+  auto fwd_loss = [&](const torch::Tensor& x, const torch::Tensor& y) { return loss_of_logits(fwd(x), y); };
   std::unique_ptr<CapturedTrainStep> step;
   std::string reason;
   if (graphs) {
-    auto out = capture_train_step(*m, *opt, step, xs[0], ys[0], dev, 3);
+    auto out = capture_train_step(*m, *opt, fwd_loss, xs[0], ys[0], dev, 3);
     step = std::move(out.step);
     reason = out.fallback_reason;
   }
