@@ -73,6 +73,8 @@ ReportInput load_run_folder(const std::string& dir) {
   } catch (const json::exception& e) {
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: a run record is malformed ({})", path, e.what()));
   }
+  // `trainscope infer --run <dir>` writes its results beside the training's (docs/generation.md#outputs).
+  if (file_exists(dir + "/inference.json")) in.inference.push_back(load_inference_document(dir + "/inference.json"));
   return in;
 }
 
@@ -113,6 +115,7 @@ ReportInput merge_inputs(const std::vector<ReportInput>& parts) {
   in.run_dir = parts.front().run_dir;
   for (const auto& p : parts) {
     in.sources.push_back({p.provenance, p.run_dir});
+    in.inference.insert(in.inference.end(), p.inference.begin(), p.inference.end());
     for (const auto& r : p.runs) {
       in.runs.push_back(r);
       in.run_source.push_back(in.sources.size() - 1);
