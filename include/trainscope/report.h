@@ -239,7 +239,7 @@ struct ReportInput {
   /// and run_source[i] the source of runs[i]. Empty for one folder: every run has `provenance`.
   std::vector<ReportSource> sources;
   std::vector<size_t> run_source;
-  /// The inference.json of each folder that has one (`trainscope infer --run <folder>`), or the
+  /// The inference*.json of each folder (`trainscope infer --run <folder>`), or the
   /// file given (`compare A.json B.json`): a language model's generation results feed RQ5, the
   /// report's generation tables and compare's generation metrics (docs/generation.md#outputs).
   std::vector<InferenceDocument> inference;
@@ -301,7 +301,8 @@ struct ShownSpeedup {
 ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size,
                            const std::string& host = "");
 
-/// Reads <dir>/results.json, and <dir>/inference.json when there is one (ReportInput::inference).
+/// Reads <dir>/results.json, and every <dir>/inference*.json by name (ReportInput::inference:
+/// inference.json of `infer --run`, and others written there with -o, e.g. a --graphs invocation's).
 /// Throws Error(kIo) when results.json is missing, Error(kDataFormat) naming the file when either
 /// is malformed.
 ReportInput load_run_folder(const std::string& dir);

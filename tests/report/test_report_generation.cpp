@@ -227,6 +227,8 @@ TEST(ReportGeneration, Rq5SaysWhichSideWasNotMeasured) {
                      "tokens/s")) << c;
   EXPECT_TRUE(has(c, "not measured on a GPU")) << c;
   EXPECT_TRUE(has(c, "--devices cpu,cuda")) << c;
+  // Generation results without training runs (`trainscope report inference.json`) still make a report.
+  EXPECT_TRUE(has(render_markdown(cpu_only, analyze(cpu_only)), "## Generation (language models)"));
   const ReportInput gpu_only = input_of({doc({gen_run("cuda:0", "eager", 28000, 300)})});
   EXPECT_TRUE(has(all_sentences(analyze(gpu_only), "RQ5"), "not measured on the CPU"));
   // A language model trained but never given to infer.
@@ -269,10 +271,15 @@ TEST(ReportGeneration, RunFolderAndInferenceFileAreReadBack) {
   std::filesystem::copy(kHealthy, dir, std::filesystem::copy_options::recursive);
   const InferenceDocument d = doc({gen_run("cpu", "eager", 2500, 100)});
   write_file_atomic(dir + "/inference.json", inference_json(d.provenance, d.runs));
+  // A --graphs invocation written beside it (-o <dir>/inference-graphs.json) is read too.
+  const InferenceDocument graphs = doc({gen_run("cuda:0", "cuda_graph_replay", 28000, 820)});
+  write_file_atomic(dir + "/inference-graphs.json", inference_json(graphs.provenance, graphs.runs));
   const ReportInput in = load_run_folder(dir);
-  ASSERT_EQ(in.inference.size(), 1u);
-  EXPECT_EQ(in.inference[0].generation_runs().size(), 1u);
-  EXPECT_EQ(in.inference[0].provenance.host, "h200-host");
+  ASSERT_EQ(in.inference.size(), 2u);
+  EXPECT_EQ(in.inference[0].path, dir + "/inference-graphs.json");  // by name
+  EXPECT_EQ(in.inference[1].generation_runs().size(), 1u);
+  EXPECT_EQ(in.inference[1].provenance.host, "h200-host");
+  std::filesystem::remove(dir + "/inference-graphs.json");
   // The file alone (compare A.json B.json): generation results only, accepted as a run set.
   const ReportInput file = resolve_runs(dir + "/inference.json", dir + "/none.sqlite");
   EXPECT_TRUE(file.runs.empty());
