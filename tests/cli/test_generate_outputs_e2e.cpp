@@ -98,7 +98,7 @@ TEST(GenerateOutputsE2e, CompareGatesTokensPerSecondAndTpot) {
   // Decoding at half the rate: exit 4, the regression named.
   ASSERT_EQ(run_binary({"compare", run_dir(), scaled_copy(0.5, "slower.json")}, &out), 4) << out;
   EXPECT_TRUE(has(out, "REGRESSION")) << out;
-  EXPECT_TRUE(has(out, "-50%")) << out;
+  EXPECT_TRUE(has(out, "-50.0%")) << out;
   ASSERT_EQ(run_binary({"compare", run_dir(), scaled_copy(1.0, "same.json"), "--metric", "tpot_p99_ms"}, &out), 0) << out;
   EXPECT_TRUE(has(out, "server 50 req/s")) << out;
   // Two run folders compare their training by default; the generation metric is asked for.
