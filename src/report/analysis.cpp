@@ -45,10 +45,7 @@ bool within_noise(const Stat& a, const Stat& b) {
   return std::max(a.min, b.min) <= std::min(a.max, b.max);
 }
 
-namespace {
-
-// <dir>/inference.json and <dir>/inference*.json, sorted by name.
-std::vector<std::string> inference_files(const std::string& dir) {
+std::vector<std::string> report_detail::inference_files(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -60,8 +57,6 @@ std::vector<std::string> inference_files(const std::string& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-}  // namespace
 
 ReportInput load_run_folder(const std::string& dir) {
   std::string path = dir + "/results.json";
@@ -95,7 +90,7 @@ ReportInput load_run_folder(const std::string& dir) {
   // `trainscope infer --run <dir>` writes its results beside the training's: inference.json, and
   // under another name given with -o (inference-graphs.json: a --graphs invocation beside an eager
   // one), docs/generation.md#outputs.
-  for (const auto& path : inference_files(dir)) in.inference.push_back(load_inference_document(path));
+  for (const auto& path : report_detail::inference_files(dir)) in.inference.push_back(load_inference_document(path));
   return in;
 }
 

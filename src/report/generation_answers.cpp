@@ -115,7 +115,13 @@ std::vector<std::string> comparisons(const std::vector<GenTest>& tests) {
   for (const auto& g : tests) {
     if (!is_gpu(g.run->device)) continue;
     const GenTest* c = cpu_baseline(tests, g);
-    if (!c) continue;
+    if (!c) {
+      out.push_back(fmt::format("{} ({}) of `{}` on {}: {}; the CPU did not run {} at batch {}, so there is no CPU "
+                                "figure to compare it with.",
+                                g.prefill() ? "Prefill" : "Decoding", test_name(*g.test), g.label, g.run->device, tps(g),
+                                g.test->test, g.test->batch));
+      continue;
+    }
     out.push_back(cpu_vs_gpu(g, *c));
     if (g.prefill() || g.test->batch != 1 || g.test->n_depth != 0) continue;
     auto& d = decode[fmt::format("`{}` ({}) on {}", g.model, g.dtype, g.run->device)];

@@ -17,6 +17,7 @@
 #include "trainscope/report.h"
 
 #include "report_helpers.h"
+#include "test_helpers.h"
 
 using namespace trainscope;
 using namespace report_test;
@@ -229,6 +230,13 @@ TEST(ReportGeneration, Rq5SaysWhichSideWasNotMeasured) {
   EXPECT_TRUE(has(c, "--devices cpu,cuda")) << c;
   // Generation results without training runs (`trainscope report inference.json`) still make a report.
   EXPECT_TRUE(has(render_markdown(cpu_only, analyze(cpu_only)), "## Generation (language models)"));
+  // Both devices, but the CPU ran other tests: said, not compared.
+  InferenceRun other = gen_run("cpu", "eager", 2500, 100);
+  other.inference->generation->tests[1] = token_test(0, 64, {99, 100, 101});
+  const ReportInput mismatched = input_of({doc({other, gen_run("cuda:0", "eager", 28000, 300)})});
+  const std::string m = all_sentences(analyze(mismatched), "RQ5");
+  EXPECT_TRUE(has(m, "the CPU did not run tg128 at batch 1, so there is no CPU figure")) << m;
+  EXPECT_TRUE(has(m, "Prefill (pp512) of `gpt2 [float32, eager]` on cuda:0: 28000 tokens/s, 11.2× faster")) << m;
   const ReportInput gpu_only = input_of({doc({gen_run("cuda:0", "eager", 28000, 300)})});
   EXPECT_TRUE(has(all_sentences(analyze(gpu_only), "RQ5"), "not measured on the CPU"));
   // A language model trained but never given to infer.
@@ -357,4 +365,18 @@ TEST(ReportGeneration, AVersion2HistoryIsMigratedAndReadOnlyStillListed) {
   EXPECT_EQ(db.list().size(), second_host().runs.size());
   EXPECT_EQ(db.record_generation(doc({gen_run("cpu", "eager", 2500, 100)}), "runs/lm"), 1u);
   EXPECT_EQ(db.list_generation_tests().size(), 2u);
+}
+
+TEST(ReportGeneration, TheReportAtTheEndOfARunKeepsTheFoldersGenerationResults) {
+  // A --resume of a folder `infer --run` measured: the report written at finish still has them.
+  const std::string dir = tmpdir("gen_reporter");
+  const InferenceDocument d = doc({gen_run("cpu", "eager", 2500, 100)});
+  write_file_atomic(dir + "/inference.json", inference_json(d.provenance, d.runs));
+  ReportFilesReporter rep(nullptr);
+  const ReportInput healthy = load_run_folder(kHealthy);
+  rep.start(healthy.provenance, dir, healthy.runs.size());
+  rep.finish(healthy.runs);
+  ASSERT_TRUE(rep.written());
+  EXPECT_EQ(rep.input().inference.size(), 1u);
+  EXPECT_TRUE(has(trainscope::test::read_text(dir + "/report.md"), "## Generation (language models)"));
 }
