@@ -154,7 +154,8 @@ class HistoryReporter final : public Reporter {
 
 /// Resolves a command-line reference to runs: a run folder (results.json and its inference.json,
 /// else the database row for that folder), an inference.json file or a folder holding only one
-/// (generation results, no runs), "m<N>" (a matrix id from `history`) or "<N>" (one run row).
+/// (generation results, no runs), "m<N>" (a matrix id from `history`, with its folder's
+/// inference*.json when the folder is still there) or "<N>" (one run row).
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path);
 /// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run and no generation
 /// result: its results.json has an empty "runs" array. The message names the folder and, for a data-parallel folder whose

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "report/report_util.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/history.h"
@@ -29,6 +30,14 @@ std::optional<ReportInput> inference_only(const std::string& ref) {
   return in;
 }
 
+// A matrix from the history: its folder's inference*.json when the folder is still there (the
+// database keeps the runs, not the generation results' whole documents).
+ReportInput with_folder_inference(ReportInput in) {
+  if (!in.run_dir.empty())
+    for (const auto& path : report_detail::inference_files(in.run_dir)) in.inference.push_back(load_inference_document(path));
+  return in;
+}
+
 }  // namespace
 
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
@@ -41,7 +50,7 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
       HistoryDb db(db_path, HistoryDb::Access::kRead);
       std::string dir = ref;
       while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-      if (auto id = db.matrix_id_for_dir(dir)) return db.load_matrix(*id);
+      if (auto id = db.matrix_id_for_dir(dir)) return with_folder_inference(db.load_matrix(*id));
     }
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("'{}' is neither a run folder with results.json (or inference.json), an inference.json "
@@ -63,7 +72,7 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
                             "`trainscope history --db {}`",
                             ref, db_path));
   }
-  return matrix ? db.load_matrix(id) : db.load_run(id);
+  return matrix ? with_folder_inference(db.load_matrix(id)) : db.load_run(id);
 }
 
 void require_runs(const ReportInput& in, const std::string& ref) {

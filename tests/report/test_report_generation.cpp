@@ -288,6 +288,12 @@ TEST(ReportGeneration, RunFolderAndInferenceFileAreReadBack) {
   EXPECT_EQ(in.inference[1].generation_runs().size(), 1u);
   EXPECT_EQ(in.inference[1].provenance.host, "h200-host");
   std::filesystem::remove(dir + "/inference-graphs.json");
+  // A matrix of the history (m<N>) whose folder holds an inference.json gets it too.
+  {
+    HistoryDb db(dir + "/h.sqlite");
+    const int64_t m = db.import_runs(load_run_folder(dir)).matrix_id;
+    EXPECT_EQ(resolve_runs("m" + std::to_string(m), dir + "/h.sqlite").inference.size(), 1u);
+  }
   // The file alone (compare A.json B.json): generation results only, accepted as a run set.
   const ReportInput file = resolve_runs(dir + "/inference.json", dir + "/none.sqlite");
   EXPECT_TRUE(file.runs.empty());
