@@ -2,7 +2,7 @@
 # Builds trainscope on the GPU host against the PyTorch wheel's LibTorch (CUDA) and runs the
 # test suite and the measurements recorded in bench/RESULTS.md. Usage (GPU host, repo root):
 #   bash bench/gpu/build_and_run.sh STAGE...   (stages: build test default smoke paper bench tele
-#   lm lm-loss lm-recipe vit lm-profile gen infer-gen self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
+#   lm lm-loss lm-recipe vit lm-profile gen infer-gen gen-outputs self-gpu sampler-ab self-cpu self-cell malloc threads-e2e cpus cpu-threads rundev slowfields pcie self-cnn cpu-pin telecost tboard graphs variants vs-python default-graphs ddp1 pipeline-bench stream measure aoti; see each below)
 # Needs: .device/debs/*.deb (Debian -dev packages, see README.md#on-a-gpu-host), $OUT for logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -138,6 +138,30 @@ for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
         for dt in bfloat16 float32; do PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
         PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cpu --dtype float32 --batch 1 --reps 2
       } 2>&1 | tee "$OUT/infer-gen.log";;
+    gen-outputs)
+      # A language model's generation outputs on the GPU host (docs/generation.md#outputs), after
+      # infer-gen (its checkpoint /tmp/runs/gen-ckpt and history /tmp/runs/history.sqlite): fp32
+      # pp512/tg128 (3 repetitions) and the server at 2 and 8 requests/s, eager on cuda:0 and the
+      # CPU into the folder's inference.json and graph-replayed on cuda:0 into inference-graphs.json;
+      # then `report` (RQ5: CPU against GPU for prefill and decoding, the simple-network verdict
+      # eager and with graphs), `history` (the rows infer recorded), and `compare` of the folder
+      # against its own inference.json (exit 0) and against a copy with decoding halved (exit 4).
+      { D=/tmp/runs/gen-ckpt
+        timeout 240 $TS infer --run $D -d cuda:0,cpu --pp 512 --tg 128 --repetitions 3 --gen-batches none --server-rates 2,8
+        timeout 120 $TS infer --run $D -d cuda:0 --graphs --pp 512 --tg 128 --repetitions 3 --gen-batches none \
+          --server-rates 2,8 -o $D/inference-graphs.json
+        $TS report $D > /dev/null; sed -n '/^### RQ5/,/^### Simple/p' $D/report.md; sed -n '/^## Generation/,/^## Details/p' $D/report.md
+        $TS history --db /tmp/runs/history.sqlite -n 12
+        $TS compare $D $D/inference.json; echo "compare exit $? (0 expected)"
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1]))
+for r in j['runs']:
+  for t in (r.get('inference') or {}).get('generation', {}).get('tests', []):
+    if t['n_prompt'] == 0: t['samples_tokens_per_s'] = [x / 2 for x in t['samples_tokens_per_s']]
+json.dump(j, open('/tmp/gen-slower.json', 'w'))" $D/inference.json
+        $TS compare $D/inference.json /tmp/gen-slower.json; echo "compare exit $? (4 expected)"
+        $TS compare $D/inference.json $D/inference.json --metric tpot_p99_ms; echo "compare exit $? (0 expected)"
+        cp $D/report.md $D/report.html $D/inference.json $D/inference-graphs.json "$OUT/"
+      } 2>&1 | tee "$OUT/gen-outputs.log";;
     lm-profile)
       # where the GPU time of a GPT-2 step goes: trainscope's operator table (bf16, 5 profiled
       # steps) beside the Python peer's kernel table (bench/gpu/lm_profile.py)

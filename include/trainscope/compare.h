@@ -7,6 +7,12 @@
 // there is no spread, so noise cannot be told apart: such a verdict is marked (single_repeat)
 // and the rendering says so. Errors: an unknown metric or a negative threshold throws
 // Error(kInvalidArgument).
+//
+// A language model's generation (inference.json, trainscope/generation_section.h) is compared
+// by the same rule on three metrics: gen_tokens_per_s (each pp/tg test per device, label and
+// batch, trainscope/report.h generation_label; higher is better; a side's values are the test's
+// repetitions, so its median and min..max are theirs), tpot_p99_ms and ttft_p99_ms (each server
+// rate; lower is better; one value per side, so a verdict is single_repeat).
 #pragma once
 
 #include <optional>
@@ -19,12 +25,14 @@
 namespace trainscope {
 
 struct MetricInfo {
-  std::string name;            // "steady_samples_per_s", "mean_epoch_time_s", ...
+  std::string name;            // "steady_samples_per_s", "mean_epoch_time_s", ..., "gen_tokens_per_s"
   bool higher_is_better = true;
 };
-/// Known metrics; unknown names throw Error(kInvalidArgument) listing these.
+/// Known metrics: the run record's (run_metrics()), then the generation metrics above; unknown
+/// names throw Error(kInvalidArgument) listing these.
 const std::vector<MetricInfo>& compare_metrics();
-/// Value of a metric in a record (nullopt: not measured).
+/// Value of a metric in a record (nullopt: not measured; always for a generation metric, whose
+/// values are in inference.json).
 std::optional<double> metric_value(const RunRecord& r, const std::string& metric);
 
 struct CompareRow {
@@ -68,9 +76,18 @@ struct CompareResult {
 CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b,
                            const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
 /// compare_runs on two run sets that keep their provenance (folders from different hosts): the
-/// result names both hosts and lists the provenance differences.
+/// result names both hosts and lists the provenance differences. A generation metric compares
+/// their inference documents (compare_generation) under the `infer` invocations' provenance.
 CompareResult compare_inputs(const ReportInput& a, const ReportInput& b,
                              const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
+/// compare on generation metrics: cells (label and test or server rate, device, batch) of the
+/// two sides' inference.json documents; a side without generation results is a warning.
+/// Throws Error(kInvalidArgument) for a metric that is not a generation metric.
+CompareResult compare_generation(const std::vector<InferenceDocument>& a, const std::vector<InferenceDocument>& b,
+                                 const std::string& metric = "gen_tokens_per_s", double threshold_pct = 5);
+/// The metric `compare` gates on when none is given: gen_tokens_per_s when a side holds no
+/// training runs and both hold generation results, else steady_samples_per_s.
+std::string default_compare_metric(const ReportInput& a, const ReportInput& b);
 std::string render_compare(const CompareResult& c, const std::string& label_a, const std::string& label_b);
 
 }  // namespace trainscope

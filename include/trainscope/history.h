@@ -8,6 +8,17 @@
 //     migrated when opened).
 //   runs(id, matrix_id, run_id, device, model, batch_size, repeat, status, host, pid,
 //        started_utc, finished_utc, steady_samples_per_s, test_accuracy_pct, record_json)
+//   generation_sessions(id, run_dir, started_utc, host, git_commit, command_line, provenance_json)
+//     one row per `trainscope infer` invocation that measured a language model's generation
+//     (UNIQUE host and date: recording it again, or importing its folder, adds nothing);
+//   generation_tests(id, session_id, device, model, dtype, execution, test, batch, n_prompt,
+//        n_gen, n_depth, repetitions, tokens_per_s_mean, tokens_per_s_stddev, joules_per_token,
+//        error)                                        one row per pp/tg test;
+//   generation_server(id, session_id, device, model, dtype, execution, rate_per_s,
+//        requests_issued, requests_served, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms,
+//        goodput_per_s, slo_attainment_pct)            one row per server rate
+//     (version 3; a version 1 or 2 database gets these tables when opened for writing, and a
+//     version 2 one opened read-only lists no generation rows).
 // A run is inserted with status "running" when it starts and updated when it ends, each in its own
 // transaction, so a process killed mid-run leaves its finished runs intact and the open one with
 // status "running"; readers show such a row as "incomplete" when its process is gone.
@@ -30,7 +41,7 @@
 
 namespace trainscope {
 
-inline constexpr int kHistorySchemaVersion = 2;
+inline constexpr int kHistorySchemaVersion = 3;
 
 struct HistoryRow {
   int64_t id = 0, matrix_id = 0;
@@ -42,6 +53,24 @@ struct HistoryRow {
   std::string status;        // "ok", "failed", "interrupted", "running", "incomplete"
   std::string started_utc, finished_utc, git_commit;
   std::optional<double> steady_samples_per_s, test_accuracy_pct;
+};
+
+/// One pp/tg test of `trainscope infer` on a language model (docs/generation.md); dtype as
+/// trainscope/inference_run.h generation_dtype, execution as Decoder::execution().
+struct GenerationTestRow {
+  int64_t id = 0, session_id = 0;
+  std::string started_utc, host, run_dir, device, model, dtype, execution, test;
+  std::string error;  // the test failed: its error kind or message
+  int64_t batch = 1, repetitions = 0;
+  std::optional<double> tokens_per_s_mean, tokens_per_s_stddev, joules_per_token;
+};
+/// One server rate of `trainscope infer` on a language model (ms; requests/s).
+struct GenerationServerRow {
+  int64_t id = 0, session_id = 0;
+  std::string started_utc, host, run_dir, device, model, dtype, execution;
+  double rate_per_s = 0;
+  int64_t requests_issued = 0, requests_served = 0;
+  std::optional<double> ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, goodput_per_s, slo_attainment_pct;
 };
 
 class HistoryDb {
@@ -79,6 +108,17 @@ class HistoryDb {
     size_t runs = 0;
   };
   Imported import_runs(const ReportInput& in);
+  /// Generation (`trainscope infer`): the session of one invocation (the existing one for the same
+  /// provenance host and date), then each finished measurement's tests and server rates in one
+  /// transaction (a measurement recorded again replaces its rows). A run that failed or holds no
+  /// generation section records nothing (false). record_generation: a whole inference.json
+  /// (`history import`); returns the measurements recorded.
+  int64_t begin_generation(const std::string& run_dir, const Provenance& p);
+  bool record_generation_run(int64_t session_id, const InferenceRun& r, const std::string& dtype);
+  size_t record_generation(const InferenceDocument& d, const std::string& run_dir);
+  /// Newest first; limit 0 = all.
+  std::vector<GenerationTestRow> list_generation_tests(size_t limit = 0) const;
+  std::vector<GenerationServerRow> list_generation_server(size_t limit = 0) const;
   /// The newest matrix id recorded for `run_dir`.
   std::optional<int64_t> matrix_id_for_dir(const std::string& run_dir) const;
 
@@ -112,11 +152,13 @@ class HistoryReporter final : public Reporter {
   int64_t matrix_id_ = 0;
 };
 
-/// Resolves a command-line reference to runs: a run folder (results.json, else the database row
-/// for that folder), "m<N>" (a matrix id from `history`) or "<N>" (one run row).
+/// Resolves a command-line reference to runs: a run folder (results.json and its inference.json,
+/// else the database row for that folder), an inference.json file or a folder holding only one
+/// (generation results, no runs), "m<N>" (a matrix id from `history`, with its folder's
+/// inference*.json when the folder is still there) or "<N>" (one run row).
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path);
-/// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run: its results.json has
-/// an empty "runs" array. The message names the folder and, for a data-parallel folder whose
+/// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run and no generation
+/// result: its results.json has an empty "runs" array. The message names the folder and, for a data-parallel folder whose
 /// rank 0 wrote no run, the other ranks' own records (ref/ranks/rankN/results.json).
 void require_runs(const ReportInput& in, const std::string& ref);
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "trainscope/batch_sweep.h"
+#include "trainscope/inference_run.h"
 #include "trainscope/provenance.h"
 #include "trainscope/reporter.h"
 #include "trainscope/run_record.h"
@@ -238,6 +239,10 @@ struct ReportInput {
   /// and run_source[i] the source of runs[i]. Empty for one folder: every run has `provenance`.
   std::vector<ReportSource> sources;
   std::vector<size_t> run_source;
+  /// The inference*.json of each folder (`trainscope infer --run <folder>`), or the
+  /// file given (`compare A.json B.json`): a language model's generation results feed RQ5, the
+  /// report's generation tables and compare's generation metrics (docs/generation.md#outputs).
+  std::vector<InferenceDocument> inference;
 };
 /// The runs of several folders (possibly from different hosts) as one input, each run keeping
 /// its folder's provenance. Throws Error(kInvalidArgument) when `parts` is empty.
@@ -296,8 +301,19 @@ struct ShownSpeedup {
 ShownSpeedup shown_speedup(const Analysis& a, const std::string& device, const std::string& model, int64_t batch_size,
                            const std::string& host = "");
 
-/// Reads <dir>/results.json. Throws Error(kIo) when missing, Error(kDataFormat) when malformed.
+/// Reads <dir>/results.json, and every <dir>/inference*.json by name (ReportInput::inference:
+/// inference.json of `infer --run`, and others written there with -o, e.g. a --graphs invocation's).
+/// Throws Error(kIo) when results.json is missing, Error(kDataFormat) naming the file when either
+/// is malformed.
 ReportInput load_run_folder(const std::string& dir);
+
+/// How the report, compare and the history name a generation measurement: the model with its
+/// compute type (trainscope/inference_run.h generation_dtype) and its decoding, "eager" or "cuda
+/// graphs" (Decoder::execution() beginning with "cuda_graph", docs/generation.md):
+/// "gpt-mini [float32, eager]", "gpt2 [bfloat16, cuda graphs]". Measurements with the same label,
+/// device, test and batch are the same experiment (compare pairs them).
+std::string generation_execution_kind(const std::string& execution);
+std::string generation_label(const std::string& model, const std::string& dtype, const std::string& execution);
 
 Analysis analyze(const ReportInput& in, const AdviceThresholds& t = {});
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <cctype>
@@ -44,6 +45,19 @@ bool within_noise(const Stat& a, const Stat& b) {
   return std::max(a.min, b.min) <= std::min(a.max, b.max);
 }
 
+std::vector<std::string> report_detail::inference_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file(ec) && name.rfind("inference", 0) == 0 && name.size() > 5 &&
+        name.compare(name.size() - 5, 5, ".json") == 0)
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 ReportInput load_run_folder(const std::string& dir) {
   std::string path = dir + "/results.json";
   if (!file_exists(path))
@@ -73,6 +87,10 @@ ReportInput load_run_folder(const std::string& dir) {
   } catch (const json::exception& e) {
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: a run record is malformed ({})", path, e.what()));
   }
+  // `trainscope infer --run <dir>` writes its results beside the training's: inference.json, and
+  // under another name given with -o (inference-graphs.json: a --graphs invocation beside an eager
+  // one), docs/generation.md#outputs.
+  for (const auto& path : report_detail::inference_files(dir)) in.inference.push_back(load_inference_document(path));
   return in;
 }
 
@@ -113,6 +131,7 @@ ReportInput merge_inputs(const std::vector<ReportInput>& parts) {
   in.run_dir = parts.front().run_dir;
   for (const auto& p : parts) {
     in.sources.push_back({p.provenance, p.run_dir});
+    in.inference.insert(in.inference.end(), p.inference.begin(), p.inference.end());
     for (const auto& r : p.runs) {
       in.runs.push_back(r);
       in.run_source.push_back(in.sources.size() - 1);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "report/generation_report.h"
 #include "report/report_util.h"
 #include "trainscope/variants.h"
 
@@ -401,7 +402,7 @@ Answer answer_rq4(const ReportInput& in, const Analysis& a, const Reasons& why) 
   return q4;
 }
 
-Answer answer_rq5(const ReportInput& /*in*/, const Analysis& a, const Reasons& /*why*/) {
+Answer answer_rq5(const ReportInput& in, const Analysis& a, const Reasons& /*why*/) {
   // ---- RQ5 inference
   Answer q5{"RQ5", "How fast is inference on the CPU and on the GPU?", {}};
   for (const auto& c : a.cells) {
@@ -428,6 +429,8 @@ Answer answer_rq5(const ReportInput& /*in*/, const Analysis& a, const Reasons& /
                             fmt_num(r >= 1 ? r : 1 / r), r >= 1 ? "faster" : "slower"));
     }
   }
+  // A language model's inference is generation (docs/generation.md): prefill and decoding apart.
+  for (auto& s : generation_rq5_sentences(in)) q5.sentences.push_back(std::move(s));
   if (q5.sentences.empty())
     q5.sentences.push_back("No inference measurements in these runs (the run records carry no inference section: "
                            "the inference benchmark did not run), so RQ5 has no answer here.");

@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "report/compare_rows.h"
 #include "report/report_util.h"
 #include "trainscope/error.h"
 #include "trainscope/record_sections.h"
@@ -19,12 +20,28 @@ namespace trainscope {
 
 using namespace report_detail;
 
+namespace {
+
+// A language model's generation metrics (docs/generation.md#outputs): their values are in
+// inference.json (trainscope/generation_section.h), compared by compare_generation.
+const MetricInfo kGenerationMetrics[] = {
+    {"gen_tokens_per_s", true}, {"tpot_p99_ms", false}, {"ttft_p99_ms", false}};
+
+}  // namespace
+
+bool report_detail::is_generation_metric(const std::string& metric) {
+  for (const auto& m : kGenerationMetrics)
+    if (m.name == metric) return true;
+  return false;
+}
+
 // The metrics a comparison can use are the record's own list (trainscope/record_sections.h
-// run_metrics()), so a metric and its direction are defined once.
+// run_metrics()), so a metric and its direction are defined once, then the generation metrics.
 const std::vector<MetricInfo>& compare_metrics() {
   static const std::vector<MetricInfo> m = [] {
     std::vector<MetricInfo> v;
     for (const auto& x : run_metrics()) v.push_back({x.name, x.higher_is_better});
+    for (const auto& x : kGenerationMetrics) v.push_back(x);
     return v;
   }();
   return m;
@@ -32,6 +49,7 @@ const std::vector<MetricInfo>& compare_metrics() {
 
 std::optional<double> metric_value(const RunRecord& r, const std::string& m) {
   if (const RunMetric* x = find_run_metric(m)) return x->value(r);
+  if (is_generation_metric(m)) return std::nullopt;  // a run record holds no generation result
   std::string names;
   for (const auto& x : compare_metrics()) names += (names.empty() ? "" : ", ") + x.name;
   throw_error(ErrorKind::kInvalidArgument, fmt::format("unknown metric '{}'; one of: {}", m, names));
@@ -116,14 +134,7 @@ CompareRow compare_cell(const Key& k, const std::vector<const RunRecord*>& a, co
     row.why_not = fmt::format("not measured ({})", fmt::join(why, "; "));
     return row;
   }
-  if (row.a.median == 0) return row;
-  row.delta_pct = (row.b.median - row.a.median) / std::fabs(row.a.median) * 100;
-  row.noise = within_noise(row.a, row.b);
-  row.single_repeat = row.a.n < 2 && row.b.n < 2;
-  double better = res.higher_is_better ? *row.delta_pct : -*row.delta_pct;
-  row.regression = !row.noise && better < -res.threshold_pct;
-  row.improvement = !row.noise && better > res.threshold_pct;
-  if (row.regression) res.regressed = true;
+  judge_row(row, res);
   return row;
 }
 
@@ -155,6 +166,17 @@ void add_warnings(const std::vector<RunRecord>& a, const std::vector<RunRecord>&
 }
 
 }  // namespace
+
+void report_detail::judge_row(CompareRow& row, CompareResult& res) {
+  if (row.a.median == 0) return;
+  row.delta_pct = (row.b.median - row.a.median) / std::fabs(row.a.median) * 100;
+  row.noise = within_noise(row.a, row.b);
+  row.single_repeat = row.a.n < 2 && row.b.n < 2;
+  double better = res.higher_is_better ? *row.delta_pct : -*row.delta_pct;
+  row.regression = !row.noise && better < -res.threshold_pct;
+  row.improvement = !row.noise && better > res.threshold_pct;
+  if (row.regression) res.regressed = true;
+}
 
 CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<RunRecord>& b, const std::string& metric,
                            double threshold_pct) {
@@ -193,8 +215,28 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   return res;
 }
 
+std::string default_compare_metric(const ReportInput& a, const ReportInput& b) {
+  auto generation = [](const ReportInput& in) {
+    for (const auto& d : in.inference)
+      if (!d.generation_runs().empty()) return true;
+    return false;
+  };
+  if ((a.runs.empty() || b.runs.empty()) && generation(a) && generation(b)) return "gen_tokens_per_s";
+  return "steady_samples_per_s";
+}
+
 CompareResult compare_inputs(const ReportInput& a, const ReportInput& b, const std::string& metric,
                              double threshold_pct) {
+  if (is_generation_metric(metric)) {
+    CompareResult res = compare_generation(a.inference, b.inference, metric, threshold_pct);
+    // The provenance of the measurement: the infer invocation's (its inference.json's).
+    const Provenance& pa = a.inference.empty() ? a.provenance : a.inference.front().provenance;
+    const Provenance& pb = b.inference.empty() ? b.provenance : b.inference.front().provenance;
+    res.host_a = host_line(pa);
+    res.host_b = host_line(pb);
+    res.provenance_differences = provenance_differences(pa, pb);
+    return res;
+  }
   CompareResult res = compare_runs(a.runs, b.runs, metric, threshold_pct);
   res.host_a = host_line(a.provenance);
   res.host_b = host_line(b.provenance);

@@ -111,6 +111,30 @@ CREATE INDEX IF NOT EXISTS runs_by_cell ON runs(model, device, batch_size);
 CREATE INDEX IF NOT EXISTS matrices_by_dir ON matrices(run_dir);
 )SQL";
 
+// Version 3: a language model's generation results (`trainscope infer`, trainscope/history.h);
+// part of a new database's schema and the migration of a version 1 or 2 one (new tables only:
+// the runs and matrices stay as they are).
+const char* kGenerationSchema = R"SQL(
+CREATE TABLE IF NOT EXISTS generation_sessions(
+  id INTEGER PRIMARY KEY,
+  run_dir TEXT, started_utc TEXT, host TEXT, git_commit TEXT, command_line TEXT,
+  provenance_json TEXT,
+  UNIQUE(host, started_utc));
+CREATE TABLE IF NOT EXISTS generation_tests(
+  id INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL REFERENCES generation_sessions(id),
+  device TEXT, model TEXT, dtype TEXT, execution TEXT, test TEXT, batch INTEGER,
+  n_prompt INTEGER, n_gen INTEGER, n_depth INTEGER, repetitions INTEGER,
+  tokens_per_s_mean REAL, tokens_per_s_stddev REAL, joules_per_token REAL, error TEXT);
+CREATE TABLE IF NOT EXISTS generation_server(
+  id INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL REFERENCES generation_sessions(id),
+  device TEXT, model TEXT, dtype TEXT, execution TEXT, rate_per_s REAL,
+  requests_issued INTEGER, requests_served INTEGER,
+  ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL, tpot_p99_ms REAL,
+  goodput_per_s REAL, slo_attainment_pct REAL);
+)SQL";
+
 // Version 1 -> 2: matrices.run_dir loses UNIQUE (one row per session of a matrix). SQLite cannot
 // drop a constraint, so the table is rebuilt (https://www.sqlite.org/lang_altertable.html,
 // "making other kinds of table schema changes"); ids are kept, so runs.matrix_id stays valid.
@@ -170,8 +194,9 @@ void create_or_migrate(sqlite3* db, const std::string& path) {
   if (version == 1) {
     // The table rebuild needs foreign keys off; the pragma is a no-op inside a transaction.
     exec(db, "PRAGMA foreign_keys=OFF", path);
-    exec_versioned(db, kMigrateV1ToV2, path);
+    exec_versioned(db, (std::string(kMigrateV1ToV2) + kGenerationSchema).c_str(), path);
   }
+  if (version == 2) exec_versioned(db, kGenerationSchema, path);
   exec(db, "PRAGMA foreign_keys=ON", path);
   if (version != 0) return;
   // A non-empty database without our version is someone else's file.
@@ -181,7 +206,7 @@ void create_or_migrate(sqlite3* db, const std::string& path) {
     throw_error(ErrorKind::kIo, fmt::format("{}: not a trainscope history database (it has other tables); "
                                             "pass another database ({})",
                                             path, kOtherDatabase));
-  exec_versioned(db, kSchema, path);
+  exec_versioned(db, (std::string(kSchema) + kGenerationSchema).c_str(), path);
 }
 
 }  // namespace
@@ -238,7 +263,8 @@ void HistoryDb::open_read_only() {
       sqlite3_busy_timeout(impl_->db, 5000);
       try {
         const int version = user_version(impl_->db, path_);
-        if (version == kHistorySchemaVersion) return;
+        // Version 2 lacks only the generation tables: it is read as it is (list_generation: none).
+        if (version == kHistorySchemaVersion || version == 2) return;
         why = version == 0 ? fmt::format("not a trainscope history database (no schema version); pass another database ({})", kOtherDatabase)
               : version > kHistorySchemaVersion
                   ? fmt::format("history schema version {} is newer than this trainscope's ({}); use a newer "
@@ -441,6 +467,131 @@ ReportInput HistoryDb::load_matrix(int64_t matrix_id) const {
 }
 ReportInput HistoryDb::load_run(int64_t run_row_id) const {
   return load_where(impl_->db, path_, "r.id = ?", run_row_id, fmt::format("run with id {}", run_row_id));
+}
+
+}  // namespace trainscope
+
+// ---- generation (`trainscope infer` on a language model)
+
+namespace trainscope {
+
+namespace {
+
+bool has_table(sqlite3* db, const std::string& path, const char* table) {
+  Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path);
+  s.bind(1, std::string(table));
+  return s.step() && s.i64(0) > 0;
+}
+
+void insert_tests(sqlite3* db, const std::string& path, int64_t session, const InferenceRun& r, const std::string& dtype) {
+  const auto& g = *r.inference->generation;
+  for (const auto& t : g.tests) {
+    Stmt s(db,
+           "INSERT INTO generation_tests(session_id, device, model, dtype, execution, test, batch, n_prompt, n_gen, "
+           "n_depth, repetitions, tokens_per_s_mean, tokens_per_s_stddev, joules_per_token, error) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           path);
+    s.bind(1, session).bind(2, r.device).bind(3, r.model).bind(4, dtype).bind(5, g.execution).bind(6, t.test);
+    s.bind(7, t.batch).bind(8, t.n_prompt).bind(9, t.n_gen).bind(10, t.n_depth).bind(11, t.repetitions);
+    s.bind(12, t.tokens_per_s_mean).bind(13, t.tokens_per_s_stddev).bind(14, t.joules_per_token);
+    s.bind(15, t.error_kind.empty() ? t.error : t.error_kind);
+    s.step();
+  }
+}
+
+void insert_server(sqlite3* db, const std::string& path, int64_t session, const InferenceRun& r, const std::string& dtype) {
+  const auto& g = *r.inference->generation;
+  if (!g.server) return;
+  for (const auto& x : g.server->runs) {
+    Stmt s(db,
+           "INSERT INTO generation_server(session_id, device, model, dtype, execution, rate_per_s, requests_issued, "
+           "requests_served, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, goodput_per_s, slo_attainment_pct) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           path);
+    s.bind(1, session).bind(2, r.device).bind(3, r.model).bind(4, dtype).bind(5, g.execution);
+    s.bind(6, std::optional<double>(x.rate_per_s)).bind(7, x.requests_issued).bind(8, x.requests_served);
+    s.bind(9, x.ttft.p50_ms).bind(10, x.ttft.p99_ms).bind(11, x.tpot.p50_ms).bind(12, x.tpot.p99_ms);
+    s.bind(13, x.goodput_per_s).bind(14, x.slo_attainment_pct);
+    s.step();
+  }
+}
+
+}  // namespace
+
+int64_t HistoryDb::begin_generation(const std::string& run_dir, const Provenance& p) {
+  const std::string started = p.date_utc.empty() ? utc_timestamp() : p.date_utc;
+  Stmt q(impl_->db, "SELECT id FROM generation_sessions WHERE host=? AND started_utc=?", path_);
+  q.bind(1, p.host).bind(2, started);
+  if (q.step()) return q.i64(0);
+  Stmt ins(impl_->db,
+           "INSERT INTO generation_sessions(run_dir, started_utc, host, git_commit, command_line, provenance_json) "
+           "VALUES(?,?,?,?,?,?)",
+           path_);
+  ins.bind(1, run_dir).bind(2, started).bind(3, p.host).bind(4, p.git_commit).bind(5, p.command_line);
+  ins.bind(6, to_json(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ins.step();
+  return sqlite3_last_insert_rowid(impl_->db);
+}
+
+bool HistoryDb::record_generation_run(int64_t session_id, const InferenceRun& r, const std::string& dtype) {
+  if (r.failed() || !r.inference || !r.inference->generation) return false;
+  exec(impl_->db, "BEGIN IMMEDIATE", path_);
+  try {
+    // The same measurement recorded again (an import of a folder already recorded) replaces its rows.
+    for (const char* table : {"generation_tests", "generation_server"}) {
+      const std::string sql =
+          fmt::format("DELETE FROM {} WHERE session_id=? AND device=? AND model=? AND dtype=? AND execution=?", table);
+      Stmt d(impl_->db, sql.c_str(), path_);
+      d.bind(1, session_id).bind(2, r.device).bind(3, r.model).bind(4, dtype).bind(5, r.inference->generation->execution);
+      d.step();
+    }
+    insert_tests(impl_->db, path_, session_id, r, dtype);
+    insert_server(impl_->db, path_, session_id, r, dtype);
+    exec(impl_->db, "COMMIT", path_);
+  } catch (...) {
+    sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return true;
+}
+
+size_t HistoryDb::record_generation(const InferenceDocument& d, const std::string& run_dir) {
+  const int64_t session = begin_generation(run_dir, d.provenance);
+  size_t n = 0;
+  for (const auto& r : d.runs) n += record_generation_run(session, r, generation_dtype(d.provenance));
+  return n;
+}
+
+std::vector<GenerationTestRow> HistoryDb::list_generation_tests(size_t limit) const {
+  std::vector<GenerationTestRow> out;
+  if (!has_table(impl_->db, path_, "generation_tests")) return out;  // a version-2 database opened read-only
+  std::string sql =
+      "SELECT t.id, t.session_id, g.started_utc, g.host, g.run_dir, t.device, t.model, t.dtype, t.execution, t.test, "
+      "t.batch, t.repetitions, t.tokens_per_s_mean, t.tokens_per_s_stddev, t.joules_per_token, t.error "
+      "FROM generation_tests t JOIN generation_sessions g ON g.id = t.session_id ORDER BY t.id DESC";
+  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+  Stmt s(impl_->db, sql.c_str(), path_);
+  while (s.step())
+    out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8),
+                   s.text(9), s.text(15), s.i64(10), s.i64(11), s.dbl(12), s.dbl(13), s.dbl(14)});
+  return out;
+}
+
+std::vector<GenerationServerRow> HistoryDb::list_generation_server(size_t limit) const {
+  std::vector<GenerationServerRow> out;
+  if (!has_table(impl_->db, path_, "generation_server")) return out;
+  std::string sql =
+      "SELECT t.id, t.session_id, g.started_utc, g.host, g.run_dir, t.device, t.model, t.dtype, t.execution, "
+      "t.rate_per_s, t.requests_issued, t.requests_served, t.ttft_p50_ms, t.ttft_p99_ms, t.tpot_p50_ms, t.tpot_p99_ms, "
+      "t.goodput_per_s, t.slo_attainment_pct FROM generation_server t JOIN generation_sessions g ON g.id = "
+      "t.session_id ORDER BY t.id DESC";
+  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
+  Stmt s(impl_->db, sql.c_str(), path_);
+  while (s.step())
+    out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8),
+                   s.dbl(9).value_or(0), s.i64(10), s.i64(11), s.dbl(12), s.dbl(13), s.dbl(14), s.dbl(15), s.dbl(16),
+                   s.dbl(17)});
+  return out;
 }
 
 }  // namespace trainscope

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/generation_report.h"
 #include "report/render_charts.h"
 #include "report/render_parts.h"
 #include "report/report_util.h"
@@ -85,6 +86,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
   h += html_summary(a);
   h += kChartSections;
   h += html_answers_and_advice(a);
+  h += html_generation(in);
   h += html_summary_table(a);
   if (const std::string t = distributed_tables(in); !t.empty())
     h += "<h2>Data-parallel ranks</h2>\n<pre>" + html_escape(t) + "</pre>\n";

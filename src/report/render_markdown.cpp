@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "report/generation_report.h"
 #include "report/render_parts.h"
 #include "report/report_util.h"
 #include "trainscope/report.h"
@@ -158,7 +159,7 @@ std::string render_markdown(const ReportInput& in, const Analysis& a) {
   std::string s = "# trainscope report\n\n";
   s += provenance_lines(in, "\n\n");
   if (!in.provenance.command_line.empty()) s += fmt::format("Command: `{}`\n\n", in.provenance.command_line);
-  return s + md_summary(a) + md_language_models(in) + md_answers_and_advice(a) + md_summary_table(a) + md_comparisons(a) +
+  return s + md_summary(a) + md_language_models(in) + md_answers_and_advice(a) + md_generation(in) + md_summary_table(a) + md_comparisons(a) +
          md_input_pipeline(in) +
          md_distributed(in) +
          md_definitions_and_notes(in, a);

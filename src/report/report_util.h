@@ -20,6 +20,9 @@ Variant variant_of_label(const std::string& variant);
 std::string without_threads(const std::string& variant);
 
 bool is_gpu(const std::string& device);
+/// <dir>/inference.json and every other <dir>/inference*.json, sorted by name: what `trainscope
+/// infer --run <dir>` wrote there (load_run_folder and the report at the end of a run read them).
+std::vector<std::string> inference_files(const std::string& dir);
 std::optional<int> cuda_index(const std::string& device);
 // The shared number and duration formatters (src/common/text.h) under the report's short names.
 inline std::string fmt_num(double v) { return format_number(v); }

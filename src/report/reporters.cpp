@@ -2,6 +2,7 @@
 // end of a matrix.
 #include <fmt/format.h>
 
+#include "report/report_util.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/report.h"
@@ -16,6 +17,16 @@ void ReportFilesReporter::start(const Provenance& p, const std::string& run_dir,
 void ReportFilesReporter::finish(const std::vector<RunRecord>& runs) {
   if (input_.run_dir.empty()) return;
   input_.runs = runs;
+  input_.inference.clear();
+  try {
+    // A run folder `infer --run` measured before (a --resume of it): its generation results stay
+    // in the report (docs/generation.md#outputs).
+    for (const auto& path : report_detail::inference_files(input_.run_dir))
+      input_.inference.push_back(load_inference_document(path));
+  } catch (const Error& e) {
+    if (notices_) notices_->notice(fmt::format("report without the generation results: {}", e.what()));
+    input_.inference.clear();
+  }
   try {
     auto files = write_report(input_, input_.run_dir);
     markdown_path_ = files.markdown_path;

@@ -6,14 +6,43 @@
 #include <cctype>
 #include <filesystem>
 
+#include "report/report_util.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/history.h"
 
 namespace trainscope {
 
+namespace {
+
+// An inference.json (the file, or a folder holding one without results.json: `infer -o`), as an
+// input of generation results only; its provenance is the `infer` invocation's.
+std::optional<ReportInput> inference_only(const std::string& ref) {
+  std::error_code ec;
+  std::string path;
+  if (std::filesystem::is_regular_file(ref, ec)) path = ref;
+  else if (file_exists(ref + "/inference.json")) path = ref + "/inference.json";
+  else return std::nullopt;
+  ReportInput in;
+  in.inference.push_back(load_inference_document(path));
+  in.provenance = in.inference.front().provenance;
+  in.run_dir = std::filesystem::path(path).parent_path().string();
+  return in;
+}
+
+// A matrix from the history: its folder's inference*.json when the folder is still there (the
+// database keeps the runs, not the generation results' whole documents).
+ReportInput with_folder_inference(ReportInput in) {
+  if (!in.run_dir.empty())
+    for (const auto& path : report_detail::inference_files(in.run_dir)) in.inference.push_back(load_inference_document(path));
+  return in;
+}
+
+}  // namespace
+
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
   if (file_exists(ref + "/results.json")) return load_run_folder(ref);
+  if (auto in = inference_only(ref)) return *in;
   auto digits = [](const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); };
   bool matrix = ref.size() > 1 && (ref[0] == 'm' || ref[0] == 'M') && digits(ref.substr(1));
   if (!matrix && !digits(ref)) {
@@ -21,11 +50,11 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
       HistoryDb db(db_path, HistoryDb::Access::kRead);
       std::string dir = ref;
       while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-      if (auto id = db.matrix_id_for_dir(dir)) return db.load_matrix(*id);
+      if (auto id = db.matrix_id_for_dir(dir)) return with_folder_inference(db.load_matrix(*id));
     }
     throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("'{}' is neither a run folder with results.json, nor m<N> (a matrix id) or <N> (a run id) "
-                            "from `trainscope history --db {}`",
+                fmt::format("'{}' is neither a run folder with results.json (or inference.json), an inference.json "
+                            "file, nor m<N> (a matrix id) or <N> (a run id) from `trainscope history --db {}`",
                             ref, db_path));
   }
   if (!file_exists(db_path))
@@ -43,11 +72,13 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
                             "`trainscope history --db {}`",
                             ref, db_path));
   }
-  return matrix ? db.load_matrix(id) : db.load_run(id);
+  return matrix ? with_folder_inference(db.load_matrix(id)) : db.load_run(id);
 }
 
 void require_runs(const ReportInput& in, const std::string& ref) {
   if (!in.runs.empty()) return;
+  for (const auto& d : in.inference)
+    if (!d.generation_runs().empty()) return;  // a language model's generation results
   // A data-parallel folder whose rank 0 died holds rank N's own records under ranks/rankN/
   // (docs/distributed.md#output); they are not the job's results but say what was measured.
   std::vector<std::string> ranks;

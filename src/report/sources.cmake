@@ -14,6 +14,11 @@ target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/history_reporter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resolve_runs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/compare.cpp
+  # a language model's generation results (inference.json): compare, RQ5 and the report's tables
+  ${CMAKE_CURRENT_LIST_DIR}/generation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/generation_answers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/render_generation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/compare_generation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reporters.cpp
   ${CMAKE_CURRENT_LIST_DIR}/batch_sweep.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hosts.cpp

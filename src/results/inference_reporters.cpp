@@ -1,5 +1,5 @@
-// `trainscope infer`'s output (trainscope/inference_reporter.h): inference.json through the
-// record's JSON form (src/results/record_json.h) and the console table.
+// `trainscope infer`'s output (trainscope/inference_reporter.h): inference.json (its form:
+// src/results/inference_run.cpp) and the console table.
 #include <fmt/format.h>
 
 #include "results/record_json.h"
@@ -8,21 +8,6 @@
 #include "trainscope/inference_reporter.h"
 
 namespace trainscope {
-
-using nlohmann::json;
-
-std::string inference_json(const Provenance& p, const std::vector<InferenceRun>& runs) {
-  return record_document_json(p, record_json::write(runs));
-}
-
-std::vector<InferenceRun> inference_runs_from_json(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded())
-    throw_error(ErrorKind::kDataFormat, "inference.json is not JSON; write it again with trainscope infer");
-  std::vector<InferenceRun> runs;
-  if (j.is_object() && j.contains("runs")) record_json::read(j["runs"], runs);
-  return runs;
-}
 
 namespace {
 

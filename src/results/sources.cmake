@@ -4,6 +4,7 @@ target_sources(trainscope_core PRIVATE
   results/run_metrics.cpp
   results/console_table.cpp
   results/inference_reporters.cpp
+  results/inference_run.cpp
   results/input_pipeline_text.cpp
   results/results_files.cpp
   results/generation_section.cpp

@@ -56,6 +56,9 @@ void add_import_command(CLI::App* h, std::shared_ptr<std::string> db) {
     auto in = load_run_folder(*import_dir);
     HistoryDb d(*db);
     auto res = d.import_runs(in);
+    for (const auto& doc : in.inference)  // `infer --run`'s generation results (idempotent too)
+      if (const size_t n = d.record_generation(doc, *import_dir); n > 0)
+        fmt::print("recorded the generation results of {} measurement(s) from {}\n", n, doc.path);
     if (res.added)
       fmt::print("imported {} run(s) from host {} ({}) into {} as matrix m{}\n", res.runs, in.provenance.host,
                  in.provenance.date_utc, *db, res.matrix_id);
@@ -64,6 +67,42 @@ void add_import_command(CLI::App* h, std::shared_ptr<std::string> db) {
                  in.provenance.host, in.provenance.date_utc);
   });
 
+}
+
+std::string opt(const std::optional<double>& v, const char* f = "{:.2f}") {
+  return v ? fmt::format(fmt::runtime(f), *v) : "—";
+}
+
+// The generation results `trainscope infer` recorded (tests, then server rates), newest first;
+// false when there are none. Printed before the runs' table.
+bool print_generation_history(const HistoryDb& d, size_t limit) {
+  const auto tests = d.list_generation_tests(limit);
+  const auto server = d.list_generation_server(limit);
+  if (!tests.empty()) {
+    fmt::print("generation tests (trainscope infer; tokens/s mean ± stddev over the repetitions)\n");
+    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6}  {:>22} {:>10}  {}\n", "id", "started (UTC)", "device",
+               "model", "test", "batch", "tokens/s", "J/token", "run folder");
+    for (const auto& t : tests)
+      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6}  {:>22} {:>10}  {}\n", t.id, t.started_utc, t.device,
+                 generation_label(t.model, t.dtype, t.execution), t.test, t.batch,
+                 !t.error.empty() ? "failed: " + t.error
+                 : t.tokens_per_s_mean ? fmt::format("{:.2f} ± {:.2f}", *t.tokens_per_s_mean, t.tokens_per_s_stddev.value_or(0))
+                                       : "—",
+                 opt(t.joules_per_token, "{:.4g}"), t.run_dir);
+  }
+  if (!server.empty()) {
+    fmt::print("\ngeneration server runs (ms; goodput in requests/s)\n");
+    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", "id", "started (UTC)",
+               "device", "model", "rate/s", "served", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "goodput",
+               "run folder");
+    for (const auto& r : server)
+      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:>8g} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", r.id, r.started_utc,
+                 r.device, generation_label(r.model, r.dtype, r.execution), r.rate_per_s,
+                 fmt::format("{}/{}", r.requests_served, r.requests_issued), opt(r.ttft_p50_ms), opt(r.ttft_p99_ms),
+                 opt(r.tpot_p50_ms), opt(r.tpot_p99_ms), opt(r.goodput_per_s), r.run_dir);
+  }
+  if (!tests.empty() || !server.empty()) fmt::print("\n");
+  return !tests.empty() || !server.empty();
 }
 
 // `trainscope report RUN...`: report.md/report.html from one or more run sets (several hosts).
@@ -112,8 +151,9 @@ void add_history_commands(CLI::App& app, int& exit_status) {
     require_history_db(*db);
     HistoryDb d(*db, HistoryDb::Access::kRead);  // listing needs no write access
     auto rows = d.list(static_cast<size_t>(*limit));
+    const bool generation = print_generation_history(d, static_cast<size_t>(*limit));
     if (rows.empty()) {
-      fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);
+      if (!generation) fmt::print("no runs in {} yet (trainscope run records every run there)\n", *db);
       return;
     }
     // The model as the report names the cell: with its variant and world size (model_label).
@@ -132,7 +172,7 @@ void add_history_commands(CLI::App& app, int& exit_status) {
 
   // ---- compare
   struct CompareFlags {
-    std::string a, b, db = kDefaultDb, metric = "steady_samples_per_s";
+    std::string a, b, db = kDefaultDb, metric;  // metric "": default_compare_metric
     double threshold_pct = 5;
   };
   auto cf = std::make_shared<CompareFlags>();
@@ -144,14 +184,17 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   c->add_option("--db", cf->db, "history database (default trainscope-runs/history.sqlite)");
   std::string names;
   for (const auto& m : compare_metrics()) names += (names.empty() ? "" : ", ") + m.name;
-  c->add_option("--metric", cf->metric, "metric to gate on (default steady_samples_per_s): " + names);
+  c->add_option("--metric", cf->metric,
+                 "metric to gate on (default steady_samples_per_s; gen_tokens_per_s when a side holds only a language "
+                 "model's generation results): " + names);
   c->add_option("--threshold-pct", cf->threshold_pct, "allowed worsening in percent (default 5)");
   c->callback([cf, &exit_status] {
     auto a = resolve_runs(cf->a, cf->db);
     require_runs(a, cf->a);
     auto b = resolve_runs(cf->b, cf->db);
     require_runs(b, cf->b);
-    auto res = compare_inputs(a, b, cf->metric, cf->threshold_pct);
+    const std::string metric = cf->metric.empty() ? default_compare_metric(a, b) : cf->metric;
+    auto res = compare_inputs(a, b, metric, cf->threshold_pct);
     fmt::print("{}", render_compare(res, cf->a, cf->b));
     size_t measured = 0;
     for (const auto& row : res.rows) measured += row.delta_pct.has_value();
@@ -163,7 +206,7 @@ void add_history_commands(CLI::App& app, int& exit_status) {
                            "compared\n");
       else
         fmt::print(stderr, "trainscope: error: no cell could be compared on '{}' (the verdict column says why); "
-                           "nothing was compared\n", cf->metric);
+                           "nothing was compared\n", metric);
       exit_status = kExitUsage;
     }
   });

@@ -20,6 +20,7 @@
 #include "dist/stall.h"
 #include "infer/bench.h"
 #include "infer/checkpoint.h"
+#include "infer_history.h"
 #include "infer_lm.h"
 #include "results/record_json.h"
 #include "train/compat.h"
@@ -44,6 +45,7 @@ using json = nlohmann::json;
 struct InferFlags {
   std::vector<std::string> checkpoints;
   std::string run_dir, model, data, data_format, out;
+  std::string db;  // --db: the history database (tools/trainscope/infer_history.h)
   bool untrained = false, find_max_qps = false, no_telemetry = false;
   std::vector<std::string> devices;
   std::vector<std::string> scenarios = {"single-stream", "offline"};
@@ -377,9 +379,11 @@ void run_infer(const InferFlags& f, int& exit_status) {
   InferenceConsoleReporter console(out_path);
   GenerationConsoleReporter gen_console(out_path, f.gen.output, f.gen.dtype);
   InferReporters reporters{{&file}};
+  GenerationHistoryReporter history(infer_history_db(f.db, f.run_dir), f.run_dir);
   const auto lm_count = std::count_if(subjects.begin(), subjects.end(), [](const Subject& s) { return s.lm.has_value(); });
   if (lm_count < static_cast<long>(subjects.size())) reporters.all.push_back(&console);
   if (lm_count > 0) reporters.all.push_back(&gen_console);
+  if (lm_count > 0 && !infer_history_db(f.db, f.run_dir).empty()) reporters.all.push_back(&history);
   reporters.each([&](InferenceReporter& x) { x.start(prov); });
 
   std::vector<InferenceRun> runs;
@@ -453,6 +457,9 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "train.malloc_tuning", "", "fixing glibc malloc's thresholds (docs/configuration.md#host-memory-allocator)");
   shared.add(sub, "train.seed", "--seed", "seed for fresh weights, synthetic data and arrivals");
   sub->add_option("-o,--out", f->out, "output JSON (default <run>/inference.json or ./inference.json)");
+  sub->add_option("--db", f->db,
+                  "language models: history database the generation results are recorded in (default: with --run, "
+                  "the one beside the run folder when it exists)");
   shared.add(sub, "telemetry.enabled", "", "power and energy sampling");
   shared.add(sub, "telemetry.interval_s", "--telemetry-interval", "telemetry sampling period");
   shared.add(sub, "telemetry.slow_interval_s");

@@ -1,5 +1,5 @@
 target_sources(trainscope_cli PRIVATE cmd_monitor.cpp)
 target_sources(trainscope_cli PRIVATE cmd_history.cpp)
-target_sources(trainscope_cli PRIVATE cmd_infer.cpp infer_lm.cpp)
+target_sources(trainscope_cli PRIVATE cmd_infer.cpp infer_lm.cpp infer_history.cpp)
 target_sources(trainscope_cli PRIVATE cmd_settings.cpp settings_cli.cpp)
 target_sources(trainscope_cli PRIVATE cmd_analyze.cpp cmd_measure.cpp)
