@@ -3,6 +3,8 @@ target_sources(trainscope PRIVATE
   workload/aoti_model.cpp
   workload/gpt.cpp
   workload/gpt_decoder.cpp
+  workload/gpt_decode_ops.cpp
+  workload/gpt_slot_decoder.cpp
   workload/recompute_decoder.cpp
   workload/vit.cpp
   workload/model_check.cpp
