@@ -363,7 +363,7 @@ void add_generation(std::vector<Setting>& t) {
   t.push_back({.key = "inference.gen_server_lengths", .noun = "server lengths",
                .help = "language models, server scenario: fixed (gen_prompt_len, gen_output_len) or text (a paragraph "
                        "of the validation text as prompt, the next one's length as output; those two as bounds)",
-               .range = {.choices = {"fixed", "text"}}, .note = "text needs text data (--data-format text)",
+               .range = {.choices = {"fixed", "text"}}, .note = "text needs byte text: --data-format text",
                .field = TS_FIELD(inference.gen_server_lengths)});
   t.push_back({.key = "inference.gen_slo_ttft_ms", .noun = "TTFT SLO",
                .help = "language models, server scenario: goodput's time-to-first-token limit", .unit = "ms",

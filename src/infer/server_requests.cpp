@@ -2,6 +2,7 @@
 // lengths fixed or drawn from the paragraphs of the validation text.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 #include "infer/generate.h"

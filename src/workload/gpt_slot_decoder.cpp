@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "trainscope/error.h"
@@ -30,7 +31,7 @@ namespace trainscope {
 namespace {
 
 using gpt_detail::Gpt;
-using torch::indexing::Slice;
+using torch::indexing::TensorIndex;
 
 class GptSlotDecoder final : public SlotDecoder {
  public:
@@ -84,6 +85,7 @@ class GptSlotDecoder final : public SlotDecoder {
     const int64_t S = *std::max_element(pos_host.begin(), pos_host.end()) + 1;
     auto pos = torch::tensor(pos_host, torch::kLong).to(device_);
     auto idx = torch::tensor(slots, torch::kLong).to(device_);
+    const std::array<TensorIndex, 2> at_rows{TensorIndex(idx), TensorIndex(pos)};  // (slot, position) of each row
     const bool leading = contiguous_from_zero(slots);
     auto x = m_->wte(tokens) + m_->wpe(pos).view({n, 1, d_model_});
     auto bias = row_bias(pos, n, S);
@@ -91,7 +93,7 @@ class GptSlotDecoder final : public SlotDecoder {
       x = gpt_decode::block_step(*m_->block(static_cast<size_t>(l)), x,
                                  [&](const torch::Tensor& q, const torch::Tensor& kv) {
                                    // [cap, L, 2, H, hd] view: (slot, position) index adjacent dims
-                                   kv_[l].permute({1, 3, 0, 2, 4}).index_put_({idx, pos}, kv.squeeze(3).transpose(0, 1));
+                                   kv_[l].permute({1, 3, 0, 2, 4}).index_put_(at_rows, kv.squeeze(3).transpose(0, 1));
                                    auto c = kv_[l].narrow(3, 0, S);
                                    c = leading ? c.narrow(1, 0, n) : c.index_select(1, idx);
                                    return gpt_decode::decode_attention(q, c[0], c[1], &bias);

@@ -32,8 +32,9 @@ torch::Tensor ids(std::vector<int64_t> v) {
 // then one token per append (as the server's fcfs worker feeds a request).
 torch::Tensor alone(Decoder& d, const std::vector<int64_t>& seq, size_t p) {
   d.reset(1, static_cast<int64_t>(seq.size()));
-  auto logits = d.append(ids(std::vector<int64_t>(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(p))));
-  for (size_t i = p; i < seq.size(); ++i) logits = d.append(ids({seq[i]}));
+  auto prompt = std::vector<int64_t>(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(p));
+  auto logits = d.append(ids(prompt).to(d.device()));
+  for (size_t i = p; i < seq.size(); ++i) logits = d.append(ids({seq[i]}).to(d.device()));
   return logits;
 }
 
