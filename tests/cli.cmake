@@ -22,3 +22,6 @@ add_dependencies(test_vit_e2e trainscope_cli)
 # Token generation end to end: pp/tg, the decode sweep, the server scenario and llama-bench's formats (docs/generation.md).
 ts_add_test(test_generate_e2e SOURCES cli/test_generate_e2e.cpp)
 add_dependencies(test_generate_e2e trainscope_cli)
+# The server scenario's continuous batching and lengths from the text, end to end (docs/generation.md).
+ts_add_test(test_cli_server_e2e SOURCES cli/test_cli_server_e2e.cpp)
+add_dependencies(test_cli_server_e2e trainscope_cli)
