@@ -158,6 +158,8 @@ GenerationSection measure_generation(Decoder& dec, const torch::Tensor& text, co
                                              "text of the checkpoint's data; pass --data with it)");
   c10::InferenceMode inference_mode;
   const torch::Tensor ids = text.to(torch::kCPU, torch::kLong).remainder(dec.vocab());
+  if (!o.server_rates.empty() && o.server_lengths == "text")  // its errors before anything is measured
+    (void)server_text_spans(ids, o.paragraph_break, 1, o.prompt_len, o.output_len, dec.context(), o.seed);
   GenerationSection g;
   g.decoding = decoding_text(o.sampling);
   g.context = dec.context(), g.vocab = dec.vocab();
