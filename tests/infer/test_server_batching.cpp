@@ -179,6 +179,16 @@ TEST(ServerBatching, ScenarioRecordsBatchingAndLengths) {
   EXPECT_EQ(r.prompt_lengths.p99, 6.0);
   EXPECT_EQ(r.output_lengths.min, 5);
   EXPECT_NE(g.server->worker.find("continuous batching"), std::string::npos) << g.server->worker;
+  // the fields survive inference.json's write and read (compare and history read them back)
+  const auto back = generation_section_from_json(generation_section_json(g));
+  const auto& b = back.server->runs.at(0);
+  EXPECT_EQ(b.batching, "continuous");
+  EXPECT_EQ(b.max_batch, 4);
+  EXPECT_EQ(b.mean_running_batch, r.mean_running_batch);
+  EXPECT_EQ(b.decode_steps, r.decode_steps);
+  EXPECT_EQ(b.lengths, "fixed");
+  EXPECT_EQ(b.prompt_lengths.mean, 6.0);
+  EXPECT_EQ(b.output_lengths.max, 5);
   // fcfs asked for: the slot decoder is left alone
   o.server_batching = "fcfs";
   g = measure_generation(*single, torch::arange(0, 200, torch::kLong), o, {}, {}, slots.get());
@@ -189,6 +199,16 @@ TEST(ServerBatching, ScenarioRecordsBatchingAndLengths) {
   g = measure_generation(*single, torch::arange(0, 200, torch::kLong), o);
   EXPECT_EQ(g.server->runs.at(0).batching, "fcfs");
   EXPECT_NE(g.server->worker.find("needs the built-in GPT's slot decoder"), std::string::npos) << g.server->worker;
+}
+
+TEST(ServerLengths, DistributionIsMeanTypeSevenPercentilesAndRange) {
+  const auto t = token_lengths({10, 1, 4, 7});  // sorted 1 4 7 10
+  EXPECT_EQ(t.mean, 5.5);
+  EXPECT_DOUBLE_EQ(*t.p50, 5.5);         // type 7: 4 + 0.5 x (7 - 4)
+  EXPECT_DOUBLE_EQ(*t.p99, 7 + 0.97 * 3);  // rank 0.99 x 3 = 2.97
+  EXPECT_EQ(t.min, 1);
+  EXPECT_EQ(t.max, 10);
+  EXPECT_FALSE(token_lengths({}).mean);
 }
 
 // Byte text: "\n\n" ends a paragraph; several blank lines make one boundary.
