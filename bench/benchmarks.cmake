@@ -29,6 +29,12 @@ add_executable(input_bench ${CMAKE_CURRENT_LIST_DIR}/input_bench.cpp)
 target_link_libraries(input_bench PRIVATE trainscope_core)
 target_include_directories(input_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# The CRC-32 check of .pt files' zip members against a file of the user's (src/common/zip_crc.h;
+# the figure in docs/workloads.md#model-files-are-checked-before-loading)
+add_executable(zip_crc_cost ${CMAKE_CURRENT_LIST_DIR}/zip_crc_cost.cpp)
+target_link_libraries(zip_crc_cost PRIVATE trainscope_core)
+target_include_directories(zip_crc_cost PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # The pair-ratio verdict (sampler_ab --verdict-of), which bench/self_overhead.sh uses too:
 # tight pairs around 1 resolve a cost below 3 %, pairs around 0.9 a cost above it, pairs whose
 # median is above 1.03 (tools on faster) and wide pairs nothing, and fewer than 8 pairs give no verdict.

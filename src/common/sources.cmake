@@ -6,4 +6,5 @@ target_sources(trainscope_core PRIVATE
   common/fs.cpp
   common/progress.cpp
   common/stats.cpp
-  common/text.cpp)
+  common/text.cpp
+  common/zip_crc.cpp)

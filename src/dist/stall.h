@@ -56,7 +56,7 @@ class StallWatch {
   std::string run_id_, what_;
   std::string advice_ =
       "Ctrl-C stops the matrix; when the work does not return within --dist-timeout after it, the process exits, "
-      "keeping the runs finished before: --resume runs the rest";
+      "keeping the runs finished before and what this one measured: --resume runs the rest";
   std::chrono::milliseconds timeout_;
   std::function<std::string()> telemetry_now_;
   std::function<void(const std::string&)> report_;

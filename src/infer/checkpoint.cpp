@@ -91,7 +91,8 @@ std::unique_ptr<Model> load_checkpoint_model(const CheckpointInfo& c) {
                                                     "corrupt or was written for another model",
                                                     c.weights_path, c.model, e.what_without_backtrace()));
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kCheckpoint) throw;
+    // a damaged file (common/zip_crc.h) is a data-format error, as a damaged data set is
+    if (e.kind() == ErrorKind::kCheckpoint || e.kind() == ErrorKind::kDataFormat) throw;
     // make_model on a bad TorchScript file says kModel; for a checkpoint it is the checkpoint that is bad.
     throw_error(ErrorKind::kCheckpoint, fmt::format("checkpoint '{}': {}", c.weights_path, e.what()));
   }

@@ -28,6 +28,10 @@ MatrixResult Matrix::run() {
   prepare_run_folder();
   start_telemetry();  // a bad telemetry setting is bad input (exit 2); an absent source is a notice
   // From here on the inputs are valid: an error stops the matrix with the finished runs kept.
+  if (rescue_) {
+    std::lock_guard<std::mutex> lock(rescue_->mu);
+    rescue_->salvage = [this](const std::string& why) { return salvage_live_run(why); };
+  }
   try {
     report([&](Reporter& r) { r.start(res_.provenance, res_.run_dir, planned_); });
     run_cells();
@@ -170,8 +174,8 @@ void Matrix::merge_run(RunRecord rec) {
 }  // namespace matrix_detail
 
 MatrixResult run_matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters,
-                        const std::atomic<bool>* stop_requested) {
-  return matrix_detail::Matrix(cfg, reporters, stop_requested).run();
+                        const std::atomic<bool>* stop_requested, MatrixRescue* rescue) {
+  return matrix_detail::Matrix(cfg, reporters, stop_requested, rescue).run();
 }
 
 }  // namespace trainscope

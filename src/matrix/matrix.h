@@ -16,6 +16,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,9 @@ bool record_failure(const std::exception_ptr& failure, const RunSpec& spec, RunR
 // and the merge of each finished run into the reporters' records and the telemetry file.
 class Matrix {
  public:
-  Matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters, const std::atomic<bool>* stop)
-      : cfg_(cfg), stop_(stop) {
+  Matrix(const MatrixConfig& cfg, const std::vector<Reporter*>& reporters, const std::atomic<bool>* stop,
+         MatrixRescue* rescue = nullptr)
+      : cfg_(cfg), stop_(stop), rescue_(rescue) {
     if (reporters.empty()) {
       own_results_ = std::make_unique<ResultsFilesReporter>();
       reporters_.push_back(own_results_.get());
@@ -59,6 +61,10 @@ class Matrix {
     }
   }
   ~Matrix() {
+    if (rescue_) {
+      std::lock_guard<std::mutex> lock(rescue_->mu);
+      rescue_->salvage = nullptr;
+    }
     // One writer per run folder (lock_run_folder): released here, or by the kernel when the
     // process ends, however it ends.
     if (folder_lock_fd_ >= 0) ::close(folder_lock_fd_);
@@ -93,6 +99,9 @@ class Matrix {
   std::string recent_telemetry(const std::string& dev);
   void finish_run_profile(std::unique_ptr<RunProfiler>& profiler, RunRecord& rec);
   void merge_run(RunRecord rec);
+  bool salvage_live_run(const std::string& why);
+  struct LiveRun;
+  void set_live_run(const LiveRun& live);
   bool stop_before_cell();
   void write_telemetry();
   void stop_with(MatrixAbort kind, const std::string& reason);
@@ -109,6 +118,15 @@ class Matrix {
 
   MatrixConfig cfg_;
   const std::atomic<bool>* stop_;
+  MatrixRescue* rescue_ = nullptr;
+  // The run in progress for MatrixRescue (train_cell sets it while train_run runs).
+  struct LiveRun {
+    RunRecord* rec = nullptr;
+    RunRescue* rescue = nullptr;
+    const dist::StallWatch* stall = nullptr;
+  };
+  std::mutex live_mu_;
+  LiveRun live_;
   std::unique_ptr<ResultsFilesReporter> own_results_;
   std::vector<Reporter*> reporters_;
   Clock::time_point origin_ = Clock::now();  // the matrix clock's zero (moved back on --resume)

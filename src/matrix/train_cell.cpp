@@ -53,18 +53,27 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
       if (profiler) profiler->stop();
       notice(fmt::format("{}: training done; measuring inference (Ctrl-C ends it early)", spec.run_id));
       const auto& w = *workload_;
-      rec.inference = inference_after_training(
+      auto inference = inference_after_training(
           m, d, w.test_x.numel() > 0 ? w.test_x : w.train_x, cfg_.inference, cfg_.train.seed, sampler_.get(),
           sampler_ ? telemetry_device(dev, res_.provenance, telemetry_gpus_) : "", stop_,
           /*cuda_graphs=*/parse_variant(spec.variant, "--variants").graphs, [&stall] {
             if (stall) stall->progress();  // a query returned
           });
+      std::unique_lock<std::timed_mutex> lock;  // the record is the rescue's while the run waits here
+      if (hooks.rescue) lock = std::unique_lock<std::timed_mutex>(hooks.rescue->mu);
+      rec.inference = std::move(inference);
     };
   // telemetry: the run GPU's energy counter at the windows' edges (docs/telemetry.md#energy)
   if (sampler_ && dev != "cpu")
     hooks.on_window_edge = [s = sampler_.get()] { s->read_energy_now(); };
-  if (dist::current_rank() < 0) stall = watch_stalls(spec, hooks);
+  // a run that hangs in its model when the process must end (MatrixRescue, trainscope/runner.h)
+  RunRescue rescue;
+  if (dist::current_rank() < 0) {
+    stall = watch_stalls(spec, hooks);
+    hooks.rescue = &rescue;
+  }
   // ---- end of component hooks
+  set_live_run({&rec, hooks.rescue, stall.get()});
   try {
     train_run(spec, *workload_, hooks, &rec);
     if (rec.status == RunStatus::kOk) publish_checkpoint(spec, rec);
@@ -73,6 +82,7 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
     // measurements in its record and stops the matrix after it is merged (run_cell).
     if (record_failure(std::current_exception(), spec, rec)) io_stop_ = rec.failure_reason;
   }
+  set_live_run({});
   if (stall)
     for (auto& n : stall->notes()) rec.notes.push_back(n);
   stall.reset();
@@ -82,6 +92,34 @@ void Matrix::train_cell(RunSpec& spec, RunRecord& rec, ProgressBar& progress) {
   finish_run_profile(profiler, rec);
   rate_instrumentation_cost(rec);
   dist::finish_run_record(rec);  // data-parallel runs: rank 0's record gets every rank's figures
+}
+
+void Matrix::set_live_run(const LiveRun& live) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  live_ = live;
+}
+
+// MatrixRescue (trainscope/runner.h), on the caller's thread: the run in progress, once it is
+// seen waiting in its model (its rescue lock free), completed and merged as an interrupted run.
+// The training thread is then left blocked on that lock until the process ends.
+bool Matrix::salvage_live_run(const std::string& why) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  if (!live_.rec || !live_.rescue) return false;
+  std::unique_lock<std::timed_mutex> held(live_.rescue->mu, std::defer_lock);
+  if (!held.try_lock_for(std::chrono::seconds(5))) return false;
+  if (live_.rescue->salvage) live_.rescue->salvage();
+  RunRecord rec = *live_.rec;
+  rec.status = RunStatus::kInterrupted;
+  rec.stopped_early = true;
+  rec.stop_reason = "interrupted";
+  rec.error_kind = "interrupted";
+  rec.failure_reason = why;
+  if (live_.stall)
+    for (auto& n : live_.stall->notes()) rec.notes.push_back(n);
+  fill_run_telemetry(rec.device, rec);
+  merge_run(std::move(rec));
+  report([&](Reporter& r) { r.finish(res_.runs); });
+  return true;
 }
 
 // dist: the stall watch (src/dist/stall.h) around the step hooks of the other components.

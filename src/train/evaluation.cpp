@@ -53,6 +53,7 @@ struct EvaluationEdges {
 
 std::pair<double, double> TrainLoop::evaluate_test_set() {
   EvaluationEdges edges(hooks_);
+  ModelWait wait(held_);  // the rescue may read the run's state until the evaluation returned
   return evaluate(*model_, w_.test_x, w_.test_y, dev_, eval_batch_for(w_.data.train, cfg_, micro_batch_),
                   hooks_.on_eval_batch);
 }

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,25 @@ struct EpochState {
   std::vector<char> counted;
   int64_t steps = 0, samples = 0, headline_samples = 0, profiled_steps = 0;
   Clock::time_point start;
+};
+
+// While the run waits in its model (a step's compute, an evaluation, inference after training):
+// the run's rescue lock is released, so its state can be read if the model never returns
+// (RunRescue, train/trainer.h); taken back when the model returned.
+class ModelWait {
+ public:
+  explicit ModelWait(std::unique_lock<std::timed_mutex>& held) : held_(held), released_(held.owns_lock()) {
+    if (released_) held_.unlock();
+  }
+  ~ModelWait() {
+    if (released_) held_.lock();
+  }
+  ModelWait(const ModelWait&) = delete;
+  ModelWait& operator=(const ModelWait&) = delete;
+
+ private:
+  std::unique_lock<std::timed_mutex>& held_;
+  bool released_;
 };
 
 // train_run's state, split along its seams: set_up, step, finish_epoch, figures, wrap_up.
@@ -97,6 +117,8 @@ class TrainLoop {
   void finish_epoch(EpochState& e);
   void add_epoch_phases(const EpochState& e);
   void salvage_after_failure(const EpochState* e) noexcept;
+  void epochs(EpochState& e);
+  void rescue() noexcept;  // RunRescue::salvage (train/trainer.h)
   void evaluate_epoch(EpochRecord& er);
   std::pair<double, double> evaluate_test_set();  // with the on_evaluation / on_eval_batch hooks
   void figures();
@@ -153,6 +175,12 @@ class TrainLoop {
   Clock::time_point train_start_;
   Clock::time_point last_step_end_;  // when the last completed step ended (a failure's cut-off)
   bool stop_ = false;
+  // RunRescue (train/trainer.h): the lock while the run's state is being written, the epoch whose
+  // steps are not booked yet, the epoch record whose evaluation runs, whether figures() ran
+  std::unique_lock<std::timed_mutex> held_;
+  const EpochState* unbooked_ = nullptr;
+  const EpochRecord* evaluating_ = nullptr;
+  bool figured_ = false;
 
   // The headline window: [warmup_steps, first_touched_) of the run's steps.
   int64_t first_touched_ = INT64_MAX;  // first step a profiler is on for

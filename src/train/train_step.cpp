@@ -52,18 +52,21 @@ bool TrainLoop::step(EpochState& e, int64_t s) {
   }
   torch::Tensor loss;
   replayed_ = graph_ && m == batch_size_;
-  if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
-    graph_compute(bx, by, filled, s, host_marks);
-    loss = graph_->loss();  // the replay added its loss and accuracy sums inside the graph
-  } else {
-    auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
-    auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
-    if (grad_accum_ > 1) {
-      loss = accumulated_compute(x, y, s, host_marks, e.sums);
+  {
+    ModelWait wait(held_);  // the rescue may read the run's state until the compute returned
+    if (replayed_) {  // a partial last batch has another shape: it runs eagerly (same optimizer)
+      graph_compute(bx, by, filled, s, host_marks);
+      loss = graph_->loss();  // the replay added its loss and accuracy sums inside the graph
     } else {
-      torch::Tensor logits;
-      std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
-      add_task_sums(e.sums, loss, logits, y);
+      auto x = cuda_ ? bx.to(dev_, /*non_blocking=*/true) : bx;
+      auto y = cuda_ ? by.to(dev_, /*non_blocking=*/true) : by;
+      if (grad_accum_ > 1) {
+        loss = accumulated_compute(x, y, s, host_marks, e.sums);
+      } else {
+        torch::Tensor logits;
+        std::tie(loss, logits) = eager_compute(x, y, s, host_marks);
+        add_task_sums(e.sums, loss, logits, y);
+      }
     }
   }
   ++global_step_;
@@ -217,7 +220,9 @@ void TrainLoop::finish_epoch(EpochState& e) {
                                                    e.epoch, cfg_.learning_rate));
   r_.steps_completed = global_step_;
   r_.train_time_s = train_time_;
+  evaluating_ = &er;  // a rescue while the evaluation hangs keeps the epoch (TrainLoop::rescue)
   evaluate_epoch(er);
+  evaluating_ = nullptr;
   r_.final_train_loss = er.train_loss;
   r_.final_train_accuracy_pct = er.train_accuracy_pct;
   if (er.complete) ++r_.epochs_completed;

@@ -86,30 +86,66 @@ void TrainLoop::run() {
   // The variant's autocast and TF32 switches, restored when the run ends (or throws); inference
   // after training (the on_trained hook) runs under them too.
   VariantGuard guard(variant_, dev_, cfg_.cudnn_benchmark);
+  struct Rescue {  // the rescue lock and salvage (train/trainer.h RunRescue) for the run's lifetime
+    TrainLoop& t;
+    explicit Rescue(TrainLoop& loop) : t(loop) {
+      if (!t.hooks_.rescue) return;
+      t.held_ = std::unique_lock<std::timed_mutex>(t.hooks_.rescue->mu);
+      t.hooks_.rescue->salvage = [&loop = t] { loop.rescue(); };
+    }
+    ~Rescue() {
+      if (!t.hooks_.rescue) return;
+      if (!t.held_.owns_lock()) t.held_.lock();
+      t.hooks_.rescue->salvage = nullptr;
+      t.held_.unlock();
+    }
+  } rescue_scope(*this);
   set_up();
   train_start_ = last_step_end_ = Clock::now();
   if (cfg_.warmup_steps == 0 && first_touched_ > 0) open_headline();
-  EpochState e;            // outside the loop: a failure's handler still reads it
-  bool in_steps = false;   // a failure inside the steps, before finish_epoch booked the epoch
+  EpochState e;  // outside the loop: a failure's handler still reads it
   try {
-    for (int64_t epoch = 1; epoch <= cfg_.epochs && !stop_; ++epoch) {
-      e = EpochState{};
-      e.epoch = epoch;
-      begin_epoch(e);
-      in_steps = true;
-      for (int64_t s = 0; s < steps_per_epoch_; ++s)
-        if (step(e, s)) break;
-      if (!stop_) drain_stop_votes(e);
-      in_steps = false;
-      finish_epoch(e);
-    }
+    epochs(e);
   } catch (...) {
-    salvage_after_failure(in_steps ? &e : nullptr);
+    evaluating_ = nullptr;
+    salvage_after_failure(unbooked_);
     throw;
   }
   if (hooks_.on_window_edge) hooks_.on_window_edge();
   figures();
+  figured_ = true;
   wrap_up();
+}
+
+// The loop over epochs; unbooked_ is the epoch while its steps run, before finish_epoch booked it.
+void TrainLoop::epochs(EpochState& e) {
+  for (int64_t epoch = 1; epoch <= cfg_.epochs && !stop_; ++epoch) {
+    e = EpochState{};
+    e.epoch = epoch;
+    begin_epoch(e);
+    unbooked_ = &e;
+    for (int64_t s = 0; s < steps_per_epoch_; ++s)
+      if (step(e, s)) break;
+    if (!stop_) drain_stop_votes(e);
+    unbooked_ = nullptr;
+    finish_epoch(e);
+  }
+}
+
+// The run hangs in its model and the process is about to end (RunRescue): the record gets what
+// was measured up to there; an epoch whose evaluation hangs is kept without its test figures.
+void TrainLoop::rescue() noexcept {
+  if (figured_) return;  // it hangs after training (inference): the record is complete
+  r_.test_accuracy_pct.reset();  // as for any interrupted run: its last epoch is not evaluated
+  try {
+    if (evaluating_) {
+      r_.epochs.push_back(*evaluating_);
+      r_.final_train_loss = evaluating_->train_loss;
+      r_.final_train_accuracy_pct = evaluating_->train_accuracy_pct;
+    }
+  } catch (...) {
+  }
+  salvage_after_failure(unbooked_);
 }
 
 void TrainLoop::describe_run() {
@@ -213,7 +249,10 @@ void TrainLoop::wrap_up() {
   auto ms = device_memory_stats(dev_);
   r_.device_peak_allocated_bytes = ms.peak_allocated_bytes;
   r_.device_peak_reserved_bytes = ms.peak_reserved_bytes;
-  if (hooks_.on_trained && r_.status != RunStatus::kInterrupted) hooks_.on_trained(*model_, dev_);
+  if (hooks_.on_trained && r_.status != RunStatus::kInterrupted) {
+    ModelWait wait(held_);
+    hooks_.on_trained(*model_, dev_);
+  }
   if (!spec_.checkpoint_path.empty() && r_.status != RunStatus::kInterrupted) {
     model_->to(torch::kCPU);
     model_->save(spec_.checkpoint_path);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -59,6 +60,19 @@ void rate_instrumentation_cost(RunRecord& r);
 /// epoch held a profiled step.
 std::string profiled_epochs_note(const std::vector<EpochRecord>& epochs, int64_t profiled_steps);
 
+/// The record of a run that hangs in its model, for a process that must end before the run
+/// returns (an interrupt's deadline: tools/trainscope/interrupt.h). The training thread holds
+/// `mu` while it touches the run's state and releases it only while it waits in the model (a
+/// step's compute, an evaluation, inference after training); `salvage`, called with `mu` held
+/// (so only while the run waits in its model), completes the record as far as it was measured:
+/// the headline window up to the last finished step, the phases, the training time and the
+/// figures from them, an epoch whose evaluation hangs. Set by train_run for the run's lifetime;
+/// after a salvage the training thread is left blocked (the process is about to end).
+struct RunRescue {
+  std::timed_mutex mu;
+  std::function<void()> salvage;
+};
+
 /// Hooks the matrix passes to a run (all optional).
 struct TrainHooks {
   ProgressBar* progress = nullptr;
@@ -84,6 +98,8 @@ struct TrainHooks {
   /// before its clock starts) and once after the last step (after the last epoch's end time).
   /// Telemetry reads the run GPU's energy counter here (TelemetrySampler::read_energy_now).
   std::function<void()> on_window_edge;
+  /// Where the run's state can be read while it hangs in its model (RunRescue above).
+  RunRescue* rescue = nullptr;
 };
 
 /// Trains one run and returns its record. Bad input throws trainscope::Error before any

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "common/text.h"
+#include "common/zip_crc.h"
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -167,6 +168,8 @@ class ScriptModel final : public Model {
                                                  "check the path (relative to the current folder) or give a built-in "
                                                  "model name",
                                                  path));
+    // LibTorch's zip reader does not check CRCs: a damaged member would load silently.
+    check_zip_crcs(path, "save the model again (torch.jit.save) or copy it again from where it was written");
     try {
       m_ = torch::jit::load(path);
     } catch (const c10::Error& e) {
@@ -197,6 +200,7 @@ class ScriptModel final : public Model {
     }
   }
   void load(const std::string& path) override {
+    check_zip_crcs(path, "train the run again (trainscope run) or copy the checkpoint again from its run folder");
     try {
       m_ = torch::jit::load(path);
     } catch (const c10::Error& e) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "common/zip_crc.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "workload/model.h"
@@ -39,6 +40,8 @@ class NativeModel final : public Model {
   // check every parameter and buffer, then copy into the model.
   void load(const std::string& path) override {
     Holder tmp = factory_();
+    // LibTorch's zip reader does not check CRCs: a damaged tensor would load silently.
+    check_zip_crcs(path, "train the run again (trainscope run) or copy the checkpoint again from its run folder");
     try {
       torch::load(tmp, path);
     } catch (const c10::Error& e) {

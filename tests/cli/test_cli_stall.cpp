@@ -112,11 +112,37 @@ int stall_then_signal(const Proc& p, const std::string& needle, int sig) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// The run `id` of the run folder `run_dir` whose model hung after 3 steps (model_matrix: 2
+// warm-up steps, 1 headline step): kept as interrupted with its steps, step times, epoch,
+// stall note and telemetry (`out`: the console, for the messages).
+void expect_hung_run_kept(const std::string& run_dir, const std::string& id, const std::string& out) {
+  EXPECT_NE(out.find("the hung run's measurements so far are written as interrupted"), std::string::npos) << out;
+  const json results = json::parse(slurp(run_dir + "/results.json"));
+  const auto& runs = results.at("runs");
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const json& r) { return r.at("run_id") == id; });
+  ASSERT_NE(it, runs.end()) << results.dump(1);
+  const json& r = *it;
+  EXPECT_EQ(r.at("status"), "interrupted");
+  EXPECT_NE(r.at("failure_reason").get<std::string>().find("while its model hung"), std::string::npos) << r.dump(1);
+  EXPECT_EQ(r.at("steps_completed"), 3);
+  EXPECT_EQ(r.at("measurement").at("headline_steps"), 1);
+  EXPECT_GT(r.at("measurement").at("headline_step_ms_mean").get<double>(), 0.0);
+  EXPECT_GT(r.at("steady_samples_per_s").get<double>(), 0.0);
+  ASSERT_EQ(r.at("epochs").size(), 1u);  // the epoch whose evaluation hung, without test figures
+  EXPECT_EQ(r.at("epochs").at(0).at("steps"), 3);
+  EXPECT_TRUE(r.at("epochs").at(0).at("test_accuracy_pct").is_null());
+  EXPECT_TRUE(r.at("telemetry").is_object()) << r.dump(1);
+  const std::string notes = r.at("notes").dump();
+  EXPECT_NE(notes.find("the evaluation on the test set stalled"), std::string::npos) << notes;
+  EXPECT_NE(slurp(run_dir + "/results.csv").find(id), std::string::npos);
+}
+
 }  // namespace
 
 // A model that hangs in the evaluation after training (no stall note even with a 2 s timeout):
 // the stall is named after --dist-timeout, in the console and with what hangs, and SIGTERM
-// ends the process with 130.
+// ends the process with 130. The hung run is kept (before: results.json never held it): what
+// it measured before the evaluation hung, as interrupted, with its stall note and telemetry.
 TEST(CliStall, AModelThatHangsInEvaluationIsNamedAndSigtermEndsTheProcess) {
   std::string dir = test_path("cli_eval_hangs");
   trainscope::remove_tree(dir);
@@ -129,6 +155,7 @@ TEST(CliStall, AModelThatHangsInEvaluationIsNamedAndSigtermEndsTheProcess) {
   EXPECT_EQ(stall_then_signal(p, needle, SIGTERM), 130) << slurp(p.out_path);
   EXPECT_NE(slurp(p.out_path).find(needle), std::string::npos) << slurp(p.out_path);
   EXPECT_NE(slurp(p.out_path).find("did not stop within 30 s of the interrupt"), std::string::npos) << slurp(p.out_path);
+  expect_hung_run_kept(dir + "/m", "cpu-hangs-b16-r0", slurp(p.out_path));
 }
 
 // `trainscope infer` on a model that hangs: the measurement is named as stalled after

@@ -156,6 +156,35 @@ int free_port() {
   return probe.getPort();  // closed again when probe goes; a race with other programs is unlikely
 }
 
+// The language-model pair of the tests below: a corpus of two files of 120 lines (`line` and
+// i % `period`) under root()/TAG_corpus, then gpt-mini (1 layer, width 32) trained 6 steps by
+// one process at batch 8 (run TAG_one) and by the data-parallel job `extra` at `batch` (run
+// TAG_two); their records in `one` and `two`.
+void train_lm_alone_and_data_parallel(const std::string& tag, const std::string& line, int period, int64_t batch,
+                                      const std::vector<std::string>& extra, json& one, json& two) {
+  const std::string corpus = root() + "/" + tag + "_corpus";
+  fs::create_directories(corpus);
+  for (int f = 0; f < 2; ++f) {
+    std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
+    for (int i = 0; i < 120; ++i) o << line << i % period << ".\n";
+  }
+  auto lm_args = [&](const std::string& name, int64_t b, const std::vector<std::string>& more) {
+    std::vector<std::string> a{"run", "--devices", "cpu", "--models", "gpt-mini", "--lm-layers", "1", "--lm-width",
+                               "32", "--lm-heads", "2", "--data-format", "text", "--data", corpus, "--seq-len", "16",
+                               "--batch-sizes", std::to_string(b), "--limit-train", "64", "--eval-windows", "8",
+                               "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
+                               "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
+                               "--no-progress", "--out", root(), "--name", name};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const std::string one_log = root() + "/" + tag + "_one.log", two_log = root() + "/" + tag + "_two.log";
+  ASSERT_EQ(finish(start(lm_args(tag + "_one", 8, {}), {}, one_log)), 0) << slurp(one_log);
+  ASSERT_EQ(finish(start(lm_args(tag + "_two", batch, extra), {}, two_log)), 0) << slurp(two_log);
+  one = run_record(tag + "_one");
+  two = run_record(tag + "_two");
+}
+
 }  // namespace
 
 TEST(DistE2E, TwoRanksTrainLikeOneRankWithTheCombinedBatch) {
@@ -595,26 +624,9 @@ TEST(DistE2E, SigintToTheLauncherAloneReachesTheRanks) {
 // the same.
 TEST(DistE2E, TwoRanksTrainALanguageModelLikeOneRankWithTheCombinedBatch) {
   REQUIRE_GLOO();
-  const std::string corpus = root() + "/lm_corpus";
-  fs::create_directories(corpus);
-  for (int f = 0; f < 2; ++f) {
-    std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
-    for (int i = 0; i < 120; ++i) o << "a data-parallel language model sees every window once " << i % 5 << ".\n";
-  }
-  auto lm_args = [&](const std::string& name, int64_t batch, std::vector<std::string> extra) {
-    std::vector<std::string> a{"run", "--devices", "cpu", "--models", "gpt-mini", "--lm-layers", "1", "--lm-width",
-                               "32", "--lm-heads", "2", "--data-format", "text", "--data", corpus, "--seq-len", "16",
-                               "--batch-sizes", std::to_string(batch), "--limit-train", "64", "--eval-windows", "8",
-                               "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
-                               "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
-                               "--no-progress", "--out", root(), "--name", name};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
-  const std::string one_log = root() + "/lm_one.log", two_log = root() + "/lm_two.log";
-  ASSERT_EQ(finish(start(lm_args("lm_one", 8, {}), {}, one_log)), 0) << slurp(one_log);
-  ASSERT_EQ(finish(start(lm_args("lm_two", 4, {"--nproc-per-node", "2"}), {}, two_log)), 0) << slurp(two_log);
-  const json one = run_record("lm_one"), two = run_record("lm_two");
+  json one, two;
+  ASSERT_NO_FATAL_FAILURE(train_lm_alone_and_data_parallel(
+      "lm", "a data-parallel language model sees every window once ", 5, 4, {"--nproc-per-node", "2"}, one, two));
   EXPECT_EQ(two.at("task"), "causal_lm");
   EXPECT_EQ(two.at("world_size"), 2);
   EXPECT_EQ(two.at("steps_completed"), one.at("steps_completed"));
@@ -629,27 +641,10 @@ TEST(DistE2E, TwoRanksTrainALanguageModelLikeOneRankWithTheCombinedBatch) {
 // partial sums twice and change the weights.
 TEST(DistE2E, TwoRanksWithGradientAccumulationTrainLikeOneRankWithTheCombinedBatch) {
   REQUIRE_GLOO();
-  const std::string corpus = root() + "/lm_corpus_accum";
-  fs::create_directories(corpus);
-  for (int f = 0; f < 2; ++f) {
-    std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
-    for (int i = 0; i < 120; ++i) o << "micro-batches add up to the step's batch on every rank " << i % 7 << ".\n";
-  }
-  auto lm_args = [&](const std::string& name, int64_t batch, std::vector<std::string> extra) {
-    std::vector<std::string> a{"run", "--devices", "cpu", "--models", "gpt-mini", "--lm-layers", "1", "--lm-width",
-                               "32", "--lm-heads", "2", "--data-format", "text", "--data", corpus, "--seq-len", "16",
-                               "--batch-sizes", std::to_string(batch), "--limit-train", "64", "--eval-windows", "8",
-                               "--epochs", "1", "--max-steps", "6", "--warmup-steps", "2", "--optimizer", "sgd",
-                               "--lr", "0.05", "--threads", "1", "--no-telemetry", "--no-profile", "--no-inference",
-                               "--no-progress", "--out", root(), "--name", name};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
-  const std::string one_log = root() + "/accum_one.log", two_log = root() + "/accum_two.log";
-  ASSERT_EQ(finish(start(lm_args("accum_one", 8, {}), {}, one_log)), 0) << slurp(one_log);
-  ASSERT_EQ(finish(start(lm_args("accum_two", 2, {"--nproc-per-node", "2", "--grad-accum", "2"}), {}, two_log)), 0)
-      << slurp(two_log);
-  const json one = run_record("accum_one"), two = run_record("accum_two");
+  json one, two;
+  ASSERT_NO_FATAL_FAILURE(train_lm_alone_and_data_parallel("accum",
+                                                           "micro-batches add up to the step's batch on every rank ",
+                                                           7, 2, {"--nproc-per-node", "2", "--grad-accum", "2"}, one, two));
   EXPECT_EQ(two.at("grad_accum"), 2);
   EXPECT_EQ(two.at("steps_completed"), one.at("steps_completed"));
   const double a = two.at("language_model").at("val_loss").get<double>();

@@ -11,34 +11,12 @@
 #include <numeric>
 
 #include "../test_helpers.h"
+#include "measure_helpers.h"
 #include "trainscope/measure.h"
 
 using namespace trainscope;
 using namespace trainscope::measure;
-
-namespace {
-
-const std::string kFixtures = std::string(TS_FIXTURES_DIR) + "/measure";
-const std::string kPython = "/usr/bin/python3";  // Debian's: the one with python3-torch
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "pid" + std::to_string(getpid()) + "_w_" + name;
-}
-
-MeasureConfig config(const std::string& name, std::vector<std::string> command) {
-  MeasureConfig c;
-  c.command = std::move(command);
-  c.out_dir = temp_path(name);
-  remove_tree(c.out_dir);
-  c.echo_output = false;
-  c.telemetry_options.nvml_library = "";  // no GPU here; keeps the sampler to /proc
-  c.warmup_steps = 2;
-  return c;
-}
-
-bool has_torch() { return std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0; }
-
-}  // namespace
+using namespace measure_test;
 
 TEST(MeasureItems, ItemsTheProgramReportsGiveItemsPerSecond) {
   // fake_steps.py calls trainscope.step(items=32); no --items-per-step

@@ -264,6 +264,7 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure,
   const auto& stop = install_interrupt_handler(
       "\ntrainscope: interrupt received; finishing the current step and writing results (press Ctrl-C again to exit "
       "at once)\n");
+  MatrixRescue rescue;  // the run a hung model holds: written as interrupted before the exit
   MatrixResult res = [&] {
     // Finishing a step, writing the results and the report take seconds; a hung model forever.
     const double grace_s = std::max(m.dist.timeout_s, 30.0);
@@ -272,8 +273,16 @@ int run_with_reporters(const MatrixConfig& m, const std::string& inject_failure,
         fmt::format("trainscope: the work in progress did not stop within {:g} s of the interrupt (the longer of "
                     "--dist-timeout and 30 s): a model or collective hangs; exiting now. The runs finished before are "
                     "kept; `trainscope run --resume <run folder>` runs the rest\n",
-                    grace_s));
-    return run_matrix(m, reporters, &stop);
+                    grace_s),
+        [&rescue, grace_s] {
+          const std::string why = fmt::format(
+              "interrupted (SIGINT/SIGTERM) while its model hung: the work in progress did not return within {:g} s "
+              "of the interrupt; what it measured before is kept",
+              grace_s);
+          if (rescue.salvage_now(why))
+            std::fputs("trainscope: the hung run's measurements so far are written as interrupted\n", stderr);
+        });
+    return run_matrix(m, reporters, &stop, &rescue);
   }();
   restore_interrupt_defaults();
   ConsoleReporter& console = out.console;

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "commands.h"
 
@@ -33,8 +34,9 @@ const std::atomic<bool>& install_interrupt_handler(const char* message) {
   return g_stop;
 }
 
-StopDeadline::StopDeadline(const std::atomic<bool>& stop, double seconds, std::string message)
-    : message_(std::move(message)) {
+StopDeadline::StopDeadline(const std::atomic<bool>& stop, double seconds, std::string message,
+                           std::function<void()> before_exit)
+    : message_(std::move(message)), before_exit_(std::move(before_exit)) {
   thread_ = std::thread([this, &stop, seconds] { watch(stop, seconds); });
 }
 
@@ -54,7 +56,28 @@ void StopDeadline::watch(const std::atomic<bool>& stop, double seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   if (cv_.wait_until(lk, deadline, [this] { return done_; })) return;
   std::fputs(message_.c_str(), stderr);
+  lk.unlock();
+  run_before_exit();
   _exit(kExitInterrupted);
+}
+
+// before_exit_ on a thread of its own, waited for kBeforeExitSeconds at most (it may block on a
+// device or a file system that hangs as well).
+void StopDeadline::run_before_exit() {
+  if (!before_exit_) return;
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  std::thread([f = before_exit_, finished] {
+    try {
+      f();
+    } catch (...) {
+    }
+    finished->store(true);
+  }).detach();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kBeforeExitSeconds);
+  while (!finished->load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::fflush(stdout);
+  std::fflush(stderr);
 }
 
 void restore_interrupt_defaults() {
