@@ -25,3 +25,6 @@ add_dependencies(test_generate_e2e trainscope_cli)
 # A language model's generation results in report (RQ5, tables), compare (the gate) and history (docs/generation.md#outputs).
 ts_add_test(test_generate_outputs_e2e SOURCES cli/test_generate_outputs_e2e.cpp)
 add_dependencies(test_generate_outputs_e2e trainscope_cli)
+# The server scenario's continuous batching and lengths from the text, end to end (docs/generation.md).
+ts_add_test(test_cli_server_e2e SOURCES cli/test_cli_server_e2e.cpp)
+add_dependencies(test_cli_server_e2e trainscope_cli)

@@ -24,6 +24,13 @@ export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 DATA=/opt/deps/usr/share/datasets/fashion-mnist
 B=${B:-/tmp/ts-build}  # B=build-gpu keeps it in the repo copy, which a warm host keeps between calls
 TS=$B/trainscope
+# A GPT-2 checkpoint for `trainscope infer` (stages gen, infer-gen): a one-step gpt2 run on random
+# token ids (generation speed does not depend on the weights), made once per host.
+gen_checkpoint() {
+  [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
+  [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference --no-profile \
+    --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt > "$OUT/gen-ckpt.log" 2>&1
+}
 for stage in "$@"; do
   case $stage in
     build)
@@ -115,12 +122,19 @@ for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
       # GPT-2 124M greedy decoding with the KV cache, batch 1, prompt 128, 128 new tokens
       # (docs/generation.md): bench/decode_bench.cpp eager and graph-replayed, fp32 and bf16, on
       # cuda:0 and the CPU cores, beside transformers' generate (bench/lm_peer.py generate) in
-      # the same invocation.
+      # the same invocation. Then the server scenario on cuda:0 (fp32, prompt 128, output 128) at
+      # three rates, first come first served against continuous batching of up to 32 requests
+      # (docs/generation.md#what-the-server-scenario-models-and-what-it-does-not): goodput and
+      # TPOT p99 of each; fcfs's higher rates end at the 50 s cap, as a saturated server does.
       { for dt in float32 bfloat16; do for g in 0 1; do timeout 60 $B/decode_bench --device cuda:0 --dtype $dt --graphs $g; done
           PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
         for b in 1 4 16 64 256; do timeout 60 $B/decode_bench --device cuda:0 --dtype bfloat16 --graphs 1 --batch $b --reps 2; done
         for dt in float32 bfloat16; do timeout 90 $B/decode_bench --device cpu --dtype $dt --reps 2
           PYTHONUNBUFFERED=1 timeout 120 python3 bench/lm_peer.py generate --device cpu --dtype $dt --batch 1 --reps 2; done
+        gen_checkpoint
+        for mode in fcfs continuous; do
+          timeout 200 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --pp 0 --tg 0 --gen-batches none --server-rates 2,8,32 \
+            --prompt-len 128 --output-len 128 --server-batching $mode --server-max-batch 32 -o "$OUT/gen-server-$mode.json"; done
       } 2>&1 | tee "$OUT/gen.log";;
     infer-gen)
       # `trainscope infer` on a GPT-2 checkpoint (docs/generation.md): a one-step gpt2 run on
@@ -128,9 +142,8 @@ for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
       # pp512/tg128 (3 repetitions), the decode batch sweep and the server scenario at three rates
       # with goodput: bf16 graph-replayed on cuda:0; fp32 graph-replayed on cuda:0 beside fp32
       # eager on the CPU cores in one invocation; transformers' generate beside them at batch 1.
-      [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
-      { [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference --no-profile \
-          --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt > "$OUT/gen-ckpt.log" 2>&1
+      # (Its server runs use the default, continuous batching.)
+      { gen_checkpoint
         timeout 100 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype bfloat16 --graphs --pp 512 --tg 128 --repetitions 3 \
           --gen-batches auto --server-rates 4,16,64 -o "$OUT/infer-gen-bf16-graphs.json"
         timeout 180 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype float32 --graphs --pp 512 --tg 128 --repetitions 3 \

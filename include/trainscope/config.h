@@ -122,6 +122,9 @@ struct InferenceConfig {
   int64_t gen_repetitions = 5;             // timed repetitions of each test
   int64_t gen_prompt_len = 128;            // server requests: prompt tokens
   int64_t gen_output_len = 128;            // server requests: output tokens
+  std::string gen_server_batching = "continuous";  // server: fcfs | continuous (docs/generation.md)
+  int64_t gen_server_max_batch = 8;        // server, continuous: requests in the running batch
+  std::string gen_server_lengths = "fixed";  // server: fixed | text (lengths from the validation text)
   double gen_slo_ttft_ms = 500;            // goodput: TTFT limit (MLPerf Llama-3.1-8B interactive)
   double gen_slo_tpot_ms = 30;             // goodput: TPOT limit (the same)
 };

@@ -140,7 +140,37 @@ struct DecodeSweep {
   }
 };
 
+/// The distribution of one request length over a server run's requests (tokens): mean, exact
+/// type-7 p50 and p99 (trainscope/stats.h), min and max; absent for no requests.
+struct TokenLengths {
+  OptD mean, p50, p99;
+  OptI min, max;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("mean", s.mean, Better::kNone);
+    v("p50", s.p50, Better::kNone);
+    v("p99", s.p99, Better::kNone);
+    v("min", s.min, Better::kNone);
+    v("max", s.max, Better::kNone);
+  }
+};
+
 /// One server run at one arrival rate.
+///
+/// How the worker served (docs/generation.md, "What the server scenario models"):
+///   batching     "fcfs": one request at a time in arrival order, batch 1; "continuous":
+///                iteration-level scheduling (Orca, Yu et al., OSDI 2022; as vLLM, TGI and
+///                llama.cpp's server): at every step boundary the requests that have arrived
+///                take free slots (up to max_batch), each prefilled in its own forward pass, then
+///                one decoding step advances every running request by one token; a finished
+///                request leaves and frees its slot.
+///   mean_running_batch  rows per decoding step, averaged over the run's decoding steps
+///                (prefill passes not counted); 1 for fcfs.
+///   lengths      "fixed" (every request the same prompt and output length) or "text" (each
+///                request's prompt ends at a paragraph boundary of the validation text and its
+///                output length is the following paragraph's; infer/generate.h); prompt_lengths
+///                and output_lengths: their distribution over the requests issued (the output
+///                length asked of each request, before any early stop).
 struct GenerationServerRun {
   double rate_per_s = 0;                 // Poisson arrival rate asked for (requests/s)
   int64_t requests_issued = 0, requests_served = 0, good_requests = 0, output_tokens = 0;
@@ -149,6 +179,12 @@ struct GenerationServerRun {
   bool interrupted = false, stopped_early = false;
   std::string stop_reason;
   std::optional<ScenarioTelemetry> telemetry;
+  std::string batching;                  // "fcfs" | "continuous" (above)
+  int64_t max_batch = 1;                 // slots of the running batch (1 for fcfs)
+  OptD mean_running_batch;               // rows per decoding step (above)
+  int64_t decode_steps = 0;              // decoding forward passes of the run (prefills not counted)
+  std::string lengths;                   // "fixed" | "text" (above)
+  TokenLengths prompt_lengths, output_lengths;  // tokens per request (above)
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("rate_per_s", s.rate_per_s, Better::kNone);
@@ -169,6 +205,13 @@ struct GenerationServerRun {
     v("stopped_early", s.stopped_early, Better::kNone);
     v("stop_reason", s.stop_reason, Better::kNone);
     v("telemetry", s.telemetry, Better::kNone);
+    v("batching", s.batching, Better::kNone);
+    v("max_batch", s.max_batch, Better::kNone);
+    v("mean_running_batch", s.mean_running_batch, Better::kNone);
+    v("decode_steps", s.decode_steps, Better::kNone);
+    v("lengths", s.lengths, Better::kNone);
+    v("prompt_tokens_per_request", s.prompt_lengths, Better::kNone);
+    v("output_tokens_per_request", s.output_lengths, Better::kNone);
   }
 };
 
@@ -254,6 +297,9 @@ struct RequestTiming {
 /// goodput under the SLOs (ms; a request of one token has no TPOT and meets the TPOT SLO).
 GenerationServerRun generation_server_summary(double rate_per_s, const std::vector<RequestTiming>& requests,
                                               double slo_ttft_ms, double slo_tpot_ms, int64_t min_requests);
+
+/// The distribution of `lengths` (tokens per request; TokenLengths above).
+TokenLengths token_lengths(const std::vector<int64_t>& lengths);
 
 /// Exact type-7 percentiles of `values_ms` (trainscope/stats.h); fewer than `min_count`
 /// values set too_few_queries with the reason. Absent values for none.

@@ -358,6 +358,19 @@ void add_generation(std::vector<Setting>& t) {
          TS_FIELD(inference.gen_prompt_len), 1, "default shortened to half the context");
   tokens("inference.gen_output_len", "output length", "language models, server scenario: output tokens per request",
          TS_FIELD(inference.gen_output_len), 1, "default shortened to the context left");
+  t.push_back({.key = "inference.gen_server_batching", .noun = "server batching",
+               .help = "language models, server scenario: fcfs (one request at a time, batch 1) or continuous "
+                       "(iteration-level batching of up to gen_server_max_batch requests)",
+               .range = {.choices = {"fcfs", "continuous"}}, .note = "a TorchScript LM is served fcfs",
+               .field = TS_FIELD(inference.gen_server_batching)});
+  t.push_back({.key = "inference.gen_server_max_batch", .noun = "server max batch",
+               .help = "language models, server scenario, continuous batching: requests decoded together at most",
+               .unit = "requests", .range = {.min = 1, .max = 4096}, .field = TS_FIELD(inference.gen_server_max_batch)});
+  t.push_back({.key = "inference.gen_server_lengths", .noun = "server lengths",
+               .help = "language models, server scenario: fixed (gen_prompt_len, gen_output_len) or text (a paragraph "
+                       "of the validation text as prompt, the next one's length as output; those two as bounds)",
+               .range = {.choices = {"fixed", "text"}}, .note = "text needs byte text: --data-format text",
+               .field = TS_FIELD(inference.gen_server_lengths)});
   t.push_back({.key = "inference.gen_slo_ttft_ms", .noun = "TTFT SLO",
                .help = "language models, server scenario: goodput's time-to-first-token limit", .unit = "ms",
                .range = {.min = 0, .max = 3.6e6, .min_open = true}, .field = TS_FIELD(inference.gen_slo_ttft_ms)});

@@ -150,13 +150,16 @@ std::string decoding_text(const SamplingOptions& s) {
 }  // namespace
 
 GenerationSection measure_generation(Decoder& dec, const torch::Tensor& text, const GenerationOptions& o,
-                                     const GenerationTelemetry& tel, const std::function<void(const std::string&)>& log) {
+                                     const GenerationTelemetry& tel, const std::function<void(const std::string&)>& log,
+                                     SlotDecoder* slots) {
   check_generation_options(o, dec.context());
   if (!text.defined() || text.dim() != 1 || text.numel() < 1)
     throw_error(ErrorKind::kInvalidArgument, "generation needs a token stream to draw prompts from (the validation "
                                              "text of the checkpoint's data; pass --data with it)");
   c10::InferenceMode inference_mode;
   const torch::Tensor ids = text.to(torch::kCPU, torch::kLong).remainder(dec.vocab());
+  if (!o.server_rates.empty() && o.server_lengths == "text")  // its errors before anything is measured
+    (void)server_text_spans(ids, o.paragraph_break, 1, o.prompt_len, o.output_len, dec.context(), o.seed);
   GenerationSection g;
   g.decoding = decoding_text(o.sampling);
   g.context = dec.context(), g.vocab = dec.vocab();
@@ -166,7 +169,7 @@ GenerationSection measure_generation(Decoder& dec, const torch::Tensor& text, co
   if (!pp.empty()) g.prefill_energy = token_energy("prefill", pp);
   if (!tg.empty()) g.decode_energy = token_energy("decode", tg);
   if (o.sweep && !stop_now(o)) g.decode_sweep = decode_sweep(dec, ids, o, log);
-  if (!o.server_rates.empty() && !stop_now(o)) g.server = generation_server(dec, ids, o, tel, log);
+  if (!o.server_rates.empty() && !stop_now(o)) g.server = generation_server(dec, ids, o, tel, log, slots);
   g.execution = dec.execution();  // after the scenarios: graphs are captured on first use
   if (o.depth > 0)
     g.notes.push_back("tests at a depth: the energy window of each test includes its untimed depth prefills");

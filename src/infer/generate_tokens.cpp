@@ -28,6 +28,21 @@ torch::Tensor text_tokens(const torch::Tensor& text, int64_t offset, int64_t bat
   return text.index_select(0, idx).view({batch, count}).to(device);
 }
 
+namespace {
+
+// The server's batching and lengths (src/infer/generate.h).
+void check_server_options(const GenerationOptions& o) {
+  auto bad = [](const std::string& m) { throw_error(ErrorKind::kInvalidArgument, m); };
+  if (o.server_batching != "fcfs" && o.server_batching != "continuous")
+    bad(fmt::format("--server-batching {}: unknown; use fcfs or continuous", o.server_batching));
+  if (o.server_max_batch < 1)
+    bad(fmt::format("--server-max-batch {}: the running batch must hold at least 1 request", o.server_max_batch));
+  if (o.server_lengths != "fixed" && o.server_lengths != "text")
+    bad(fmt::format("--server-lengths {}: unknown; use fixed or text", o.server_lengths));
+}
+
+}  // namespace
+
 void check_generation_options(const GenerationOptions& o, int64_t context) {
   auto bad = [](const std::string& m) { throw_error(ErrorKind::kInvalidArgument, m); };
   if (o.batch < 1) bad(fmt::format("--gen-batch {}: the batch must be at least 1 row", o.batch));
@@ -49,6 +64,7 @@ void check_generation_options(const GenerationOptions& o, int64_t context) {
                     o.prompt_len, o.output_len, context));
   for (double r : o.server_rates)
     if (!(r > 0)) bad(fmt::format("--server-rates {}: a rate must be > 0 requests/s", r));
+  check_server_options(o);
   if (!(o.slo_ttft_ms > 0) || !(o.slo_tpot_ms > 0)) bad("--slo-ttft-ms and --slo-tpot-ms must be > 0 ms");
   if (o.sampling.temperature < 0 || o.sampling.top_k < 0) bad("--temperature and --top-k must be >= 0");
 }

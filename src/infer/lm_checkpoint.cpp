@@ -94,6 +94,11 @@ std::unique_ptr<Decoder> make_lm_decoder(Model& model, const LmCheckpoint& c, co
   return with_cuda_graphs(make_gpt_decoder(model, dtype), cuda_graphs);
 }
 
+std::unique_ptr<SlotDecoder> make_lm_slot_decoder(Model& model, const LmCheckpoint& c, torch::ScalarType dtype) {
+  if (c.weights_format == "torchscript" || !is_builtin_lm(c.model)) return nullptr;
+  return make_gpt_slot_decoder(model, dtype);
+}
+
 torch::Tensor validation_tokens(const DataConfig& data, uint64_t seed) {
   DatasetPair p = load_datasets(data, seed);
   const Dataset& d = p.test.is_tokens() ? p.test : p.train;

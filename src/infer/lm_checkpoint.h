@@ -43,6 +43,10 @@ std::unique_ptr<Model> load_lm_model(const LmCheckpoint& c);
 std::unique_ptr<Decoder> make_lm_decoder(Model& model, const LmCheckpoint& c, const torch::Device& device,
                                          torch::ScalarType dtype, bool cuda_graphs);
 
+/// The slot decoder of continuous batching (workload/decoder.h) over built-in GPT `model` (already
+/// on its device) computing in `dtype`; nullptr for a TorchScript LM, which has no slot cache.
+std::unique_ptr<SlotDecoder> make_lm_slot_decoder(Model& model, const LmCheckpoint& c, torch::ScalarType dtype);
+
 /// The validation token stream of `data` (1-D int64 on the CPU): the windows' tokens of the
 /// test split (the training split when there is none).
 torch::Tensor validation_tokens(const DataConfig& data, uint64_t seed);

@@ -6,6 +6,8 @@ target_sources(trainscope PRIVATE
   infer/generate_tokens.cpp
   infer/generate_bench.cpp
   infer/generate_server.cpp
+  infer/server_continuous.cpp
+  infer/server_requests.cpp
   infer/lm_checkpoint.cpp
   infer/graph_decoder.cpp)
 if(TRAINSCOPE_WITH_CUDA)

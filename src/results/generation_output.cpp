@@ -167,16 +167,35 @@ std::string generation_bench_output(const std::vector<GenerationBenchRow>& rows,
                                                        fmt::join(generation_output_formats(), ", ")));
 }
 
+namespace {
+
+// "continuous x8", "fcfs"; "—" for a record written before the field existed.
+std::string batching_cell(const GenerationServerRun& r) {
+  if (r.batching.empty()) return "—";
+  return r.batching == "continuous" ? fmt::format("continuous x{}", r.max_batch) : r.batching;
+}
+
+// Mean prompt / output tokens per request, with "text" when drawn from the text.
+std::string lengths_cell(const GenerationServerRun& r) {
+  if (!r.prompt_lengths.mean || !r.output_lengths.mean) return "—";
+  return fmt::format("{:.0f} / {:.0f}{}", *r.prompt_lengths.mean, *r.output_lengths.mean,
+                     r.lengths == "text" ? " (text)" : "");
+}
+
+}  // namespace
+
 std::string generation_server_table(const std::vector<std::pair<std::string, GenerationServer>>& servers) {
   std::string out = "| model | rate req/s | served | req/s | out tok/s | TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms "
-                    "| ITL p50/p90/p99 ms | e2e p50/p90/p99 ms | goodput req/s | SLO met % |\n"
-                    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+                    "| ITL p50/p90/p99 ms | e2e p50/p90/p99 ms | goodput req/s | SLO met % | batching | mean batch "
+                    "| prompt / output tok |\n"
+                    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
   for (const auto& [label, s] : servers)
     for (const auto& r : s.runs)
-      out += fmt::format("| {} | {:g} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |\n", label, r.rate_per_s,
-                         r.requests_served, r.requests_issued, ms(r.request_throughput_per_s), ms(r.output_tokens_per_s),
-                         three(r.ttft), three(r.tpot), three(r.itl), three(r.e2e), ms(r.goodput_per_s),
-                         ms(r.slo_attainment_pct));
+      out += fmt::format("| {} | {:g} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", label,
+                         r.rate_per_s, r.requests_served, r.requests_issued, ms(r.request_throughput_per_s),
+                         ms(r.output_tokens_per_s), three(r.ttft), three(r.tpot), three(r.itl), three(r.e2e),
+                         ms(r.goodput_per_s), ms(r.slo_attainment_pct), batching_cell(r), ms(r.mean_running_batch),
+                         lengths_cell(r));
   return out;
 }
 

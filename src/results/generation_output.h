@@ -41,7 +41,8 @@ std::string generation_bench_output(const std::vector<GenerationBenchRow>& rows,
 std::vector<std::string> generation_output_formats();
 
 /// Markdown table of the server runs, one row per (label, rate): request/s, output tokens/s,
-/// TTFT, TPOT, ITL and e2e p50/p90/p99 (ms), goodput and SLO attainment.
+/// TTFT, TPOT, ITL and e2e p50/p90/p99 (ms), goodput and SLO attainment, then how it was served
+/// (batching, mean running batch, mean prompt / output tokens per request).
 std::string generation_server_table(const std::vector<std::pair<std::string, GenerationServer>>& servers);
 
 /// Markdown table of the decode batch sweeps, one row per (label, batch), the saturation point marked.

@@ -40,6 +40,19 @@ OptD time_per_output_token_ms(double e2e_ms, double ttft_ms, int64_t output_toke
   return (e2e_ms - ttft_ms) / static_cast<double>(output_tokens - 1);
 }
 
+TokenLengths token_lengths(const std::vector<int64_t>& lengths) {
+  TokenLengths t;
+  if (lengths.empty()) return t;
+  std::vector<double> sorted(lengths.begin(), lengths.end());
+  std::sort(sorted.begin(), sorted.end());
+  t.mean = mean(sorted);
+  t.p50 = percentile_sorted(sorted, 50);
+  t.p99 = percentile_sorted(sorted, 99);
+  t.min = static_cast<int64_t>(sorted.front());
+  t.max = static_cast<int64_t>(sorted.back());
+  return t;
+}
+
 LatencyFields latency_percentiles(const std::vector<double>& values_ms, int64_t min_count) {
   LatencyFields s;
   min_count = std::max<int64_t>(min_count, 1);

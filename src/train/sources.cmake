@@ -4,6 +4,8 @@ target_sources(trainscope PRIVATE
   workload/gpt.cpp
   workload/fused_lm_loss.cpp
   workload/gpt_decoder.cpp
+  workload/gpt_decode_ops.cpp
+  workload/gpt_slot_decoder.cpp
   workload/recompute_decoder.cpp
   workload/vit.cpp
   workload/model_check.cpp

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace trainscope {
 
@@ -71,6 +72,52 @@ class CapturableDecoder : public Decoder {
   /// cache, which invalidates graphs captured over the old one.
   virtual int64_t cache_generation() const = 0;
 };
+
+/// A decoder whose rows ("slots") hold sequences of their own lengths: the key/value cache of a
+/// server that schedules at the iteration level (continuous batching: Orca, Yu et al., OSDI 2022;
+/// vLLM, TGI and llama.cpp's server). A request takes a free slot and its prompt is prefilled
+/// alone; from then on it decodes one token per step() together with the other slots named, each
+/// at its own position (its own length), attending only to its own cached positions. A finished
+/// request is simply no longer named, and the next prefill of its slot starts the slot anew.
+///
+/// Shapes: prefill tokens int64 [1, P] -> logits float32 [1, vocab] of the last prompt position;
+/// step tokens int64 [n, 1] for n distinct prefilled slots -> logits float32 [n, vocab], row i for
+/// slots[i]. The cache is allocated once per reset_slots() for `slots` rows of `max_len` tokens.
+///
+/// Errors: reset_slots() with slots < 1 or a length beyond context(), a slot out of range, a
+/// step on a slot not prefilled or named twice, a slot past max_len, tokens of another shape or
+/// type: Error(kModel) naming the sizes and the fix.
+class SlotDecoder {
+ public:
+  virtual ~SlotDecoder() = default;
+
+  /// Frees every slot and makes room for `slots` rows of up to `max_len` tokens each (prompt and
+  /// generated together); memory is allocated only when it grows beyond what was held.
+  virtual void reset_slots(int64_t slots, int64_t max_len) = 0;
+  /// Starts `slot` anew with the prompt tokens [1, P] (P >= 1) in one forward pass and returns
+  /// the logits [1, vocab] (float32) of its last position; slot_length(slot) becomes P.
+  virtual torch::Tensor prefill(int64_t slot, const torch::Tensor& tokens) = 0;
+  /// One decoding step of the slots named: tokens [n, 1] appended, row i to slots[i] at position
+  /// slot_length(slots[i]); returns logits [n, vocab] (float32); each slot's length grows by 1.
+  virtual torch::Tensor step(const std::vector<int64_t>& slots, const torch::Tensor& tokens) = 0;
+
+  /// Tokens held by `slot` (0 after reset_slots()).
+  virtual int64_t slot_length(int64_t slot) const = 0;
+  /// Slots made by the last reset_slots() (0 before).
+  virtual int64_t slots() const = 0;
+  virtual int64_t context() const = 0;
+  virtual int64_t vocab() const = 0;
+  virtual torch::Device device() const = 0;
+  /// How steps run ("eager").
+  virtual std::string execution() const = 0;
+};
+
+/// The slot decoder of a built-in GPT `model` (made by make_gpt or make_model, already on its
+/// device), computing in `dtype` (kFloat, kBFloat16 or kHalf; the weights converted in place, as
+/// make_gpt_decoder does, workload/gpt.h). Eager: no CUDA graph (a step's shapes change with the
+/// slots named and their longest length). Throws Error(kModel) for a model that is not a built-in
+/// GPT or another dtype.
+std::unique_ptr<SlotDecoder> make_gpt_slot_decoder(Model& model, torch::ScalarType dtype);
 
 /// A decoder for any causal LM `model` whose forward maps token ids [B, T] to logits [B, T, V]
 /// (a user's TorchScript module): no cache, every append() runs the whole sequence again

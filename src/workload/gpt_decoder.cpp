@@ -22,8 +22,8 @@
 #include "train/compat.h"
 #include "trainscope/error.h"
 #include "workload/decoder.h"
+#include "workload/gpt_decode_ops.h"
 #include "workload/gpt_module.h"
-#include "workload/native_model.h"
 
 namespace trainscope {
 
@@ -31,60 +31,9 @@ namespace {
 
 using gpt_detail::Gpt;
 
-// softmax(q k^T / sqrt(hd) + mask) v with `mask` (bool, true = attend; broadcast to
-// [B, H, T, S]) or none: SDPA where LibTorch has it, its definition otherwise.
-torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const std::optional<torch::Tensor>& mask) {
-#if TRAINSCOPE_HAVE_SDPA
-  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, /*is_causal=*/false);
-#else
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  if (mask) scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<float>::infinity());
-  return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
-#endif
-}
-
-// Attention of one query per row (decoding: q [B, H, 1, hd]) over S cached keys and values
-// (K, V [B, H, S, hd]) with an additive `bias` ([1, 1, S]: 0 to attend, -inf not) or none:
-// softmax(q K^T / sqrt(hd) + bias) V as two batched matrix products. Not SDPA: its fused kernels
-// tile queries in blocks of 32 to 128, so one query wastes most of each tile, and on float32 the
-// memory-efficient kernel runs without tensor cores (on the H200, graph-replayed fp32 decoding of
-// GPT-2 was slower than eager through SDPA over the whole cache; bench/RESULTS.md).
-torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& K, const torch::Tensor& V,
-                               const torch::Tensor* bias) {
-  const int64_t B = q.size(0), H = q.size(1), hd = q.size(3);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  auto q2 = q.reshape({B * H, 1, hd});
-  auto kt = K.flatten(0, 1).transpose(1, 2);  // [B*H, hd, S], a view of the cache
-  auto scores = bias ? at::baddbmm(*bias, q2, kt, 1.0, scale) : at::bmm(q2, kt).mul_(scale);
-  return at::bmm(at::softmax(scores, -1), V.flatten(0, 1)).view({B, H, 1, hd});
-}
-
-// The MLP's first layer and its GELU (tanh approximation): on CUDA one cuBLASLt matrix product
-// with the bias and GELU in its epilogue (at::_addmm_activation; PyTorch's CUDA path applies the
-// tanh approximation, as GPT-2 does, also where it cannot use the epilogue); elsewhere linear then
-// gelu(tanh), because the CPU path of _addmm_activation applies the exact (erf) GELU.
-torch::Tensor fc_gelu(const torch::nn::Linear& fc, const torch::Tensor& x) {
-  if (x.is_cuda())
-    return at::_addmm_activation(fc->bias, x.flatten(0, 1), fc->weight.t(), 1, 1, /*use_gelu=*/true)
-        .view({x.size(0), x.size(1), -1});
-  return torch::gelu(at::linear(x, fc->weight, fc->bias), "tanh");
-}
-
-// One block on the new tokens x [B, T, C]: the computation of BlockImpl::forward
-// (workload/gpt_module.h) with attention given: attend(q, kv) takes the queries [B, H, T, hd]
-// and the new keys and values as one view kv [2, B, H, T, hd] of the QKV product (so the cache
-// takes both in one copy) and returns [B, H, T, hd].
-template <class Attend>
-torch::Tensor block_step(gpt_detail::BlockImpl& b, torch::Tensor x, Attend&& attend) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = b.heads_;
-  auto qkv = gpt_detail::BlockImpl::linear(b.c_attn, b.ln_1(x));  // [B, T, 3C]: q | k | v
-  auto q = qkv.narrow(2, 0, C).view({B, T, H, C / H}).transpose(1, 2);
-  auto kv = qkv.narrow(2, C, 2 * C).view({B, T, 2, H, C / H}).permute({2, 0, 3, 1, 4});
-  auto y = attend(q, kv).transpose(1, 2).reshape({B, T, C});
-  x = x + gpt_detail::BlockImpl::linear(b.attn_proj, y);
-  return x + gpt_detail::BlockImpl::linear(b.mlp_proj, fc_gelu(b.c_fc, b.ln_2(x)));
-}
+using gpt_decode::attention;
+using gpt_decode::block_step;
+using gpt_decode::decode_attention;
 
 class GptDecoder final : public CapturableDecoder {
  public:
@@ -202,17 +151,7 @@ class GptDecoder final : public CapturableDecoder {
 }  // namespace
 
 std::unique_ptr<CapturableDecoder> make_gpt_decoder(Model& model, torch::ScalarType dtype) {
-  auto* native = dynamic_cast<NativeModel<Gpt>*>(&model);
-  if (!native)
-    throw_error(ErrorKind::kModel, fmt::format("model '{}' is not a built-in GPT, so it has no key/value cache; a "
-                                               "TorchScript language model decodes by recomputation",
-                                               model.name()));
-  if (dtype != torch::kFloat && dtype != torch::kBFloat16 && dtype != torch::kHalf)
-    throw_error(ErrorKind::kModel, fmt::format("decoding in {} is not supported; use float32, bfloat16 or float16",
-                                               std::string(c10::toString(dtype))));
-  auto& m = native->module();
-  m->eval();
-  m->to(dtype);
+  Gpt m = gpt_decode::gpt_for_decoding(model, dtype);
   return std::make_unique<GptDecoder>(m, m->wte->weight.device());
 }
 

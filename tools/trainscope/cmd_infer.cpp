@@ -158,7 +158,9 @@ Subject load_lm_subject(const InferFlags& f, const std::string& path) {
   LmSubject lm;
   lm.checkpoint = read_lm_checkpoint(path);
   lm.model = load_lm_model(lm.checkpoint);
-  lm.text = validation_tokens(data_override(lm.checkpoint.data, f), lm.checkpoint.seed);
+  const DataConfig data = data_override(lm.checkpoint.data, f);
+  lm.text = validation_tokens(data, lm.checkpoint.seed);
+  if (data.format == "text") lm.paragraph_break = {'\n', '\n'};  // byte tokens: a blank line
   s.base.label = path;
   s.base.weights = "checkpoint";
   s.base.checkpoint = path;
@@ -474,6 +476,12 @@ void add_infer_command(CLI::App& app, int& exit_status) {
   shared.add(sub, "inference.gen_repetitions", "--repetitions", "language models: timed repetitions of each test");
   shared.add(sub, "inference.gen_prompt_len", "--prompt-len", "language models, server: prompt tokens per request");
   shared.add(sub, "inference.gen_output_len", "--output-len", "language models, server: output tokens per request");
+  shared.add(sub, "inference.gen_server_batching", "--server-batching",
+             "language models, server: fcfs or continuous (iteration-level batching)");
+  shared.add(sub, "inference.gen_server_max_batch", "--server-max-batch",
+             "language models, server, continuous: requests decoded together at most");
+  shared.add(sub, "inference.gen_server_lengths", "--server-lengths",
+             "language models, server: fixed lengths, or text (paragraphs of the validation text)");
   shared.add(sub, "inference.gen_slo_ttft_ms", "--slo-ttft-ms", "language models, server: goodput's TTFT limit");
   shared.add(sub, "inference.gen_slo_tpot_ms", "--slo-tpot-ms", "language models, server: goodput's TPOT limit");
   add_generation_flags(sub, f->gen);

@@ -24,6 +24,9 @@ constexpr std::pair<const char*, const char*> kGenKeys[] = {
     {"inference.gen_repetitions", "--repetitions"},
     {"inference.gen_prompt_len", "--prompt-len"},
     {"inference.gen_output_len", "--output-len"},
+    {"inference.gen_server_batching", "--server-batching"},
+    {"inference.gen_server_max_batch", "--server-max-batch"},
+    {"inference.gen_server_lengths", "--server-lengths"},
     {"inference.gen_slo_ttft_ms", "--slo-ttft-ms"},
     {"inference.gen_slo_tpot_ms", "--slo-tpot-ms"}};
 
@@ -119,6 +122,9 @@ GenerationOptions generation_options(const GenerationFlags& g, int64_t context, 
   o.prompt_len = given(g, "inference.gen_prompt_len") ? c.gen_prompt_len : std::min(c.gen_prompt_len, context / 2);
   o.output_len = given(g, "inference.gen_output_len") ? c.gen_output_len
                                                         : std::min(c.gen_output_len, context - o.prompt_len);
+  o.server_batching = c.gen_server_batching;
+  o.server_max_batch = c.gen_server_max_batch;
+  o.server_lengths = c.gen_server_lengths;
   o.slo_ttft_ms = c.gen_slo_ttft_ms, o.slo_tpot_ms = c.gen_slo_tpot_ms;
   o.sampling = SamplingOptions{g.temperature, g.top_k, seed};
   o.seed = seed;
@@ -147,8 +153,12 @@ InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, cons
   try {
     const torch::Device d(dev);
     auto opt = generation_options(g, s.checkpoint.shape.context, seed, stop);
+    opt.paragraph_break = s.paragraph_break;
     s.model->to(d);
     auto dec = make_lm_decoder(*s.model, s.checkpoint, d, generation_dtype(g), g.graphs);
+    auto slots = opt.server_rates.empty() || opt.server_batching != "continuous"
+                     ? nullptr
+                     : make_lm_slot_decoder(*s.model, s.checkpoint, generation_dtype(g));
     InferenceSection inf;
     inf.device = d.str();
     inf.intra_op_threads = at::get_num_threads();
@@ -157,7 +167,7 @@ InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, cons
     inf.eval_mode = true;
     inf.timer = "steady_clock, device synchronised at each timed token boundary";
     inf.percentile_method = "exact, linear interpolation between closest ranks (Hyndman-Fan type 7)";
-    inf.generation = measure_generation(*dec, s.text, opt, tel, log);
+    inf.generation = measure_generation(*dec, s.text, opt, tel, log, slots.get());
     inf.execution = inf.generation->execution;
     int64_t bytes = 0;
     for (const auto& p : s.model->parameters()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
@@ -165,7 +175,8 @@ InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, cons
     inf.generation->model_size_bytes = bytes;
     inf.generation->kv_cache = "allocated once per reset() for the longest sequence (workload/decoder.h)";
     r.inference = inf;
-    dec = nullptr;  // the cache, before the model leaves the device
+    dec = nullptr;  // the caches, before the model leaves the device
+    slots = nullptr;
     s.model->to(torch::kCPU);
   } catch (const Error&) {
     record_measurement_failure(r, dev);
@@ -222,7 +233,10 @@ void GenerationConsoleReporter::finish(const std::vector<InferenceRun>& runs) {
   fmt::print("{}", generation_bench_output(rows, format_));
   if (format_ == "md") {
     if (!sweeps.empty()) fmt::print("\ndecode batch sweep (tokens/s = batch x generated tokens / time):\n{}", decode_sweep_table(sweeps));
-    if (!servers.empty()) fmt::print("\nserver (one worker, FCFS, batch 1; TTFT includes queueing):\n{}", generation_server_table(servers));
+    if (!servers.empty())
+      fmt::print("\nserver (one worker; batching fcfs = batch 1, continuous = iteration-level; TTFT includes "
+                 "queueing):\n{}",
+                 generation_server_table(servers));
     fmt::print("\nresults: {}\n", results_path_);
   } else {
     fmt::print(stderr, "results: {}\n", results_path_);

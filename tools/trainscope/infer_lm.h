@@ -54,6 +54,7 @@ struct LmSubject {
   LmCheckpoint checkpoint;
   std::unique_ptr<Model> model;
   torch::Tensor text;
+  std::vector<int64_t> paragraph_break;  // the text's paragraph break ({10, 10} for byte text; empty: unknown)
 };
 
 /// Measures `s` on `dev`; a failure is recorded in the run (error_kind, error), not thrown.

@@ -1,0 +1,58 @@
+// The decoding pieces the built-in GPT's decoders share (workload/gpt_decode_ops.h).
+#include "workload/gpt_decode_ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "train/compat.h"
+#include "trainscope/error.h"
+#include "workload/native_model.h"
+
+namespace trainscope::gpt_decode {
+
+gpt_detail::Gpt gpt_for_decoding(Model& model, torch::ScalarType dtype) {
+  auto* native = dynamic_cast<NativeModel<gpt_detail::Gpt>*>(&model);
+  if (!native)
+    throw_error(ErrorKind::kModel, fmt::format("model '{}' is not a built-in GPT, so it has no key/value cache; a "
+                                               "TorchScript language model decodes by recomputation",
+                                               model.name()));
+  if (dtype != torch::kFloat && dtype != torch::kBFloat16 && dtype != torch::kHalf)
+    throw_error(ErrorKind::kModel, fmt::format("decoding in {} is not supported; use float32, bfloat16 or float16",
+                                               std::string(c10::toString(dtype))));
+  auto& m = native->module();
+  m->eval();
+  m->to(dtype);
+  return m;
+}
+
+torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const std::optional<torch::Tensor>& mask) {
+#if TRAINSCOPE_HAVE_SDPA
+  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, /*is_causal=*/false);
+#else
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (mask) scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<float>::infinity());
+  return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
+#endif
+}
+
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& K, const torch::Tensor& V,
+                               const torch::Tensor* bias) {
+  const int64_t B = q.size(0), H = q.size(1), hd = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  auto q2 = q.reshape({B * H, 1, hd});
+  auto kt = K.flatten(0, 1).transpose(1, 2);  // [B*H, hd, S], a view of the cache
+  auto scores = bias ? at::baddbmm(*bias, q2, kt, 1.0, scale) : at::bmm(q2, kt).mul_(scale);
+  return at::bmm(at::softmax(scores, -1), V.flatten(0, 1)).view({B, H, 1, hd});
+}
+
+torch::Tensor fc_gelu(const torch::nn::Linear& fc, const torch::Tensor& x) {
+  if (x.is_cuda())
+    return at::_addmm_activation(fc->bias, x.flatten(0, 1), fc->weight.t(), 1, 1, /*use_gelu=*/true)
+        .view({x.size(0), x.size(1), -1});
+  return torch::gelu(at::linear(x, fc->weight, fc->bias), "tanh");
+}
+
+}  // namespace trainscope::gpt_decode
