@@ -206,8 +206,18 @@ TEST(RecordE2e, GpuBalanceRunsOnTheRunnersDeviceNamesAndFiresFromWorldSize) {
   auto a = analyze(in);
   EXPECT_TRUE(std::none_of(a.advice.begin(), a.advice.end(), [](const Advice& x) { return x.rule == "unbalanced_gpus"; }));
   // The same record from a two-process run: the rule fires from world_size and names the
-  // runner's telemetry devices.
-  in.runs[0].world_size = 2;
+  // runner's telemetry devices. The run taken is one whose headline window holds power samples of
+  // both GPUs (mlp's 14 steps may hold none on a loaded machine; cnn's are longer).
+  auto sampled = [](const RunRecord& r) {
+    for (const char* g : {"gpu0", "gpu1"}) {
+      const MetricStats* s = r.telemetry ? r.telemetry->summary.metric(g, "power_w") : nullptr;
+      if (!s || !s->mean) return false;
+    }
+    return true;
+  };
+  auto run = std::find_if(in.runs.begin(), in.runs.end(), sampled);
+  ASSERT_NE(run, in.runs.end()) << "no run has power samples of both GPUs";
+  run->world_size = 2;
   a = analyze(in);
   ASSERT_EQ(a.balance.size(), 1u);
   EXPECT_TRUE(a.balance[0].multi_gpu_run);
