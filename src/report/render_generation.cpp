@@ -71,7 +71,8 @@ constexpr const char* kTestsText =
     "J/token from the device's energy over the tests' windows (— without a power source).";
 constexpr const char* kSweepText = "Decode batch sweep: tokens/s = batch × generated tokens / time of the decoding steps.";
 constexpr const char* kServerText =
-    "Server scenario: Poisson arrivals, one worker serving one request at a time (FCFS, batch 1); TTFT includes "
+    "Server scenario: Poisson arrivals served by one worker as each row's batching says (fcfs: one request at a "
+    "time, batch 1; continuous xN: up to N requests decoded together, each prefilled alone); TTFT includes "
     "queueing and the prefill, TPOT = (e2e − TTFT) / (output tokens − 1); goodput = requests meeting every SLO per "
     "second.";
 
