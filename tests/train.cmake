@@ -1,4 +1,4 @@
-ts_add_test(test_models SOURCES train/test_models.cpp train/test_model_file_crc.cpp TORCH)
+ts_add_test(test_models SOURCES train/test_models.cpp train/test_model_file_crc.cpp train/test_model_file_end_records.cpp TORCH)
 ts_add_test(test_trainer SOURCES train/test_trainer.cpp TORCH)
 # focus_telemetry against the two-GPU fake NVML (tests/fake_nvml, built by telemetry.cmake)
 add_dependencies(test_trainer fake_nvml)

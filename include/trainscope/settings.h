@@ -86,6 +86,10 @@ const Setting& setting(std::string_view key);
 /// Range check of one number as a flag other than the setting's own gives it (`infer --budget`):
 /// Error(kInvalidArgument) naming `flag`, the value and the setting's range.
 void check_setting_value(const Setting& s, double value, std::string_view flag);
+/// The same for a string (`infer --server-batching bogus`): one of the setting's choices, a safe
+/// folder name where it must be one, and its check_item; Error(kInvalidArgument) naming `flag`,
+/// the value and the valid ones.
+void check_setting_text(const Setting& s, const std::string& value, std::string_view flag);
 
 /// The table as GitHub Markdown (docs/configuration.md below its marker) and as plain text.
 std::string settings_markdown();

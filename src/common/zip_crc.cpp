@@ -97,16 +97,39 @@ int64_t find_eocd(const ZipFile& f) {
 struct CentralDir {
   uint64_t offset = 0, size = 0, entries = 0;
 };
+
+// The ZIP64 end-of-central-directory locator before the end record at `eocd` and the ZIP64
+// record it points to (APPNOTE.TXT 4.3.14-15): the central directory's values from the ZIP64
+// record. Any field of either that a writer cannot have written is damage.
+CentralDir zip64_central_dir(const ZipFile& f, uint64_t eocd) {
+  if (eocd < 20) f.damaged("the ZIP64 end-of-central-directory locator is missing");
+  const auto loc = f.read_exact(eocd - 20, 20, "the ZIP64 end-of-central-directory locator");
+  if (le(&loc[0], 4) != kZip64LocatorSig) f.damaged("the ZIP64 end-of-central-directory locator is missing or damaged");
+  const uint64_t at = le(&loc[8], 8);
+  if (le(&loc[4], 4) != 0 || le(&loc[16], 4) != 1 || at > eocd - 20 || eocd - 20 - at < 56)
+    f.damaged("the ZIP64 end-of-central-directory locator is damaged (its disk numbers or record offset are impossible)");
+  const auto z = f.read_exact(at, 56, "the ZIP64 end-of-central-directory record");
+  if (le(&z[0], 4) != kZip64EocdSig) f.damaged("the ZIP64 end-of-central-directory record is missing or damaged");
+  const CentralDir d{le(&z[48], 8), le(&z[40], 8), le(&z[32], 8)};
+  if (d.offset > at || d.size != at - d.offset || le(&z[24], 8) != d.entries)
+    f.damaged("the ZIP64 end-of-central-directory record is damaged (the central directory it describes does not "
+              "end where the record starts)");
+  return d;
+}
+
+// The end records: the end-of-central-directory record at `eocd` and, where the file has them
+// (between the central directory's end and that record), the ZIP64 locator and record. A file
+// cut short or with a damaged end record is named here, before the members are read.
 CentralDir central_dir(const ZipFile& f, uint64_t eocd) {
   const auto e = f.read_exact(eocd, kEocdSize, "the end-of-central-directory record");
-  CentralDir d{le(&e[16], 4), le(&e[12], 4), le(&e[10], 2)};
-  const bool zip64 = d.offset == 0xFFFFFFFF || d.size == 0xFFFFFFFF || d.entries == 0xFFFF;
-  if (!zip64 || eocd < 20) return d;
-  const auto loc = f.read_exact(eocd - 20, 20, "the ZIP64 locator");
-  if (le(&loc[0], 4) != kZip64LocatorSig) f.damaged("the ZIP64 end-of-central-directory locator is missing");
-  const auto z = f.read_exact(le(&loc[8], 8), 56, "the ZIP64 end-of-central-directory record");
-  if (le(&z[0], 4) != kZip64EocdSig) f.damaged("the ZIP64 end-of-central-directory record is missing");
-  return {le(&z[48], 8), le(&z[40], 8), le(&z[32], 8)};
+  const CentralDir d{le(&e[16], 4), le(&e[12], 4), le(&e[10], 2)};
+  const bool saturated = d.offset == 0xFFFFFFFF || d.size == 0xFFFFFFFF || d.entries == 0xFFFF;
+  if (!saturated && d.offset <= eocd && d.size == eocd - d.offset) return d;  // no ZIP64 records
+  const CentralDir z = zip64_central_dir(f, eocd);
+  if ((d.offset != 0xFFFFFFFF && d.offset != z.offset) || (d.size != 0xFFFFFFFF && d.size != z.size) ||
+      (d.entries != 0xFFFF && d.entries != z.entries))
+    f.damaged("the end-of-central-directory record and the ZIP64 record disagree on the central directory");
+  return z;
 }
 
 // The 64-bit sizes and offset of a ZIP64 extra field, in place of the 32-bit values set to all ones.
@@ -217,7 +240,14 @@ ZipCheck check_zip_crcs(const std::string& path, const std::string& fix) {
   const ZipFile f(path, fix);
   ZipCheck res;
   const int64_t eocd = find_eocd(f);
-  if (eocd < 0) return res;
+  if (eocd < 0) {
+    // A zip begins with a member's local header: with that beginning and no end record, the
+    // file was cut short (a zip ends with its central directory and end record).
+    uint8_t head[4] = {};
+    if (f.read_at(0, head, 4) == 4 && le(head, 4) == kLocalSig)
+      f.damaged("its end-of-central-directory record is missing: the file is truncated");
+    return res;
+  }
   res.is_zip = true;
   auto members = read_members(f, central_dir(f, static_cast<uint64_t>(eocd)));
   std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.offset < b.offset; });

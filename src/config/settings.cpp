@@ -179,6 +179,13 @@ void check_setting_value(const Setting& s, double value, std::string_view flag) 
   if (!s.range.contains(value)) out_of_range(s, number_text(value), w);
 }
 
+void check_setting_text(const Setting& s, const std::string& value, std::string_view flag) {
+  std::string w = std::string(flag) + (s.in_file ? "; TOML key " + s.key : "");
+  check_choice(s, value, w);
+  check_folder_name(s, value, w);
+  if (s.check_item) s.check_item(value, w);
+}
+
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = setting_rows();
   return table;

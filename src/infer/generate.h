@@ -32,9 +32,9 @@
 //            offsets of the text) or "text" (server_text_spans below).
 //
 // Errors (Error(kInvalidArgument), naming the flag and the fix): a test or request longer than
-// the decoder's context, a batch, repetition count or server max batch below 1, an unknown
-// server batching or lengths, text lengths without paragraph breaks, no token to draw prompts
-// from.
+// the decoder's context, a batch, repetition count or server max batch below 1, a server rate not
+// > 0, a negative temperature or top-k, an unknown server batching or lengths, nothing to measure,
+// text lengths without paragraph breaks, no token to draw prompts from.
 // LibTorch errors other than out of memory propagate; out of memory in the sweep ends the sweep
 // with the point marked "out_of_memory".
 #pragma once
@@ -169,8 +169,16 @@ ServedRequests serve_fcfs(Decoder& dec, const std::vector<ServerRequest>& reqs, 
 ServedRequests serve_continuous(SlotDecoder& dec, const std::vector<ServerRequest>& reqs,
                                 const GenerationOptions& opt, at::Generator& gen, const ServerClock& clock);
 
-/// Checks the options against the decoder's context before anything runs (the errors above).
+/// Checks the options against the decoder's context before anything runs (the errors above;
+/// check_generation_values's too).
 void check_generation_options(const GenerationOptions& opt, int64_t context);
+
+/// The checks that need no model, so `infer` makes them before anything is loaded: a batch,
+/// repetition count or server max batch below 1, a negative depth or pp/tg length, a server rate
+/// that is not > 0, an unknown server batching or lengths, SLOs not > 0, a negative or non-finite
+/// temperature, a negative top-k, and nothing to measure (no pp or tg test above 0, no sweep, no
+/// server rate). Error(kInvalidArgument) naming the flag, the value and the fix.
+void check_generation_values(const GenerationOptions& opt);
 
 /// The next tokens [B, 1] (int64, on the logits' device) from logits [B, vocab]: argmax when
 /// temperature is 0, else a draw from softmax(logits / temperature) over the top_k largest

@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "infer/generate.h"
@@ -41,9 +43,23 @@ void check_server_options(const GenerationOptions& o) {
     bad(fmt::format("--server-lengths {}: unknown; use fixed or text", o.server_lengths));
 }
 
+// Something to measure: a pp or tg test, the sweep or a server rate.
+bool measures_something(const GenerationOptions& o) {
+  auto positive = [](const std::vector<int64_t>& v) { return std::any_of(v.begin(), v.end(), [](int64_t x) { return x > 0; }); };
+  return positive(o.pp) || positive(o.tg) || o.sweep || !o.server_rates.empty();
+}
+
+// The sampling of the server scenario.
+void check_sampling(const SamplingOptions& s) {
+  auto bad = [](const std::string& m) { throw_error(ErrorKind::kInvalidArgument, m); };
+  if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
+    bad(fmt::format("--temperature {:g}: must be a number >= 0 (0 = greedy argmax, the default; > 0 samples, e.g. 0.8)", s.temperature));
+  if (s.top_k < 0) bad(fmt::format("--top-k {}: must be >= 0 (0 = every token, the default)", s.top_k));
+}
+
 }  // namespace
 
-void check_generation_options(const GenerationOptions& o, int64_t context) {
+void check_generation_values(const GenerationOptions& o) {
   auto bad = [](const std::string& m) { throw_error(ErrorKind::kInvalidArgument, m); };
   if (o.batch < 1) bad(fmt::format("--gen-batch {}: the batch must be at least 1 row", o.batch));
   if (o.repetitions < 1) bad(fmt::format("--repetitions {}: must be at least 1", o.repetitions));
@@ -51,22 +67,35 @@ void check_generation_options(const GenerationOptions& o, int64_t context) {
   for (int64_t b : o.sweep_batches)
     if (b < 1) bad(fmt::format("--gen-batches {}: every batch must be at least 1 row", b));
   for (int64_t v : o.pp)
-    if (v < 0 || o.depth + v > context)
+    if (v < 0) bad(fmt::format("--pp {}: must be >= 0 (0 = no pp test)", v));
+  for (int64_t v : o.tg)
+    if (v < 0) bad(fmt::format("--tg {}: must be >= 0 (0 = no tg test)", v));
+  for (double r : o.server_rates)
+    if (!(r > 0) || !std::isfinite(r))
+      bad(fmt::format("--server-rates {:g}: every rate must be a number > 0 requests/s; give rates such as 1,2,4", r));
+  check_server_options(o);
+  if (!(o.slo_ttft_ms > 0) || !(o.slo_tpot_ms > 0)) bad("--slo-ttft-ms and --slo-tpot-ms must be > 0 ms");
+  check_sampling(o.sampling);
+  if (!measures_something(o))
+    bad("nothing to measure: no pp or tg test (--pp 0, --tg 0), no decode sweep (--gen-batches none) and no server "
+        "scenario (no --server-rates); give --pp N, --tg N, --gen-batches auto or --server-rates R");
+}
+
+void check_generation_options(const GenerationOptions& o, int64_t context) {
+  auto bad = [](const std::string& m) { throw_error(ErrorKind::kInvalidArgument, m); };
+  check_generation_values(o);
+  for (int64_t v : o.pp)
+    if (o.depth + v > context)
       bad(fmt::format("--pp {} at --depth {}: {} tokens exceed the model's context of {} tokens; lower --pp or --depth",
                       v, o.depth, o.depth + v, context));
   for (int64_t v : o.tg)
-    if (v < 0 || o.depth + v > context)
+    if (o.depth + v > context)
       bad(fmt::format("--tg {} at --depth {}: {} tokens exceed the model's context of {} tokens; lower --tg or --depth",
                       v, o.depth, o.depth + v, context));
   if (!o.server_rates.empty() && (o.prompt_len < 1 || o.output_len < 1 || o.prompt_len + o.output_len > context))
     bad(fmt::format("--prompt-len {} + --output-len {}: a request needs 1 to {} tokens in all (the model's context), "
                     "each length at least 1",
                     o.prompt_len, o.output_len, context));
-  for (double r : o.server_rates)
-    if (!(r > 0)) bad(fmt::format("--server-rates {}: a rate must be > 0 requests/s", r));
-  check_server_options(o);
-  if (!(o.slo_ttft_ms > 0) || !(o.slo_tpot_ms > 0)) bad("--slo-ttft-ms and --slo-tpot-ms must be > 0 ms");
-  if (o.sampling.temperature < 0 || o.sampling.top_k < 0) bad("--temperature and --top-k must be >= 0");
 }
 
 ScenarioTelemetry window_telemetry(const GenerationTelemetry& tel, int64_t t0_ns, int64_t t1_ns, int64_t samples) {

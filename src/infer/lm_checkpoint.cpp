@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -36,6 +37,31 @@ json read_description(const std::string& path) {
 std::string checkpoint_task(const std::string& weights_path) {
   const json d = read_description(description_path(weights_path));
   return d.is_object() && d.contains("task") && d["task"].is_string() ? d["task"].get<std::string>() : "";
+}
+
+void check_checkpoint_description(const std::string& weights_path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(weights_path, ec))
+    throw_error(ErrorKind::kCheckpoint, fmt::format("checkpoint '{}' does not exist or is not a file; pass a .pt file "
+                                                    "from <run folder>/checkpoints/ or --run <run folder>",
+                                                    weights_path));
+  const std::string path = description_path(weights_path);
+  auto damaged = [&](const std::string& what) {
+    throw_error(ErrorKind::kCheckpoint,
+                fmt::format("checkpoint '{}': its description '{}' is {}, so what model the checkpoint holds is "
+                            "unknown; copy the run folder again (the .json trainscope run wrote beside the .pt), or "
+                            "train the run again",
+                            weights_path, path, what));
+  };
+  std::ifstream f(path);
+  if (!f) damaged("missing");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    if (!json::parse(ss.str()).is_object()) damaged("not a JSON object");
+  } catch (const json::exception& e) {
+    damaged(fmt::format("malformed JSON ({})", e.what()));
+  }
 }
 
 LmCheckpoint read_lm_checkpoint(const std::string& weights_path) {

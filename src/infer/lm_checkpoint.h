@@ -34,6 +34,14 @@ struct LmCheckpoint {
 
 LmCheckpoint read_lm_checkpoint(const std::string& weights_path);
 
+/// Whether the checkpoint `weights_path` and its description can say what it holds: throws
+/// Error(kCheckpoint) naming the file and the fix when the .pt is missing, or its description
+/// (the .json beside it) is missing, not JSON or not a JSON object. `infer` calls it when
+/// generation flags meet a checkpoint whose description names no language model, so a damaged
+/// description is named as such, not as "not a language model" (checkpoint_task() reads it as
+/// "no task").
+void check_checkpoint_description(const std::string& weights_path);
+
 /// The model with its weights, on the CPU.
 std::unique_ptr<Model> load_lm_model(const LmCheckpoint& c);
 

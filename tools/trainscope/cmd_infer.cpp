@@ -157,10 +157,12 @@ Subject load_lm_subject(const InferFlags& f, const std::string& path) {
   Subject s;
   LmSubject lm;
   lm.checkpoint = read_lm_checkpoint(path);
-  lm.model = load_lm_model(lm.checkpoint);
   const DataConfig data = data_override(lm.checkpoint.data, f);
   lm.text = validation_tokens(data, lm.checkpoint.seed);
   if (data.format == "text") lm.paragraph_break = {'\n', '\n'};  // byte tokens: a blank line
+  // The flags against this model's context and text before its weights load or anything is written.
+  check_generation_fit(f.gen, lm.checkpoint, lm.text, lm.paragraph_break);
+  lm.model = load_lm_model(lm.checkpoint);
   s.base.label = path;
   s.base.weights = "checkpoint";
   s.base.checkpoint = path;
@@ -172,6 +174,19 @@ Subject load_lm_subject(const InferFlags& f, const std::string& path) {
   s.trained_threads = training_threads(path);
   s.lm = std::move(lm);
   return s;
+}
+
+// Generation flags on a checkpoint that is not a language model's: a description that cannot say
+// (missing, not JSON) is named as such (check_checkpoint_description), else the model's kind.
+[[noreturn]] void refuse_generation_flags(const InferFlags& f, const std::string& path) {
+  check_checkpoint_description(path);
+  const std::string task = checkpoint_task(path);
+  throw_error(ErrorKind::kInvalidArgument,
+              fmt::format("checkpoint '{}' is not a language model's (its description names {}): the generation "
+                          "scenarios ({}) need the checkpoint of a language model (trainscope run -m gpt-mini "
+                          "--data-format text); drop them to measure this model's image scenarios",
+                          path, task.empty() ? "no \"task\"" : "task \"" + task + "\"",
+                          fmt::join(f.gen.flags_given, ", ")));
 }
 
 std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
@@ -186,12 +201,7 @@ std::vector<Subject> load_subjects(const InferFlags& f, uint64_t seed) {
       out.push_back(load_lm_subject(f, path));
       continue;
     }
-    if (!f.gen.flags_given.empty())
-      throw_error(ErrorKind::kInvalidArgument,
-                  fmt::format("checkpoint '{}' is not a language model's: the generation scenarios ({}) need the "
-                              "checkpoint of a language model (trainscope run -m gpt-mini --data-format text); "
-                              "drop them to measure this model's image scenarios",
-                              path, fmt::join(f.gen.flags_given, ", ")));
+    if (!f.gen.flags_given.empty()) refuse_generation_flags(f, path);
     Subject s;
     auto info = read_checkpoint_description(path);
     s.base.label = path;

@@ -11,6 +11,7 @@
 #include "train/compat.h"
 #include "train/device.h"
 #include "trainscope/error.h"
+#include "trainscope/report.h"
 
 namespace trainscope::cli {
 
@@ -63,6 +64,9 @@ std::vector<int64_t> tokens_or_default(const GenerationFlags& g, const char* key
   return out;
 }
 
+// A context no flag exceeds: the checks that do not depend on the model's context use it.
+constexpr int64_t kAnyContext = int64_t{1} << 40;
+
 bool given(const GenerationFlags& g, const char* key) {
   return std::find(g.given.begin(), g.given.end(), key) != g.given.end();
 }
@@ -94,10 +98,26 @@ void read_generation_flags(CLI::App* sub, const SettingOptions& settings, const 
   for (const char* flag : {"--gen-batches", "--gen-batch", "--server-rates", "--output", "--temperature", "--top-k",
                            "--dtype", "--graphs"})
     if (sub->count(flag) > 0) g.flags_given.push_back(flag);
-  // Bad values are errors before anything is loaded or measured.
+  // Bad values are errors before anything is loaded or measured (those that depend on the
+  // model's context and text: check_generation_fit, before the weights load).
   (void)generation_dtype(g);
   (void)generation_bench_output({}, g.output);
   if (g.gen_batches != "auto" && g.gen_batches != "none") (void)parse_batches(g.gen_batches);
+  check_generation_values(generation_options(g, kAnyContext, 0, nullptr));
+  if (given(g, "inference.gen_server_max_batch") && g.cfg.gen_server_batching == "fcfs")
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("--server-max-batch {} with --server-batching fcfs: fcfs serves one request at a time "
+                            "(batch 1), so a running batch of several does not apply; drop --server-max-batch, or use "
+                            "--server-batching continuous",
+                            g.cfg.gen_server_max_batch));
+}
+
+void check_generation_fit(const GenerationFlags& g, const LmCheckpoint& c, const torch::Tensor& text,
+                          const std::vector<int64_t>& paragraph_break) {
+  const auto o = generation_options(g, c.shape.context, 0, nullptr);
+  check_generation_options(o, c.shape.context);
+  if (!o.server_rates.empty() && o.server_lengths == "text")
+    (void)server_text_spans(text, paragraph_break, 1, o.prompt_len, o.output_len, c.shape.context, 0);
 }
 
 torch::ScalarType generation_dtype(const GenerationFlags& g) {
@@ -203,7 +223,7 @@ GenerationBenchInfo bench_info(const InferenceRun& r, const Provenance& p, const
   i.backends = r.device.rfind("cuda", 0) == 0 ? "CUDA" : "CPU";
   i.devices = r.device;
   i.model_filename = r.checkpoint;
-  i.model_type = fmt::format("{} {}", r.model, dtype);
+  i.model_type = generation_label(r.model, dtype, g.execution);  // the sweep's and server's label too
   i.test_time = p.date_utc;
   i.execution = g.execution;
   i.model_size = g.model_size_bytes.value_or(0);
@@ -225,7 +245,8 @@ void GenerationConsoleReporter::finish(const std::vector<InferenceRun>& runs) {
     }
     if (!r.inference || !r.inference->generation) continue;
     const auto& g = *r.inference->generation;
-    const std::string label = fmt::format("{} {}", r.model, r.device);
+    // One label per model in every table, as the report's and compare's (trainscope/report.h).
+    const std::string label = fmt::format("{} {}", generation_label(r.model, dtype_, g.execution), r.device);
     for (const auto& t : g.tests) rows.push_back({bench_info(r, provenance_, dtype_), t});
     if (g.decode_sweep) sweeps.emplace_back(label, *g.decode_sweep);
     if (g.server) servers.emplace_back(label, *g.server);

@@ -39,8 +39,18 @@ struct GenerationFlags {
 /// Declares the CLI-only generation flags on `sub` (the gen_* settings are declared by the caller
 /// through SettingOptions, as infer's other shared settings).
 void add_generation_flags(CLI::App* sub, GenerationFlags& g);
-/// Collects, after parsing, which generation flags were given (from `sub` and `settings`).
+/// Collects, after parsing, which generation flags were given (from `sub` and `settings`), and
+/// checks every value that needs no model (check_generation_values, infer/generate.h; --dtype,
+/// --output, --gen-batches; --server-max-batch given with --server-batching fcfs): throws
+/// Error(kInvalidArgument) naming the flag, so a bad value stops `infer` before anything is
+/// loaded or written (exit 2).
 void read_generation_flags(CLI::App* sub, const SettingOptions& settings, const MatrixConfig& m, GenerationFlags& g);
+
+/// The flags against one checkpoint, before its weights load: tests and requests within its
+/// context, and --server-lengths text against its validation `text` (check_generation_options,
+/// server_text_spans). Throws Error(kInvalidArgument) naming the flag.
+void check_generation_fit(const GenerationFlags& g, const LmCheckpoint& c, const torch::Tensor& text,
+                          const std::vector<int64_t>& paragraph_break);
 
 /// The scenario options for a decoder of `context` tokens: defaults shortened to the context
 /// where not given; throws Error(kInvalidArgument) for a bad --gen-batches, --output or --dtype.

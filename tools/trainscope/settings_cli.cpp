@@ -206,6 +206,8 @@ void SettingOptions::check_given() const {
           using T = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
             check_setting_value(*e.setting, static_cast<double>(v), e.flag);
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            check_setting_text(*e.setting, v, e.flag);
           } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
             if (int_list)
               for (auto x : int_items(v, e.flag, e.named)) check_setting_value(*e.setting, static_cast<double>(x), e.flag);

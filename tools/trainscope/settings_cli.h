@@ -36,7 +36,8 @@ class SettingOptions {
   /// A negative value for an unsigned setting (--seed -1) is Error(kInvalidArgument).
   void apply(MatrixConfig& m, const std::vector<std::string_view>& except = {}) const;
   /// For commands without validate() (infer, monitor): every given number against its setting's
-  /// range, Error(kInvalidArgument) naming the flag as this command spells it.
+  /// range and every given string against its choices (check_setting_text),
+  /// Error(kInvalidArgument) naming the flag as this command spells it.
   void check_given() const;
   /// The value given for a string setting ("" when not given).
   std::string text(std::string_view key) const;
