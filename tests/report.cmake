@@ -3,7 +3,8 @@
 ts_add_test(test_report SOURCES report/test_report_advice.cpp report/test_report_analysis.cpp
             report/test_report_compare.cpp report/test_report_history.cpp report/test_report_hosts.cpp
             report/test_report_identity.cpp report/test_report_render.cpp report/test_report_reporters.cpp
-            report/test_batch_sweep.cpp report/test_report_generation.cpp LIBS SQLite::SQLite3)
+            report/test_batch_sweep.cpp report/test_report_generation.cpp report/test_report_cpu_contention.cpp
+            LIBS SQLite::SQLite3)
 
 add_executable(report_fixture_html report/report_fixture_html.cpp)
 target_link_libraries(report_fixture_html PRIVATE trainscope_core)

@@ -7,6 +7,7 @@
 #include <set>
 #include <cmath>
 
+#include "report/cpu_contention.h"
 #include "report/report_util.h"
 #include "trainscope/variants.h"
 #include "trainscope/report.h"
@@ -277,36 +278,45 @@ void cpu_oversubscribed(const ReportInput& in, const AdviceThresholds&, Analysis
   }
 }
 
+}  // namespace
+
+std::optional<CpuContention> cpu_contention_of(const TelemetryHeadline& h, int64_t intra_op_threads,
+                                               int64_t logical_cores, const AdviceThresholds& t) {
+  if (intra_op_threads <= 0 || !h.process_cpu_pct_mean || !h.cpu_util_pct_mean) return std::nullopt;
+  const double cores = static_cast<double>(logical_cores);
+  const double got = *h.process_cpu_pct_mean / 100.0;  // cores
+  const double threads = static_cast<double>(intra_op_threads);
+  if (got >= t.cpu_contention_core_ratio * threads || *h.cpu_util_pct_mean < t.busy_machine_pct) return std::nullopt;
+  const double others = cores > 0 ? *h.cpu_util_pct_mean / 100.0 * cores - got : 0;
+  if (cores > 0 && others < t.other_load_cores) return std::nullopt;
+  CpuContention c;
+  c.advice =
+      "Other processes competed for the CPU: this run got fewer cores than its intra-op threads, so its throughput "
+      "measures the contention, not the model. Measure on a quiet machine, or run with fewer --threads (no more "
+      "than the cores that are free).";
+  c.evidence = fmt::format(
+      "the process used {} cores on average (process_cpu_pct_mean {}) for {} (threshold {} of them) while the "
+      "machine's CPUs were {} busy (cpu_util_pct_mean; threshold {} %){}",
+      fmt_num(got), pct(*h.process_cpu_pct_mean), count_of(intra_op_threads, "intra-op thread"),
+      fmt_num(t.cpu_contention_core_ratio * threads), pct(*h.cpu_util_pct_mean), fmt_num(t.busy_machine_pct),
+      cores > 0 ? fmt::format("; other processes held about {} of the {} logical cores", fmt_num(others), logical_cores)
+                : std::string());
+  return c;
+}
+
+namespace {
+
 // A CPU run whose process got clearly fewer cores than its intra-op threads while the machine
 // was busy with other work: its throughput measures the contention, not the model.
 void cpu_contention(const ReportInput& in, const AdviceThresholds& t, Analysis& a) {
-  const double cores = static_cast<double>(in.provenance.cpu_logical_cores);
   for (const auto& r : in.runs) {
     if (r.device != "cpu" || r.intra_op_threads <= 0 || !r.telemetry || r.status != RunStatus::kOk) continue;
     if (oversubscribed(in, r)) continue;  // cpu_oversubscribed says why, without blaming other processes
     // Data-parallel CPU ranks on one machine share its cores by design (docs/distributed.md):
     // the other ranks are not competing processes.
     if (r.distributed && r.distributed->local_world_size > 1) continue;
-    const auto& h = r.telemetry->headline;
-    if (!h.process_cpu_pct_mean || !h.cpu_util_pct_mean) continue;
-    const double got = *h.process_cpu_pct_mean / 100.0;  // cores
-    const double threads = static_cast<double>(r.intra_op_threads);
-    if (got >= t.cpu_contention_core_ratio * threads || *h.cpu_util_pct_mean < t.busy_machine_pct) continue;
-    const double others = cores > 0 ? *h.cpu_util_pct_mean / 100.0 * cores - got : 0;
-    if (cores > 0 && others < t.other_load_cores) continue;
-    add_for_run(a, "cpu_contention", r,
-                "Other processes competed for the CPU: this run got fewer cores than its intra-op threads, so its "
-                "throughput measures the contention, not the model. Measure on a quiet machine, or run with fewer "
-                "--threads (no more than the cores that are free).",
-                fmt::format("run {}: the process used {} cores on average (process_cpu_pct_mean {}) for {} "
-                            "(threshold {} of them) while the machine's CPUs were {} busy (cpu_util_pct_mean; "
-                            "threshold {} %){}",
-                            r.run_id, fmt_num(got), pct(*h.process_cpu_pct_mean), count_of(r.intra_op_threads, "intra-op thread"),
-                            fmt_num(t.cpu_contention_core_ratio * threads), pct(*h.cpu_util_pct_mean),
-                            fmt_num(t.busy_machine_pct),
-                            cores > 0 ? fmt::format("; other processes held about {} of the {} logical cores",
-                                                    fmt_num(others), in.provenance.cpu_logical_cores)
-                                      : std::string()));
+    const auto c = cpu_contention_of(r.telemetry->headline, r.intra_op_threads, in.provenance.cpu_logical_cores, t);
+    if (c) add_for_run(a, "cpu_contention", r, c->advice, fmt::format("run {}: {}", r.run_id, c->evidence));
   }
 }
 

@@ -22,6 +22,7 @@
 #include "infer/checkpoint.h"
 #include "infer_history.h"
 #include "infer_lm.h"
+#include "report/cpu_contention.h"
 #include "results/record_json.h"
 #include "train/compat.h"
 #include "train/device.h"
@@ -331,6 +332,16 @@ struct InferReporters {
   }
 };
 
+// A CPU measurement whose process got clearly fewer cores than its intra-op threads while other
+// processes kept the machine busy: the warning the report's cpu_contention advice gives `run`
+// (report/cpu_contention.h), from the telemetry of the measurement's window [t0_ns, now].
+void warn_contention(const InferenceRun& r, const TelemetrySampler* sampler, int64_t t0_ns, const Provenance& prov) {
+  if (!sampler || r.device != "cpu" || !r.inference || r.failed()) return;
+  const auto h = telemetry_headline(sampler->summarize(t0_ns, sampler->now_ns()), "cpu", {});
+  if (const auto c = cpu_contention_of(h, r.inference->intra_op_threads, prov.cpu_logical_cores))
+    fmt::print(stderr, "trainscope: warning: {} on cpu: {} ({})\n", r.label, c->advice, c->evidence);
+}
+
 // One subject on one device, measured; a failure is recorded in the run, not thrown.
 InferenceRun measure_one(const InferFlags& f, Subject& s, const std::string& dev, const InferenceOptions& opt, const Provenance& prov,
                          TelemetrySampler* sampler, const std::vector<GpuInfo>& gpus, InferReporters& reporters,
@@ -421,8 +432,10 @@ void run_infer(const InferFlags& f, int& exit_status) {
       if (stop) break;
       set_threads(f, s.trained_threads);
       watch.work_begin(fmt::format("the measurement of {} on {}", s.base.label, dev));
+      const int64_t t0_ns = sampler ? sampler->now_ns() : 0;
       runs.push_back(measure_one(f, s, dev, opt, prov, sampler.get(), gpus, reporters, &stop));
       watch.work_end();
+      warn_contention(runs.back(), sampler.get(), t0_ns, prov);
       // The file is rewritten after every measurement: nothing measured is lost if a later one fails.
       reporters.each([&](InferenceReporter& x) { x.measurement_finished(runs.back()); });
     }
