@@ -11,7 +11,7 @@ ts_add_test(test_min_time SOURCES train/test_min_time.cpp TORCH)
 ts_add_test(test_gpt SOURCES train/test_gpt.cpp TORCH)
 ts_add_test(test_vit SOURCES train/test_vit.cpp TORCH)
 ts_add_test(test_recipe SOURCES train/test_recipe.cpp TORCH)
-ts_add_test(test_gpt_decoder SOURCES train/test_gpt_decoder.cpp TORCH)
+ts_add_test(test_gpt_decoder SOURCES train/test_gpt_decoder.cpp train/test_gpt_decode_small.cpp TORCH)
 ts_add_test(test_aoti SOURCES train/test_aoti.cpp TORCH)  # .pt2 packages (src/workload/aoti_model.h)
 ts_add_test(test_fused_kernels SOURCES train/test_fused_loss.cpp train/test_gpt_mlp.cpp TORCH)  # fused loss, bias+GELU
 ts_add_test(test_gpt_slot_decoder SOURCES train/test_gpt_slot_decoder.cpp TORCH)

@@ -38,11 +38,36 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
 #endif
 }
 
+namespace {
+
+// LibTorch's CPU bmm computes a product of fewer than this many multiply-adds per matrix
+// (contraction x rows x columns) in a naive kernel whose grain size, min(GRAIN_SIZE / work, 1),
+// opens a parallel region over the batch for every product (aten/src/ATen/native/LinearAlgebra.cpp,
+// bmm_out_or_baddbmm_ and baddbmm_cpu_kernel, LibTorch 1.13). With more than one intra-op thread
+// each such product waits for the pool's threads to wake, which on a loaded machine costs a
+// scheduler slice: tg at depth 0 on 2 threads ran its first 6 tokens (S * 64 < 400) about 15x
+// slower than its 7th on the shared 2-core VM (bench/RESULTS.md, "tg at depth 0").
+constexpr int64_t kSmallBmmWork = 400;
+
+// decode_attention for a product below kSmallBmmWork on the CPU: the same sums as element-wise
+// products reduced over hd and S, which stay on the calling thread below ATen's grain size.
+torch::Tensor small_decode_attention(const torch::Tensor& q2, const torch::Tensor& K, const torch::Tensor& V,
+                                     const torch::Tensor* bias, double scale) {
+  auto scores = (q2 * K.flatten(0, 1)).sum(-1).unsqueeze(1).mul_(scale);  // [B*H, 1, S]
+  if (bias) scores = scores + *bias;
+  auto p = at::softmax(scores, -1).to(V.scalar_type());
+  return (p.transpose(1, 2) * V.flatten(0, 1)).sum(1, /*keepdim=*/true);  // [B*H, 1, hd]
+}
+
+}  // namespace
+
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& K, const torch::Tensor& V,
                                const torch::Tensor* bias) {
   const int64_t B = q.size(0), H = q.size(1), hd = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   auto q2 = q.reshape({B * H, 1, hd});
+  if (!q.is_cuda() && K.size(2) * hd < kSmallBmmWork)
+    return small_decode_attention(q2, K, V, bias, scale).view({B, H, 1, hd});
   auto kt = K.flatten(0, 1).transpose(1, 2);  // [B*H, hd, S], a view of the cache
   auto scores = bias ? at::baddbmm(*bias, q2, kt, 1.0, scale) : at::bmm(q2, kt).mul_(scale);
   return at::bmm(at::softmax(scores, -1), V.flatten(0, 1)).view({B, H, 1, hd});

@@ -36,7 +36,10 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
 /// fused kernels tile queries in blocks of 32 to 128, so one query wastes most of each tile, and
 /// on float32 the memory-efficient kernel runs without tensor cores (on the H200, graph-replayed
 /// fp32 decoding of GPT-2 was slower than eager through SDPA over the whole cache;
-/// bench/RESULTS.md).
+/// bench/RESULTS.md). On the CPU, products of fewer than 400 multiply-adds (S x hd < 400: the
+/// first tokens after an empty cache) are element-wise products reduced on the calling thread
+/// instead: LibTorch 1.13's bmm opens a parallel region for each such product, which a loaded
+/// machine makes wait a scheduler slice per product (gpt_decode_ops.cpp).
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& K, const torch::Tensor& V,
                                const torch::Tensor* bias);
 

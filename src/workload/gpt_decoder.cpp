@@ -6,7 +6,7 @@
 // lengths within the capacity reuses it (rows 0..B-1 of it).
 //
 // Three attention cases for append() of T tokens after `len` cached ones:
-//   len = 0      causal attention over the T tokens themselves (as training);
+//   len = 0      causal attention over the T tokens themselves (as training), for T > 1;
 //   T = 1        the one query attends to all len + 1 cached positions (no mask needed);
 //   otherwise    query i (position len + i) attends to positions <= len + i: the causal mask
 //                shifted by len (causal_attention_math's triu(S - T + 1), built here for SDPA,
@@ -128,7 +128,7 @@ class GptDecoder final : public CapturableDecoder {
     const int64_t T = q.size(2), S = len_ + T;
     auto cache = kv_[l].narrow(1, 0, batch_);
     cache.narrow(3, len_, T).copy_(kv);
-    if (len_ == 0) return causal_attention(q, kv[0], kv[1]);
+    if (len_ == 0 && T > 1) return causal_attention(q, kv[0], kv[1]);  // one token alone: decode_attention
     auto K = cache[0].narrow(2, 0, S), V = cache[1].narrow(2, 0, S);
     if (T == 1) return decode_attention(q, K, V, nullptr);
     auto cols = torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(device_));

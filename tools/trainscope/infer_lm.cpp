@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "results/generation_output.h"
 #include "train/compat.h"
@@ -55,6 +56,31 @@ std::vector<int64_t> parse_batches(const std::string& text) {
   return out;
 }
 
+// The rates of --server-rates, its words joined by commas: every item a number > 0 (no empty item).
+std::vector<double> parse_rates(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& w : words) text += (text.empty() ? "" : ",") + w;
+  std::vector<double> out;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(v > 0) || !std::isfinite(v))
+      throw_error(ErrorKind::kInvalidArgument,
+                  fmt::format("--server-rates {}: {} is not a rate > 0 requests/s; give rates such as 1,2,4", text,
+                              item.empty() ? "an empty item" : "'" + item + "'"));
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
+}
+
 // The given list, or the default shortened so that depth + tokens fits the context.
 std::vector<int64_t> tokens_or_default(const GenerationFlags& g, const char* key, const std::vector<int64_t>& v,
                                        int64_t room) {
@@ -79,8 +105,8 @@ void add_generation_flags(CLI::App* sub, GenerationFlags& g) {
                   "decode batch sweep: auto (1, 2, 4, ... until tokens/s stops rising), none, or a list such as 1,2,4")
       ->group(group);
   sub->add_option("--gen-batch", g.batch, "rows decoded together in the pp/tg tests (default 1)")->group(group);
-  sub->add_option("--server-rates", g.server_rates, "server scenario: Poisson arrival rates, requests/s (e.g. 1,2,4)")
-      ->delimiter(',')
+  // Words, split here: CLI11 drops the empty items of a delimited list ("1,,2" reads 1,2).
+  sub->add_option("--server-rates", g.server_rates_words, "server scenario: Poisson arrival rates, requests/s (e.g. 1,2,4)")
       ->group(group);
   sub->add_option("--output", g.output, "console format of the pp/tg tests: md, csv, json, jsonl, sql (llama-bench's)")
       ->group(group);
@@ -103,6 +129,7 @@ void read_generation_flags(CLI::App* sub, const SettingOptions& settings, const 
   (void)generation_dtype(g);
   (void)generation_bench_output({}, g.output);
   if (g.gen_batches != "auto" && g.gen_batches != "none") (void)parse_batches(g.gen_batches);
+  if (sub->count("--server-rates") > 0) g.server_rates = parse_rates(g.server_rates_words);
   check_generation_values(generation_options(g, kAnyContext, 0, nullptr));
   if (given(g, "inference.gen_server_max_batch") && g.cfg.gen_server_batching == "fcfs")
     throw_error(ErrorKind::kInvalidArgument,

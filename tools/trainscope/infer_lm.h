@@ -25,7 +25,8 @@ namespace trainscope::cli {
 /// The generation flags of `infer` (the gen_* settings come from the settings table).
 struct GenerationFlags {
   std::string gen_batches = "auto";  // auto | none | 1,2,4
-  std::vector<double> server_rates;
+  std::vector<std::string> server_rates_words;  // --server-rates as typed (items checked one by one)
+  std::vector<double> server_rates;             // ... and as numbers (read_generation_flags)
   std::string output = "md";
   double temperature = 0;
   int64_t top_k = 0, batch = 1;
