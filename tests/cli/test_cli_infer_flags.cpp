@@ -68,6 +68,7 @@ std::vector<std::string> infer_args(const std::string& out_json, std::vector<std
 // A good inference.json, measured once: the file the bad invocations must leave alone.
 const std::string& good_json() {
   static std::string path = [] {
+    (void)run_dir();  // trains first: it starts from an empty root()
     const std::string p = root() + "/good/inference.json";
     fs::create_directories(root() + "/good");
     std::string out;
