@@ -120,10 +120,11 @@ TEST(InferFlags, BadValuesExitTwoBeforeAnythingIsLoadedOrWritten) {
 }
 
 TEST(InferFlags, AMissingOrMalformedDescriptionIsNamedAsSuch) {
+  const std::string trained = checkpoint();  // trains first: it starts from an empty root()
   const std::string dir = root() + "/desc";
   fs::create_directories(dir);
   const std::string pt = dir + "/lm.pt";
-  fs::copy_file(checkpoint(), pt, fs::copy_options::overwrite_existing);
+  fs::copy_file(trained, pt, fs::copy_options::overwrite_existing);
   std::string out;
   // missing
   EXPECT_EQ(run_binary({"infer", "--checkpoint", pt, "--devices", "cpu", "--no-telemetry", "--pp", "8", "-o",
@@ -134,7 +135,7 @@ TEST(InferFlags, AMissingOrMalformedDescriptionIsNamedAsSuch) {
   EXPECT_NE(out.find("copy the run folder again"), std::string::npos) << out;
   EXPECT_EQ(out.find("not a language model"), std::string::npos) << out;
   // malformed: cut in the middle
-  const std::string whole = trainscope::test::read_text(fs::path(checkpoint()).replace_extension(".json").string());
+  const std::string whole = trainscope::test::read_text(fs::path(trained).replace_extension(".json").string());
   std::ofstream(dir + "/lm.json") << whole.substr(0, whole.size() / 2);
   EXPECT_EQ(run_binary({"infer", "--checkpoint", pt, "--devices", "cpu", "--no-telemetry", "--tg", "4", "-o",
                         dir + "/out.json"},
@@ -146,11 +147,12 @@ TEST(InferFlags, AMissingOrMalformedDescriptionIsNamedAsSuch) {
 }
 
 TEST(InferFlags, ATruncatedCheckpointIsADamagedFile) {
+  const std::string trained = checkpoint();  // trains first: it starts from an empty root()
   const std::string dir = root() + "/cut";
   fs::create_directories(dir);
   const std::string pt = dir + "/lm.pt";
-  fs::copy_file(checkpoint(), pt, fs::copy_options::overwrite_existing);
-  fs::copy_file(fs::path(checkpoint()).replace_extension(".json"), dir + "/lm.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(trained, pt, fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(trained).replace_extension(".json"), dir + "/lm.json", fs::copy_options::overwrite_existing);
   fs::resize_file(pt, fs::file_size(pt) - 200);  // the end records gone
   std::string out;
   EXPECT_EQ(run_binary({"infer", "--checkpoint", pt, "--devices", "cpu", "--no-telemetry", "--pp", "8", "-o",
