@@ -2,7 +2,10 @@
 target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ranges.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/spill.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/collect.cpp
   ${CMAKE_CURRENT_LIST_DIR}/steps.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/breakdown.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tables.cpp
   ${CMAKE_CURRENT_LIST_DIR}/analyze.cpp
   ${CMAKE_CURRENT_LIST_DIR}/render.cpp
