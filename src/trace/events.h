@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace trainscope::trace {
@@ -70,14 +69,5 @@ inline constexpr uint32_t kNotInterned = UINT32_MAX;
 /// for malformed, truncated or unknown-schema input (file and byte offset named), Error(kIo)
 /// when the file cannot be opened.
 void read_events(const std::string& path, TraceInfo& info, const EventSink& sink);
-
-/// Sorted, disjoint [start, end) ranges in ns (the plugin's range_utils.py operations).
-using Ranges = std::vector<std::pair<int64_t, int64_t>>;
-Ranges merge_ranges(Ranges r);                            // sorts and joins overlapping ranges
-Ranges intersect_ranges(const Ranges& a, const Ranges& b);  // both merged
-Ranges subtract_ranges(const Ranges& a, const Ranges& b);   // both merged: a minus b
-int64_t ranges_sum(const Ranges& r);
-/// The ranges of merged `r` that overlap [start, end), clipped to it.
-Ranges clip_ranges(const Ranges& r, int64_t start, int64_t end);
 
 }  // namespace trainscope::trace

@@ -1,7 +1,6 @@
 # files of src/trace (the trace layer: PyTorch profiler traces read and analysed; torch-free)
 target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/ranges.cpp
   ${CMAKE_CURRENT_LIST_DIR}/spill.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collect.cpp
   ${CMAKE_CURRENT_LIST_DIR}/steps.cpp
