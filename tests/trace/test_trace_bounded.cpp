@@ -49,7 +49,8 @@ int64_t analysis_bound(int64_t budget) {
 
 // A Kineto trace of `steps` steps, listed as Kineto lists events: each thread's, then each
 // stream's, not in time order overall. Per step: a DataLoader annotation, nested operators on
-// two threads with External ids, python events, runtime calls, kernels on two streams (some
+// two threads with External ids (one wrapping a child of the same start and duration), python
+// events, runtime calls, kernels on two streams (some
 // launched by one call, as a CUDA graph's are, one lacking a correlation), a copy, a fill, an
 // all-reduce overlapping the computation; GPU work runs up to a step and a half late, so joins
 // cross step windows; times are drawn with ties (seeded).
@@ -71,6 +72,11 @@ std::string generated_trace(int steps, unsigned seed) {
       cpu.push_back(ev("cpu_op", fmt::format("aten::op{}", draw(0, 4)), 1, ot, draw(10, 22), fmt::format(R"("External id":{})", e)));
       cpu.push_back(ev("cpu_op", "aten::empty", 1, ot + draw(0, 2), draw(1, 3), fmt::format(R"("External id":{})", ext++)));
       cpu.push_back(ev("python", "nn.Module: Linear", 1, ot - 2, draw(1, 30), ""));
+      if (k == 2) {  // a wrapper and its one child: same start, same duration
+        const int d = draw(3, 6);
+        cpu.push_back(ev("cpu_op", "aten::to", 1, ot + 17, d, ""));
+        cpu.push_back(ev("cpu_op", "aten::_to_copy", 1, ot + 17, d, ""));
+      }
       const int64_t rt = ot + 4 + draw(0, 3), c = corr++, lag = draw(0, 300);
       cpu.push_back(ev("cuda_runtime", k == 5 ? "cudaGraphLaunch" : "cudaLaunchKernel", 1, rt, draw(1, 4), fmt::format(R"("correlation":{},"External id":{})", c, e)));
       const int n = k == 5 ? 3 : 1;  // a graph launch: three kernels of one correlation
