@@ -104,8 +104,8 @@ struct AnalyzeOptions {
   int64_t consecutive_kernel_delay_ns = 30;  // HTA's default
   /// Memory for the event records the analysis sorts (operators by thread, GPU events by
   /// stream and by correlation and External id, each category's time ranges), bytes; beyond it
-  /// they go to a temporary file in $TMPDIR (or /tmp). The default, 32 MiB, holds a trace of
-  /// about 100 MB without a file. Positive, else Error(kInvalidArgument).
+  /// they go to a temporary file in $TMPDIR (or /tmp): about 0.4 MB per MB of trace at the
+  /// default, 32 MiB (docs/analyze.md#memory). Positive, else Error(kInvalidArgument).
   int64_t memory_budget_bytes = int64_t{32} << 20;
 };
 
@@ -126,8 +126,8 @@ struct TraceAnalysis {
   std::vector<StreamIdle> idle;                    // per GPU stream, empty without GPU events
   std::optional<CommOverlap> overlap;              // only when communication kernels exist
   std::vector<std::string> notes;                  // what was assumed or left out
-  /// The most event records held in memory at once by the analysis's sorters: at most about
-  /// memory_budget_bytes / 40 however large the trace (src/trace/spill.h gives the bound).
+  /// The most event records held in memory at once by the analysis's sorters: bounded by about
+  /// memory_budget_bytes however large the trace (src/trace/spill.h gives the bound per sorter).
   int64_t max_events_held = 0;
 };
 
