@@ -33,12 +33,8 @@ std::vector<Row> top_rows(std::vector<Row> rows, int top, Key key) {
   return rows;
 }
 
-}  // namespace
-
-namespace {
-
-// The header's fields and the step table: steps extended to their GPU work, their categories
-// and the communication overlap.
+// The step table: the steps extended to their GPU work, their categories and totals, and the
+// communication overlap.
 void add_steps(TraceAnalysis& a, TraceStreams& s) {
   std::vector<Step> steps = host_steps(s);
   const DeviceWork work = join_correlations(s, steps);
