@@ -118,7 +118,7 @@ class Sorter<T, Less>::Reader {
   ~Reader() {
     for (const Cursor& c : cursors_) held_->add(-static_cast<int64_t>(c.buf.size()));
   }
-  Reader(Reader&& o) noexcept = default;
+  Reader(Reader&& o) = default;
   Reader(const Reader&) = delete;
 
   /// The next record in order into `out`; false at the end.
