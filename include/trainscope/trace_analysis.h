@@ -1,8 +1,10 @@
 // Analysis of PyTorch profiler traces (`*.pt.trace.json[.gz]`) written by the user's own program
 // (`trainscope analyze`, docs/analyze.md). Torch-free: it reads the trace file, never LibTorch.
 //
-// Two schemas are read, both as a stream (bounded memory: the JSON document is never held, only
-// one compact record per duration event and one string per distinct name):
+// Two schemas are read, both as a stream, in bounded memory: the JSON document is never held;
+// what adds up is summed as events pass, and the compact records of the parts that join or order
+// events are sorted within AnalyzeOptions::memory_budget_bytes (the rest in a temporary file), so
+// memory does not grow with the trace (only with its steps, names, threads and streams):
 //   * "kineto": PyTorch 2.x (Kineto) writes an object with `schemaVersion` (1), `traceEvents`,
 //     `deviceProperties` and `distributedInfo` (rank, world size); events carry `cat`
 //     (cpu_op, user_annotation, cuda_runtime, kernel, gpu_memcpy, gpu_memset, ...).
@@ -100,6 +102,11 @@ struct CommOverlap {
 struct AnalyzeOptions {
   int top = 15;                         // rows of the operator and kernel tables
   int64_t consecutive_kernel_delay_ns = 30;  // HTA's default
+  /// Memory for the event records the analysis sorts (operators by thread, GPU events by
+  /// stream and by correlation and External id, each category's time ranges), bytes; beyond it
+  /// they go to a temporary file in $TMPDIR (or /tmp): about 0.4 MB per MB of trace at the
+  /// default, 32 MiB (docs/analyze.md#memory). Positive, else Error(kInvalidArgument).
+  int64_t memory_budget_bytes = int64_t{32} << 20;
 };
 
 /// The analysis of one trace file (one rank).
@@ -119,6 +126,9 @@ struct TraceAnalysis {
   std::vector<StreamIdle> idle;                    // per GPU stream, empty without GPU events
   std::optional<CommOverlap> overlap;              // only when communication kernels exist
   std::vector<std::string> notes;                  // what was assumed or left out
+  /// The most event records held in memory at once by the analysis's sorters: bounded by about
+  /// memory_budget_bytes however large the trace (src/trace/spill.h gives the bound per sorter).
+  int64_t max_events_held = 0;
 };
 
 /// Reads and analyses one trace (plain or gzip, recognised by its bytes). Throws as above.

@@ -1,10 +1,11 @@
-// analyze_trace and find_traces (include/trainscope/trace_analysis.h).
+// analyze_trace and find_traces (include/trainscope/trace_analysis.h): the trace read once into
+// the sums and sorters of TraceStreams (streams.h), then each part of the analysis from them.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "trace/analysis.h"
+#include "trace/streams.h"
 #include "trainscope/error.h"
 
 namespace trainscope::trace {
@@ -32,36 +33,48 @@ std::vector<Row> top_rows(std::vector<Row> rows, int top, Key key) {
   return rows;
 }
 
+// The step table: the steps extended to their GPU work, their categories and totals, and the
+// communication overlap.
+void add_steps(TraceAnalysis& a, TraceStreams& s) {
+  std::vector<Step> steps = host_steps(s);
+  const DeviceWork work = join_correlations(s, steps);
+  a.steps = device_steps(std::move(steps), work, s, a.notes);
+  a.overlap = break_down(a.steps, s);
+  for (const Step& st : a.steps) {
+    a.steps_ns += st.duration_ns();
+    for (int c = 0; c < kCategoryCount; ++c) a.total_ns[c] += st.category_ns[c];
+  }
+}
+
 }  // namespace
 
 TraceAnalysis analyze_trace(const std::string& path, const AnalyzeOptions& options) {
-  EventStore store = read_events(path);
+  if (options.memory_budget_bytes <= 0)
+    throw_error(ErrorKind::kInvalidArgument,
+                fmt::format("{}: the memory budget of the analysis is {} bytes; give a positive one (--memory-mb)",
+                            path, options.memory_budget_bytes));
+  TraceStreams s(options.memory_budget_bytes);
+  read_events(path, s.info, [&s](const Event& e, const std::string& name) { s.add(e, name); });
   TraceAnalysis a;
   a.path = path;
-  a.schema = store.schema;
-  a.rank = store.rank, a.world_size = store.world_size, a.backend = store.backend;
-  a.devices = store.devices;
-  a.events = static_cast<int64_t>(store.events.size());
-  if (store.events.empty())
+  a.schema = s.info.schema;
+  a.rank = s.info.rank, a.world_size = s.info.world_size, a.backend = s.info.backend;
+  a.devices = s.info.devices;
+  a.events = s.events;
+  if (s.events == 0)
     throw_error(ErrorKind::kDataFormat,
                 fmt::format("{}: the trace holds no profiler events (no operator, runtime or GPU event); was the "
                             "profiler's schedule active for any step?",
                             path));
-  const RoleRanges roles = role_ranges(store, communication_names(store));
-  a.steps = find_steps(store, a.notes);
-  break_down(a.steps, roles);
-  for (const Step& s : a.steps) {
-    a.steps_ns += s.duration_ns();
-    for (int c = 0; c < kCategoryCount; ++c) a.total_ns[c] += s.category_ns[c];
-  }
-  a.overlap = comm_overlap(a.steps, roles);
-  a.operators = top_rows(operator_rows(store), options.top, [](const OperatorRow& r) { return r.self_ns; });
-  std::vector<KernelRow> kernels = kernel_rows(store);
+  add_steps(a, s);
+  a.operators = top_rows(operator_rows(s), options.top, [](const OperatorRow& r) { return r.self_ns; });
+  std::vector<KernelRow> kernels = kernel_rows(s);
   for (const KernelRow& k : kernels) a.kernel_ns += k.total_ns;
   a.kernels = top_rows(std::move(kernels), options.top, [](const KernelRow& r) { return r.total_ns; });
-  a.idle = stream_idle(store, options.consecutive_kernel_delay_ns);
-  if (store.schema == "legacy")
+  a.idle = stream_idle(s, options.consecutive_kernel_delay_ns);
+  if (s.info.schema == "legacy")
     a.notes.push_back("legacy trace (PyTorch without Kineto): CPU operators only, times to the microsecond");
+  a.max_events_held = s.held.peak;
   return a;
 }
 

@@ -1,13 +1,13 @@
-// The compact event store the trace reader fills (include/trainscope/trace_analysis.h): one
-// record per duration event that an analysis uses, names interned once. The JSON text is never
-// held, so memory grows with the number of events (about 64 bytes each), not the file's size.
+// The compact event the trace reader hands on (include/trainscope/trace_analysis.h): one record
+// per duration event that an analysis uses, names interned once. The JSON text is never held;
+// the analysis keeps of the events what streams.h says.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace trainscope::trace {
@@ -31,20 +31,20 @@ struct Event {
   int64_t correlation = -1;  // args.correlation (runtime call <-> GPU event), -1: none
   int64_t external_id = -1;  // args["External id"] (operator <-> its runtime calls and GPU work)
   int64_t stream = -1;       // args.stream of a GPU event
-  uint32_t name = 0;         // index into EventStore::names
-  uint32_t thread = 0;       // index of (pid, tid) into EventStore::threads
+  uint32_t name = 0;         // index into TraceInfo::names
+  uint32_t thread = 0;       // index of (pid, tid) into TraceInfo::threads
   int32_t device = -1;       // args.device of a GPU event
   Kind kind = Kind::kOperator;
   int64_t end_ns() const { return ts_ns + dur_ns; }
 };
 
-struct EventStore {
+/// What a trace says besides its events, and the names its events refer to by index.
+struct TraceInfo {
   std::string schema;  // "kineto" or "legacy"
   std::optional<int> rank, world_size;
   std::string backend;
   std::vector<std::string> devices;
-  std::vector<Event> events;
-  std::vector<std::string> names;
+  std::vector<std::string> names;    // interned event names (not the steps' ProfilerStep#N)
   std::vector<std::string> threads;  // "pid/tid"
 
   uint32_t intern_name(const std::string& s) { return intern(s, names, name_ids_); }
@@ -60,18 +60,14 @@ struct EventStore {
   std::unordered_map<std::string, uint32_t> name_ids_, thread_ids_;
 };
 
-/// Reads `path` (plain or gzip) as a stream into an EventStore. Throws Error(kDataFormat) for
-/// malformed, truncated or unknown-schema input (file and byte offset named), Error(kIo) when
-/// the file cannot be opened.
-EventStore read_events(const std::string& path);
+/// Receives each event the analysis uses, in file order, with its name's text (a step's name is
+/// not interned: its Event::name is kNotInterned).
+using EventSink = std::function<void(const Event&, const std::string& name)>;
+inline constexpr uint32_t kNotInterned = UINT32_MAX;
 
-/// Sorted, disjoint [start, end) ranges in ns (the plugin's range_utils.py operations).
-using Ranges = std::vector<std::pair<int64_t, int64_t>>;
-Ranges merge_ranges(Ranges r);                            // sorts and joins overlapping ranges
-Ranges intersect_ranges(const Ranges& a, const Ranges& b);  // both merged
-Ranges subtract_ranges(const Ranges& a, const Ranges& b);   // both merged: a minus b
-int64_t ranges_sum(const Ranges& r);
-/// The ranges of merged `r` that overlap [start, end), clipped to it.
-Ranges clip_ranges(const Ranges& r, int64_t start, int64_t end);
+/// Reads `path` (plain or gzip) as a stream into `info` and `sink`. Throws Error(kDataFormat)
+/// for malformed, truncated or unknown-schema input (file and byte offset named), Error(kIo)
+/// when the file cannot be opened.
+void read_events(const std::string& path, TraceInfo& info, const EventSink& sink);
 
 }  // namespace trainscope::trace

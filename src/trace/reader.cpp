@@ -1,6 +1,6 @@
 // The streaming reader of PyTorch profiler traces: zlib's gzread (which also reads plain files)
 // under a std::streambuf, nlohmann-json's SAX interface on top, one compact Event per duration
-// event the analysis uses (events.h). The document is never held.
+// event the analysis uses, handed to the caller (events.h). The document is never held.
 #include <fmt/core.h>
 #include <zlib.h>
 
@@ -120,7 +120,8 @@ std::optional<Kind> kind_of(const Pending& p, bool legacy) {
 
 class Handler : public nlohmann::json_sax<json> {
  public:
-  Handler(const std::string& path, EventStore& store, const GzBuf& input) : path_(path), store_(store), input_(input) {}
+  Handler(const std::string& path, TraceInfo& info, const EventSink& sink, const GzBuf& input)
+      : path_(path), info_(info), sink_(sink), input_(input) {}
 
   bool null() override { return scalar(Value{}); }
   bool boolean(bool) override { return scalar(Value{}); }
@@ -175,7 +176,8 @@ class Handler : public nlohmann::json_sax<json> {
   void finish_event();
 
   std::string path_;
-  EventStore& store_;
+  TraceInfo& info_;
+  const EventSink& sink_;
   const GzBuf& input_;
   std::vector<Frame> stack_;
   std::string key_;
@@ -189,7 +191,7 @@ Ctx Handler::child_ctx(bool array) const {
   const Frame& f = stack_.back();
   switch (f.ctx) {
     case Ctx::kTop:
-      if (store_.schema == "legacy") return array ? Ctx::kSkip : Ctx::kEvent;
+      if (info_.schema == "legacy") return array ? Ctx::kSkip : Ctx::kEvent;
       if (key_ == "traceEvents" && array) return Ctx::kEvents;
       if (key_ == "deviceProperties" && array) return Ctx::kDeviceList;
       if (key_ == "distributedInfo" && !array) return Ctx::kDistInfo;
@@ -202,11 +204,11 @@ Ctx Handler::child_ctx(bool array) const {
 }
 
 bool Handler::open(bool array) {
-  if (stack_.empty()) store_.schema = array ? "legacy" : "kineto";
+  if (stack_.empty()) info_.schema = array ? "legacy" : "kineto";
   const Ctx ctx = child_ctx(array);
   if (ctx == Ctx::kEvent) ev_ = Pending{};
   if (ctx == Ctx::kEvents) saw_events_ = true;
-  if (ctx == Ctx::kDevice) store_.devices.emplace_back();
+  if (ctx == Ctx::kDevice) info_.devices.emplace_back();
   stack_.push_back(Frame{ctx, array, key_});
   return true;
 }
@@ -229,12 +231,12 @@ bool Handler::scalar(const Value& v) {
     case Ctx::kArgs: args_field(v); break;
     case Ctx::kTop: top_field(v); break;
     case Ctx::kDevice:
-      if (key_ == "name" && v.is_string) store_.devices.back() = v.text;
+      if (key_ == "name" && v.is_string) info_.devices.back() = v.text;
       break;
     case Ctx::kDistInfo:
-      if (key_ == "rank" && v.is_number) store_.rank = static_cast<int>(v.number);
-      if (key_ == "world_size" && v.is_number) store_.world_size = static_cast<int>(v.number);
-      if (key_ == "backend" && v.is_string) store_.backend = v.text;
+      if (key_ == "rank" && v.is_number) info_.rank = static_cast<int>(v.number);
+      if (key_ == "world_size" && v.is_number) info_.world_size = static_cast<int>(v.number);
+      if (key_ == "backend" && v.is_string) info_.backend = v.text;
       break;
     default: break;
   }
@@ -269,7 +271,7 @@ void Handler::args_field(const Value& v) {
 }
 
 void Handler::finish_event() {
-  const auto kind = kind_of(ev_, store_.schema == "legacy");
+  const auto kind = kind_of(ev_, info_.schema == "legacy");
   if (!kind) return;
   Event e;
   e.ts_ns = ev_.ts_ns;
@@ -284,9 +286,9 @@ void Handler::finish_event() {
     const auto digits = ev_.tid.find_first_of("0123456789");
     e.stream = digits == std::string::npos ? 0 : std::atoll(ev_.tid.c_str() + digits);
   }
-  e.name = store_.intern_name(ev_.name);
-  e.thread = store_.intern_thread(ev_.pid + "/" + ev_.tid);
-  store_.events.push_back(e);
+  e.name = e.kind == Kind::kStep ? kNotInterned : info_.intern_name(ev_.name);
+  e.thread = info_.intern_thread(ev_.pid + "/" + ev_.tid);
+  sink_(e, ev_.name);
 }
 
 bool Handler::parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& ex) {
@@ -304,11 +306,10 @@ bool Handler::parse_error(std::size_t position, const std::string& last_token, c
 
 }  // namespace
 
-EventStore read_events(const std::string& path) {
-  EventStore store;
+void read_events(const std::string& path, TraceInfo& info, const EventSink& sink) {
   GzBuf buf(path);
   std::istream in(&buf);
-  Handler handler(path, store, buf);
+  Handler handler(path, info, sink, buf);
   try {
     json::sax_parse(in, &handler);
   } catch (const Error&) {
@@ -318,7 +319,7 @@ EventStore read_events(const std::string& path) {
   }
   if (!buf.error().empty())
     throw_error(ErrorKind::kDataFormat, fmt::format("{}: {} after {} decompressed bytes", path, buf.error(), buf.delivered()));
-  if (store.schema == "kineto") {
+  if (info.schema == "kineto") {
     if (!handler.saw_events())
       throw_error(ErrorKind::kDataFormat,
                   fmt::format("{}: unknown trace schema: the JSON object has no 'traceEvents' array (a Kineto "
@@ -330,7 +331,6 @@ EventStore read_events(const std::string& path) {
                               "and the legacy event array); please report it with the PyTorch version",
                               path, *v));
   }
-  return store;
 }
 
 }  // namespace trainscope::trace

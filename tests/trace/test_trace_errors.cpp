@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "../test_helpers.h"
-#include "trace/events.h"
+#include "trace/reference_analysis.h"
 #include "trainscope/fs.h"
 #include "trainscope/trace_analysis.h"
 
@@ -100,6 +100,7 @@ TEST(TraceFolders, FindsTracesRecursivelyAndSorted) {
 }
 
 TEST(TraceRanges, IntersectSubtractClip) {
+  using namespace trainscope::trace::reference;
   const Ranges a = merge_ranges({{5, 10}, {0, 3}, {2, 4}, {20, 30}});
   EXPECT_EQ(a, (Ranges{{0, 4}, {5, 10}, {20, 30}}));
   const Ranges b{{3, 6}, {8, 25}};

@@ -55,6 +55,10 @@ void add_analyze_command(CLI::App& app, int& exit_status) {
                   "GPU gaps shorter than this (ns) are kernel wait, not other (HTA's consecutive_kernel_delay)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000000}))
       ->capture_default_str();
+  sub->add_option_function<int64_t>(
+         "--memory-mb", [args](int64_t mb) { args->options.memory_budget_bytes = mb << 20; },
+         "memory for the events the analysis sorts, MiB (32); beyond it they go to a temporary file in $TMPDIR")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_flag("--quiet", args->quiet, "no console summary (with --json or --markdown)");
   sub->callback([args, &exit_status] { exit_status = run_analyze(*args); });
 }

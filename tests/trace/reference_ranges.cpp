@@ -1,10 +1,11 @@
-// Interval arithmetic on sorted, disjoint [start, end) ranges (events.h), as the profiler
-// plugin's range_utils.py does it: merge, intersect, subtract, sum, clip.
+// Interval arithmetic on sorted, disjoint [start, end) ranges, as the profiler plugin's
+// range_utils.py does it: merge, intersect, subtract, sum, clip. The in-memory analysis
+// (reference_analysis.cpp) splits steps with it; the bounded one sweeps instead (breakdown.cpp).
 #include <algorithm>
 
-#include "trace/events.h"
+#include "trace/reference_analysis.h"
 
-namespace trainscope::trace {
+namespace trainscope::trace::reference {
 
 Ranges merge_ranges(Ranges r) {
   std::sort(r.begin(), r.end());
@@ -61,4 +62,4 @@ Ranges clip_ranges(const Ranges& r, int64_t start, int64_t end) {
   return out;
 }
 
-}  // namespace trainscope::trace
+}  // namespace trainscope::trace::reference
