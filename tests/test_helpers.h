@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainscope/error.h"
@@ -30,6 +31,20 @@ inline std::string what_of(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+/// The kind and message of the trainscope::Error that `f` throws, or {kInternal, "no error"} where
+/// it throws none.
+inline std::pair<ErrorKind, std::string> error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  return {ErrorKind::kInternal, "no error"};
+}
+
+/// The kind of the trainscope::Error that `f` throws, or kInternal where it throws none.
+inline ErrorKind kind_of(const std::function<void()>& f) { return error_of(f).first; }
 
 #ifdef TS_BINARY_DIR
 /// Runs the built `trainscope` binary with `args`, its stdout and stderr into the file `log`;
