@@ -29,7 +29,8 @@ TS=$B/trainscope
 gen_checkpoint() {
   [ -f /tmp/tok/train.bin ] || { mkdir -p /tmp/tok && python3 -c "import numpy as np; r=np.random.default_rng(0); [r.integers(0,50257,n,dtype=np.uint16).tofile('/tmp/tok/'+f) for f,n in (('train.bin',4000000),('val.bin',200000))]"; }
   [ -d /tmp/runs/gen-ckpt ] || timeout 120 $TS run --data-format tokens --data /tmp/tok -m gpt2 --no-inference --no-profile \
-    --no-progress --out /tmp/runs -d cuda:0 --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt > "$OUT/gen-ckpt.log" 2>&1
+    --no-progress --out /tmp/runs -d cuda:0 --variants eager --seq-len 1024 -b 8 --max-steps 1 --min-time 0 --name gen-ckpt \
+    > "$OUT/gen-ckpt.log" 2>&1  # one variant: one checkpoint (two made every infer figure twice)
 }
 for stage in "$@"; do
   case $stage in
@@ -113,7 +114,9 @@ for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
           --lr-warmup-steps 10 --lr-decay-steps 50 --lr-min 6e-5 --name lm-sched
         python3 -c "import json;[print(r['run_id'], r['status'], repr(r['variant_note']), r['optimizer_impl'], r['lr_schedule'], [(c['step'], c.get('learning_rate')) for c in r['loss_checks']]) for r in json.load(open('/tmp/runs/lm-sched/results.json'))['runs']]"
         timeout 150 $TS run $RARGS --seq-len 1024 -b 4 --grad-accum 4 --variants bf16,graphs+bf16 --max-steps 40 --name lm-accum
-        timeout 150 $TS run $RARGS --seq-len 256 -b 16 --variants bf16 --target-loss 7.5 --eval-every-steps 20 --eval-windows 16 --epochs 2 --name lm-target
+        # the target on real text (random ids cannot go below ln 50257 = 10.8): Debian's python3-doc, byte tokens
+        timeout 150 $TS run ${RARGS/--data-format tokens --data \/tmp\/tok/--data-format text --data /opt/deps/usr/share/doc/python3.11/html/_sources} \
+          --seq-len 256 -b 16 --variants bf16 --target-loss 2.5 --eval-every-steps 200 --eval-windows 64 --epochs 2 --name lm-target
         timeout 200 $TS run $RARGS --seq-lens 256,1024 -b 8,16 --variants bf16 --max-steps 30 --name lm-seqlens
         $TS report /tmp/runs/lm-seqlens /tmp/runs/lm-target -o /tmp/runs/lm-recipe-report && grep -A12 "RQ2\|RQ4" /tmp/runs/lm-recipe-report/report.md | head -60
       } 2>&1 | tee "$OUT/lm-recipe.log"
@@ -143,13 +146,14 @@ for n in ('fused-1', 'full-1', 'fused-2', 'full-2'):
       # with goodput: bf16 graph-replayed on cuda:0; fp32 graph-replayed on cuda:0 beside fp32
       # eager on the CPU cores in one invocation; transformers' generate beside them at batch 1.
       # (Its server runs use the default, continuous batching.)
-      { gen_checkpoint
+      # The peers run first: a time limit on the stage then cuts trainscope's last figures, not them.
+      { for dt in bfloat16 float32; do PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
+        PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cpu --dtype float32 --batch 1 --reps 2
+        gen_checkpoint
         timeout 100 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0 --dtype bfloat16 --graphs --pp 512 --tg 128 --repetitions 3 \
-          --gen-batches auto --server-rates 4,16,64 -o "$OUT/infer-gen-bf16-graphs.json"
+          --gen-batches auto --server-rates 4,16,64 --server-max-batch 64 -o "$OUT/infer-gen-bf16-graphs.json"
         timeout 180 $TS infer --run /tmp/runs/gen-ckpt -d cuda:0,cpu --dtype float32 --graphs --pp 512 --tg 128 --repetitions 3 \
           --gen-batches none --server-rates 2,4,8 -o "$OUT/infer-gen-fp32.json"
-        for dt in bfloat16 float32; do PYTHONUNBUFFERED=1 timeout 60 python3 bench/lm_peer.py generate --device cuda --dtype $dt --batch 1; done
-        PYTHONUNBUFFERED=1 timeout 90 python3 bench/lm_peer.py generate --device cpu --dtype float32 --batch 1 --reps 2
       } 2>&1 | tee "$OUT/infer-gen.log";;
     gen-outputs)
       # A language model's generation outputs on the GPU host (docs/generation.md#outputs), after
@@ -189,26 +193,24 @@ json.dump(j, open('/tmp/gen-slower.json', 'w'))" $D/inference.json
       # tokens/s (samples/s) against what the scripts print themselves (bench/gpu/measure_check.py);
       # a profiled window; --devices cpu,cuda; the cost of being measured in alternating pairs
       # (the script's own throughput, measured vs plain); `analyze` of a ~500 MB synthetic trace
-      # (bench/make_big_trace.py) with its time and peak RSS. The peer peer_best.py is not in the
-      # repository: $PEER_BEST, else the first folder of PEER_DIRS that holds it.
-      PEER_DIRS=${PEER_DIRS:-"bench $(dirname "$PWD")/shared/bench shared/bench"}  # the repo's parent's shared/ too
-      PEER_BEST=${PEER_BEST:-$(for d in $PEER_DIRS; do [ -f "$d/peer_best.py" ] && { echo "$d/peer_best.py"; break; }; done)}
-      M="$TS measure -o /tmp/mruns --quiet --no-history --warmup-steps 10"
+      # (bench/make_big_trace.py) with its time and peak RSS. The image-zoo peer: bench/peer_best.py.
+      PEER_BEST=${PEER_BEST:-bench/peer_best.py}
+      M="$TS measure -o /tmp/mruns --quiet --no-history"  # --warmup-steps per command (given twice is a usage error)
       LM="bench/lm_peer.py train --steps 60 --warmup 5"   # 65 optimizer steps of B16 x T1024
       rm -rf /tmp/mruns
-      { timeout 200 $M --run-name lm --items-per-step 16384 -- python3 $LM
+      { timeout 200 $M --run-name lm --warmup-steps 10 --items-per-step 16384 -- python3 $LM
         python3 bench/gpu/measure_check.py run /tmp/mruns/lm 65
-        timeout 200 $M --run-name lm-prof --items-per-step 16384 --profile-steps 40-44 -- python3 $LM
+        timeout 200 $M --run-name lm-prof --warmup-steps 10 --items-per-step 16384 --profile-steps 40-44 -- python3 $LM
         python3 bench/gpu/measure_check.py run /tmp/mruns/lm-prof 65; cat /tmp/mruns/lm-prof/profile/analysis.md | head -60
         timeout 300 $M --run-name lm-devs --warmup-steps 3 --devices cpu,cuda --items-per-step 512 -- \
           python3 bench/lm_peer.py train --device {device} --layers 2 --dim 256 --heads 4 --seq 128 --batch 4 --steps 20 --warmup 2
-        if [ -n "$PEER_BEST" ]; then
-          timeout 300 $M --run-name best --items-per-step 128 -- python3 $PEER_BEST --data $DATA --models cnn --batches 128 --variants tuned --steps 400 --warmup 30
+        if [ -f "$PEER_BEST" ]; then
+          timeout 300 $M --run-name best --warmup-steps 10 --items-per-step 128 -- python3 $PEER_BEST --data $DATA --models cnn --batches 128 --variants tuned --steps 400 --warmup 30
           python3 bench/gpu/measure_check.py run /tmp/mruns/best 430
-        else echo "peer_best.py not found in $PEER_DIRS (set PEER_BEST): its check skipped"; fi
+        else echo "$PEER_BEST not found (set PEER_BEST): its check skipped"; fi
         : > /tmp/pairs.log
         for i in 1 2 3 4 5; do  # alternating pairs; the script's own JSON line in each
-          timeout 200 $M --run-name pair$i --items-per-step 16384 -- python3 $LM >/dev/null 2>&1
+          timeout 200 $M --run-name pair$i --warmup-steps 10 --items-per-step 16384 -- python3 $LM >/dev/null 2>&1
           echo "measured $(grep tokens_per_s /tmp/mruns/pair$i/stdout.log | tail -1)" >> /tmp/pairs.log
           echo "plain $(timeout 200 python3 $LM | grep tokens_per_s | tail -1)" >> /tmp/pairs.log
         done

@@ -79,7 +79,7 @@ struct TrainConfig {
   int64_t lr_decay_steps = 0;          // >0: cosine decay to lr_min, reached at this optimizer step
   double lr_min = 0;                   // the learning rate the cosine decay ends at
   double target_loss = 0;              // >0: end a language-model run when its validation loss first reaches this
-  std::string lm_loss = "fused";       // fused | full: a built-in GPT's training loss (workload/fused_lm_loss.h)
+  std::string lm_loss = "auto";        // auto | fused | full: a built-in GPT's training loss (train/lm_task.h)
 };
 
 /// Hardware telemetry during runs (trainscope/telemetry.h).

@@ -16,15 +16,22 @@ void write_file_atomic(const std::string& path, const std::string& content);
 /// file themselves use it too, so remove_stale_temporaries finds their leftovers.
 std::string temporary_path(const std::string& path);
 
-/// For files another library writes by path (LibTorch checkpoints, Kineto traces): `write` is
+/// For files another library writes by path (LibTorch checkpoints): `write` is
 /// called with a path in memory (a memfd's /proc/self/fd/N) and writes the whole file there; where
 /// /proc is missing, or the library wrote nothing there (a writer that writes a file of its own and
-/// renames it, as Kineto in PyTorch 2.x does), it is called again with temporary_path(path). The
+/// renames it), it is called again with temporary_path(path). The
 /// bytes then go to temporary_path(path), which is fsynced and renamed to `path`, as
 /// write_file_atomic does. A full
 /// disk is thus Error(kIo) with no temporary left, never a failure inside the library's writer.
 /// When `write` throws, the exception propagates. Holds the file's size in memory meanwhile.
 void write_file_through_temporary(const std::string& path, const std::function<void(const std::string&)>& write);
+
+/// For a library writer that may be called only once (Kineto's trace save: a second call throws
+/// "Trace is already saved", and in PyTorch 2.11 it cannot open a /proc/self/fd path): `write` is
+/// called once, with temporary_path(path) on the disk; that file is fsynced and renamed to `path`.
+/// Errors: Error(kIo) when nothing was written, or fsync/rename fail (the temporary is removed);
+/// `write`'s own exception propagates after the temporary is removed.
+void write_file_through_disk_temporary(const std::string& path, const std::function<void(const std::string&)>& write);
 
 /// Removes the NAME.tmp.<pid> leftovers of write_file_atomic calls that a killed process did not
 /// finish, in `dir` (not recursive; a missing folder is no error). Call only while holding the

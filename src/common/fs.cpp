@@ -108,12 +108,16 @@ void write_file_through_temporary(const std::string& path, const std::function<v
       copy_to_file_atomic(mem, tmp, path);
       return;
     }
-    // Nothing arrived: the library writes a file of its own beside the path and renames it
-    // (Kineto in PyTorch 2.x writes NAME.tmp and renames it, and no such file can exist under
-    // /proc/self/fd). It writes again below, to the temporary name on the disk.
+    // Nothing arrived: the library writes a file of its own beside the path and renames it.
+    // It writes again below, to the temporary name on the disk.
   } else if (mem >= 0) {
     ::close(mem);  // no /proc: the library writes the temporary file itself
   }
+  write_file_through_disk_temporary(path, write);
+}
+
+void write_file_through_disk_temporary(const std::string& path, const std::function<void(const std::string&)>& write) {
+  const std::string tmp = temporary_path(path);
   try {
     write(tmp);
   } catch (...) {

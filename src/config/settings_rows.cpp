@@ -101,8 +101,9 @@ void add_language_model(std::vector<Setting>& t) {
   t.push_back({.key = "train.lm_loss", .flag = "--lm-loss", .noun = "language-model loss",
                .help = "built-in language models' training loss: fused (the output projection and cross-entropy in "
                        "chunks of rows, gradients in the same pass, no [tokens x vocabulary] logits; Liger Kernel, "
-                       "llm.c) or full (logits, then cross-entropy); evaluation always computes the full logits",
-               .range = {.choices = {"fused", "full"}}, .field = TS_FIELD(train.lm_loss), .applies = when_lm_data,
+                       "llm.c) or full (logits, then cross-entropy); auto = full on CUDA (faster there), fused on "
+                       "the CPU; evaluation always computes the full logits",
+               .range = {.choices = {"auto", "fused", "full"}}, .field = TS_FIELD(train.lm_loss), .applies = when_lm_data,
                .applies_text = "data.format = text or tokens"});
   t.push_back({.key = "train.target_loss", .flag = "--target-loss", .noun = "target validation loss",
                .help = "language models: end each run when its validation loss first reaches this; time, tokens and "

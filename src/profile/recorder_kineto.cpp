@@ -125,8 +125,9 @@ class KinetoRecorder final : public Recorder {
     for (size_t i = 0; i < results_.size(); ++i) {
       std::string p = results_.size() == 1 ? stem + ".pt.trace.json" : fmt::format("{}.{}.pt.trace.json", stem, i);
       try {
-        // LibTorch writes the file by path: to a temporary, renamed when complete (trainscope/fs.h).
-        write_file_through_temporary(p, [&](const std::string& tmp) { results_[i]->save(tmp); });
+        // Kineto writes the file by path, once: to a temporary on the disk, renamed when complete
+        // (trainscope/fs.h; the memfd route fails on PyTorch 2.11 and a second save throws).
+        write_file_through_disk_temporary(p, [&](const std::string& tmp) { results_[i]->save(tmp); });
         files.push_back(p);
       } catch (const std::exception& e) {
         if (warning) *warning = fmt::format("Kineto trace {} not written: {}", p, e.what());

@@ -437,7 +437,7 @@ Answer answer_rq5(const ReportInput& in, const Analysis& a, const Reasons& /*why
   return q5;
 }
 
-Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const Reasons& /*why*/) {
+Answer answer_simple_network(const ReportInput& in, const Analysis& a, const Reasons& /*why*/) {
   // ---- simple network: a model the GPU does not speed up
   std::set<std::string> models;
   for (const auto& d : a.device_comparisons) models.insert(d.model);
@@ -480,6 +480,8 @@ Answer answer_simple_network(const ReportInput& /*in*/, const Analysis& a, const
                                          "verdict on `{}` is about launch overhead, not the hardware.",
                                          m, detail, variant, base));
   }
+  // A language model's batch-1 decoding is the same question for inference (docs/generation.md).
+  for (auto& s : generation_simple_network_sentences(in)) sn.sentences.push_back(std::move(s));
   if (sn.sentences.empty())
     sn.sentences.push_back(a.device_comparisons.empty()
                                ? "Not answerable without both CPU and GPU runs of the same model."

@@ -108,10 +108,9 @@ std::string decode_verdict(const std::string& what, const DecodeRatios& d) {
                              : "`trainscope infer` without --graphs");
 }
 
-// CPU against GPU per GPU test, then the decoding verdicts per (model, dtype, GPU).
+// CPU against GPU per GPU test.
 std::vector<std::string> comparisons(const std::vector<GenTest>& tests) {
   std::vector<std::string> out;
-  std::map<std::string, DecodeRatios> decode;  // "`gpt2` (bfloat16) on cuda:0"
   for (const auto& g : tests) {
     if (!is_gpu(g.run->device)) continue;
     const GenTest* c = cpu_baseline(tests, g);
@@ -123,11 +122,22 @@ std::vector<std::string> comparisons(const std::vector<GenTest>& tests) {
       continue;
     }
     out.push_back(cpu_vs_gpu(g, *c));
-    if (g.prefill() || g.test->batch != 1 || g.test->n_depth != 0) continue;
+  }
+  return out;
+}
+
+// The batch-1 decoding verdicts per (model, dtype, GPU), eager and with CUDA graphs.
+std::vector<std::string> decode_verdicts(const std::vector<GenTest>& tests) {
+  std::map<std::string, DecodeRatios> decode;  // "`gpt2` (bfloat16) on cuda:0"
+  for (const auto& g : tests) {
+    if (!is_gpu(g.run->device) || g.prefill() || g.test->batch != 1 || g.test->n_depth != 0) continue;
+    const GenTest* c = cpu_baseline(tests, g);
+    if (!c) continue;
     auto& d = decode[fmt::format("`{}` ({}) on {}", g.model, g.dtype, g.run->device)];
     (g.kind == "eager" ? d.eager : d.graphs) = &g;
     (g.kind == "eager" ? d.eager_cpu : d.graphs_cpu) = c;
   }
+  std::vector<std::string> out;
   for (const auto& [what, d] : decode) out.push_back(decode_verdict(what, d));
   return out;
 }
@@ -178,6 +188,10 @@ std::vector<std::string> generation_rq5_sentences(const ReportInput& in) {
     for (auto& s : absences(in, tests)) out.push_back(std::move(s));
   for (auto& s : unmeasured(in, tests)) out.push_back(std::move(s));
   return out;
+}
+
+std::vector<std::string> generation_simple_network_sentences(const ReportInput& in) {
+  return decode_verdicts(generation_tests(in.inference));
 }
 
 }  // namespace trainscope::report_detail

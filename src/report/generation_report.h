@@ -34,11 +34,14 @@ std::vector<GenTest> generation_tests(const std::vector<InferenceDocument>& docs
 std::vector<GenServer> generation_servers(const std::vector<InferenceDocument>& docs);
 
 /// RQ5 for a language model (src/report/generation_answers.cpp): the figures per device, CPU
-/// against GPU for prefill (pp) and decoding (tg), and the "simple network" verdict for batch-1
-/// decoding eager and with CUDA graphs; a sentence saying what was not measured and how to
-/// measure it when a side is absent. Empty when the input holds neither generation results nor
-/// a language model's training runs.
+/// against GPU for prefill (pp) and decoding (tg); a sentence saying what was not measured and
+/// how to measure it when a side is absent. Empty when the input holds neither generation
+/// results nor a language model's training runs.
 std::vector<std::string> generation_rq5_sentences(const ReportInput& in);
+
+/// The "simple network" verdict for a language model's batch-1 decoding (at depth 0), eager and
+/// with CUDA graphs, per model, dtype and GPU that has a CPU figure beside it. Empty otherwise.
+std::vector<std::string> generation_simple_network_sentences(const ReportInput& in);
 
 /// The report's generation section (src/report/render_generation.cpp): the pp/tg tests in
 /// llama-bench's columns (with the device, the execution and J/token), the decode batch sweep

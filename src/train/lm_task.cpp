@@ -62,10 +62,18 @@ std::optional<double> run_forward_flops(Model& model, const std::string& name, c
   return count_forward_flops_on(model, torch::zeros({1, train.width}, torch::kLong));
 }
 
-bool fuses_lm_loss(Model& model, const TrainConfig& cfg) { return cfg.lm_loss == "fused" && is_builtin_gpt(model); }
+std::string resolved_lm_loss(const TrainConfig& cfg, const torch::Device& device) {
+  if (cfg.lm_loss != "auto") return cfg.lm_loss;
+  return device.is_cuda() ? "full" : "fused";
+}
 
-StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg) {
-  if (fuses_lm_loss(model, cfg))
+bool fuses_lm_loss(Model& model, const TrainConfig& cfg, const torch::Device& device) {
+  return resolved_lm_loss(cfg, device) == "fused" && is_builtin_gpt(model);
+}
+
+StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg,
+                              const torch::Device& device) {
+  if (fuses_lm_loss(model, cfg, device))
     return [&model](const torch::Tensor& x, const torch::Tensor& y) { return StepOutput{gpt_fused_loss(model, x, y), {}}; };
   return [&model, format](const torch::Tensor& x, const torch::Tensor& y) {
     return loss_of_logits(variant_forward(model, x, format), y);
@@ -100,7 +108,7 @@ void describe_task(RunRecord& r, const std::string& model, const DatasetPair& da
     // requires_grad: SDPA picks its backend for training tensors (some backends do not run backward)
     auto q = torch::empty({1, s.heads, tr.width, s.d_model / s.heads}, opts.requires_grad(true));
     lm.attention = attention_backend(q, q, q);
-    lm.loss = cfg.lm_loss;
+    lm.loss = resolved_lm_loss(cfg, device);
   } else {
     lm.attention = "the TorchScript module's own";
     lm.loss = "full";

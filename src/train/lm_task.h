@@ -43,10 +43,17 @@ std::optional<double> run_forward_flops(Model& model, const std::string& name, c
 /// for the eager and the captured step: for a built-in GPT with train.lm_loss = fused, the loss
 /// without logits (gpt_fused_loss, workload/gpt.h; StepOutput::logits undefined); for every other
 /// model, or lm_loss = full, variant_forward's float32 logits (train/variant_exec.h) and task_loss.
-StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg);
+StepForward make_step_forward(Model& model, at::MemoryFormat format, const TrainConfig& cfg,
+                              const torch::Device& device);
 
-/// Whether make_step_forward fuses the loss of `model` under `cfg`.
-bool fuses_lm_loss(Model& model, const TrainConfig& cfg);
+/// train.lm_loss for a run on `device`: "fused" or "full" as set; "auto" (the default) is "full" on
+/// CUDA and "fused" elsewhere. Measured (bench/RESULTS.md, twenty-first session): gpt2 B16 x T1024
+/// on an H200, the fused loss gives 0.97x the tokens/s at 0.46x the peak memory; on a 2-core CPU it
+/// is 1.27-1.36x faster (twentieth session).
+std::string resolved_lm_loss(const TrainConfig& cfg, const torch::Device& device);
+
+/// Whether make_step_forward fuses the loss of `model` under `cfg` on `device`.
+bool fuses_lm_loss(Model& model, const TrainConfig& cfg, const torch::Device& device);
 
 /// Predictions per sample: the window's T tokens for a language model, 1 for an image.
 inline int64_t predictions_per_sample(const Dataset& train) { return train.is_tokens() ? train.width : 1; }
@@ -58,7 +65,7 @@ int64_t eval_batch_for(const Dataset& train, const TrainConfig& cfg, int64_t bat
 /// Fills r.task, r.throughput_unit and, for a token set, the language_model section's settings
 /// (sequence length, vocabularies, tokenizer, the built-in's shape and training FLOPs per token,
 /// the attention implementation that runs on `device` at the variant's precision, and the
-/// training loss's: "fused" where a built-in model fuses it under cfg.lm_loss, else "full").
+/// training loss's: "fused" where a built-in model fuses it under cfg.lm_loss on `device`, else "full").
 void describe_task(RunRecord& r, const std::string& model, const DatasetPair& data, const TrainConfig& cfg,
                    const torch::Device& device, bool bf16);
 

@@ -213,7 +213,7 @@ void TrainLoop::set_up() {
 void TrainLoop::set_up_variant() {
   format_ = variant_memory_format(variant_);
   if (variant_.channels_last) convert_model_memory_format(*model_, format_);
-  forward_ = make_step_forward(*model_, format_, cfg_);
+  forward_ = make_step_forward(*model_, format_, cfg_, dev_);
   want_graph_ = variant_.graphs && (cuda_ || cfg_.force_graph_capture);
   set_up_recipe();
   capture_at_ = std::max<int64_t>(cfg_.warmup_steps - 1, 0);

@@ -38,8 +38,12 @@ class AotiModel final : public Model {
                                                  path, e.what(), path));
     }
   }
+  // A package runs on the device it was compiled for: an input elsewhere (infer's shape check
+  // runs one CPU sample before the model is placed) is copied there first. Measured inputs are
+  // already there, as to() refuses any other device.
   torch::Tensor forward(const torch::Tensor& x) override {
-    std::vector<at::Tensor> in{x.contiguous()};
+    const bool elsewhere = (device_ == "cuda" && !x.is_cuda()) || (device_ == "cpu" && !x.is_cpu());
+    std::vector<at::Tensor> in{(elsewhere ? x.to(device_ == "cuda" ? torch::Device("cuda:0") : torch::kCPU) : x).contiguous()};
     std::vector<at::Tensor> out = loader_->run(in);
     if (out.empty())
       throw_error(ErrorKind::kModel, fmt::format("AOTInductor package '{}' returned no output", name_));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
@@ -136,6 +137,33 @@ TEST(Fs, WriteThroughTemporaryKeepsTheOldFileWhenTheWriterFails) {
     EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
   EXPECT_EQ(read_text(p), "weights v1");
+}
+
+// A writer that may be called only once (Kineto's trace save) is called once, with the temporary
+// on the disk, never with a /proc path; its file replaces the old one; its failure keeps the old.
+TEST(Fs, WriteThroughDiskTemporaryCallsTheWriterOnceWithTheDiskTemporary) {
+  const std::string dir = ::testing::TempDir() + "through_disk_tmp";
+  trainscope::remove_tree(dir);
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/trace.json";
+  write_file_atomic(p, "old trace");
+  std::vector<std::string> names;
+  write_file_through_disk_temporary(p, [&](const std::string& name) {
+    names.push_back(name);
+    std::ofstream(name) << "new trace";
+  });
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0], temporary_path(p));
+  EXPECT_EQ(read_text(p), "new trace");
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(p)));
+  EXPECT_THROW(write_file_through_disk_temporary(p,
+                                                 [&](const std::string& tmp) {
+                                                   std::ofstream(tmp) << "half";
+                                                   throw std::runtime_error("Trace is already saved");
+                                                 }),
+               std::runtime_error);
+  EXPECT_EQ(read_text(p), "new trace");
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(p)));
 }
 
 // remove_tree: a directory with files, a subdirectory and a link to a folder outside it goes;

@@ -263,22 +263,29 @@ TEST(FusedLoss, GptLossUnderBfloat16AutocastEqualsTheLogitsPath) {
   EXPECT_LT(grad_distance(*a, *b), 5e-2);
 }
 
-// The trainer's step (lm_task.h make_step_forward): fused for a built-in GPT by default, with no
-// logits; full with train.lm_loss = full; the image models' step is always the full one.
+// The trainer's step (lm_task.h make_step_forward): by default fused for a built-in GPT on the CPU,
+// with no logits, and full on CUDA; full with train.lm_loss = full, fused on CUDA with fused; the
+// image models' step is always the full one.
 TEST(FusedLoss, TheTrainersStepFusesABuiltInGptUnlessAskedForTheFullLoss) {
   auto [a, b] = twins(64);
   auto x = torch::randint(0, 64, {2, 16}, torch::kLong), y = torch::randint(0, 64, {2, 16}, torch::kLong);
+  const torch::Device cpu("cpu"), cuda("cuda:0");
   TrainConfig cfg;
-  EXPECT_EQ(cfg.lm_loss, "fused");
-  const auto fused_step = make_step_forward(*a, at::MemoryFormat::Contiguous, cfg)(x, y);
+  EXPECT_EQ(cfg.lm_loss, "auto");
+  EXPECT_EQ(resolved_lm_loss(cfg, cpu), "fused");
+  EXPECT_EQ(resolved_lm_loss(cfg, cuda), "full");
+  EXPECT_FALSE(fuses_lm_loss(*a, cfg, cuda));
+  const auto fused_step = make_step_forward(*a, at::MemoryFormat::Contiguous, cfg, cpu)(x, y);
   EXPECT_FALSE(fused_step.logits.defined());
+  cfg.lm_loss = "fused";
+  EXPECT_TRUE(fuses_lm_loss(*a, cfg, cuda));
   cfg.lm_loss = "full";
-  EXPECT_FALSE(fuses_lm_loss(*b, cfg));
-  const auto full_step = make_step_forward(*b, at::MemoryFormat::Contiguous, cfg)(x, y);
+  EXPECT_FALSE(fuses_lm_loss(*b, cfg, cpu));
+  const auto full_step = make_step_forward(*b, at::MemoryFormat::Contiguous, cfg, cpu)(x, y);
   ASSERT_TRUE(full_step.logits.defined());
   EXPECT_EQ(full_step.logits.sizes(), (std::vector<int64_t>{2, 16, 64}));
   EXPECT_NEAR(fused_step.loss.item<double>(), full_step.loss.item<double>(), 1e-5);
   auto mlp = make_model("mlp", 1, 4, 4, 3);
-  EXPECT_FALSE(fuses_lm_loss(*mlp, TrainConfig{}));
+  EXPECT_FALSE(fuses_lm_loss(*mlp, TrainConfig{}, cpu));
   EXPECT_THROW(gpt_fused_loss(*mlp, x, y), Error);
 }
