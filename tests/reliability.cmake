@@ -1,6 +1,10 @@
 # Reliability tests (CONTRIBUTING.md#reliability-sanitizers-fuzzing-and-the-bad-input-table), torch-free so they run in the ASan+UBSan and TSan builds.
 # Paths relative to tests/.
-ts_add_test(test_bad_inputs SOURCES reliability/test_bad_inputs.cpp)
+# The bad-input table: test_bad_inputs.cpp runs it; its rows are written one section a file.
+ts_add_test(test_bad_inputs SOURCES reliability/test_bad_inputs.cpp reliability/bad_input_builders.cpp
+            reliability/bad_inputs_config.cpp reliability/bad_inputs_idx.cpp reliability/bad_inputs_cifar.cpp
+            reliability/bad_inputs_image_folder.cpp reliability/bad_inputs_files.cpp
+            reliability/bad_inputs_telemetry.cpp reliability/bad_inputs_fuzz_findings.cpp)
 
 # Every seed and every past fuzzer crash input (tests/fuzz/crashes/) is replayed through every
 # fuzz target in the normal and sanitizer builds, without libFuzzer: a finding, once fixed, stays

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainscope/error.h"
@@ -31,21 +32,41 @@ inline std::string what_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+/// The kind and message of the trainscope::Error that `f` throws, or {kInternal, "no error"} where
+/// it throws none.
+inline std::pair<ErrorKind, std::string> error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  return {ErrorKind::kInternal, "no error"};
+}
+
+/// The kind of the trainscope::Error that `f` throws, or kInternal where it throws none.
+inline ErrorKind kind_of(const std::function<void()>& f) { return error_of(f).first; }
+
 #ifdef TS_BINARY_DIR
+/// In a forked child: becomes the built `trainscope` binary run with `args`, its stdout on the
+/// file descriptor `out_fd` and its stderr on `err_fd`; exits 127 where the binary cannot start.
+[[noreturn]] inline void exec_trainscope(const std::vector<std::string>& args, int out_fd, int err_fd) {
+  const std::string bin = std::string(TS_BINARY_DIR) + "/trainscope";
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(bin.c_str(), argv.data());
+  _exit(127);
+}
+
 /// Runs the built `trainscope` binary with `args`, its stdout and stderr into the file `log`;
 /// returns its exit status (-1 when it did not exit normally).
 inline int run_trainscope(const std::vector<std::string>& args, const std::string& log) {
-  const std::string bin = std::string(TS_BINARY_DIR) + "/trainscope";
   pid_t pid = fork();
   if (pid == 0) {
     FILE* f = fopen(log.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
+    exec_trainscope(args, fileno(f), fileno(f));
   }
   int st = 0;
   waitpid(pid, &st, 0);

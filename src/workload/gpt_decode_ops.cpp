@@ -27,6 +27,37 @@ gpt_detail::Gpt gpt_for_decoding(Model& model, torch::ScalarType dtype) {
   return m;
 }
 
+ModelShape model_shape(gpt_detail::Gpt& m) {
+  ModelShape s;
+  auto w = m->wte->weight;
+  s.vocab = w.size(0);
+  s.d_model = w.size(1);
+  s.dtype = w.scalar_type();
+  s.layers = static_cast<int64_t>(m->blocks->size());
+  s.heads = s.layers > 0 ? m->block(0)->heads_ : 1;
+  return s;
+}
+
+void check_cache_size(int64_t rows, int64_t max_len, int64_t context, const char* unit, const char* rows_are) {
+  if (rows < 1 || max_len < 1 || max_len > context)
+    throw_error(ErrorKind::kModel,
+                fmt::format("decoding {} {}(s) of up to {} tokens: {} must be at least 1 and the length between 1 "
+                            "and the model's context of {} tokens; shorten the prompt or the output",
+                            rows, unit, max_len, rows_are, context));
+}
+
+std::vector<torch::Tensor> kv_cache(const ModelShape& shape, int64_t rows, int64_t len, torch::Device device) {
+  const int64_t hd = shape.d_model / shape.heads;
+  auto opt = torch::TensorOptions().dtype(shape.dtype).device(device);
+  std::vector<torch::Tensor> kv;
+  for (int64_t l = 0; l < shape.layers; ++l) kv.push_back(torch::zeros({2, rows, shape.heads, len, hd}, opt));
+  return kv;
+}
+
+torch::Tensor last_logits(gpt_detail::Gpt& m, const torch::Tensor& x) {
+  return m->head(x.select(1, x.size(1) - 1)).to(torch::kFloat);
+}
+
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const std::optional<torch::Tensor>& mask) {
 #if TRAINSCOPE_HAVE_SDPA

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <vector>
 
 #include "workload/gpt_module.h"
 
@@ -24,6 +25,28 @@ namespace trainscope::gpt_decode {
 /// `dtype`. Throws Error(kModel) for a model that is not a built-in GPT (a TorchScript language
 /// model decodes by recomputation) or a dtype other than kFloat, kBFloat16, kHalf.
 gpt_detail::Gpt gpt_for_decoding(Model& model, torch::ScalarType dtype);
+
+/// The shapes a cached decoder reads from its model's weights: the vocabulary and the width C (the
+/// token embedding's [vocab, C]), the weights' dtype, the number of blocks and their heads H (1 for
+/// a model without blocks).
+struct ModelShape {
+  int64_t vocab = 0, d_model = 0, layers = 0, heads = 1;
+  torch::ScalarType dtype = torch::kFloat;
+};
+ModelShape model_shape(gpt_detail::Gpt& m);
+
+/// Throws Error(kModel) unless rows >= 1 and 1 <= max_len <= context: the cache a decoder's reset
+/// asks for (rows of up to max_len tokens each). `unit` and `rows_are` name the rows in the
+/// message: "row" and "the batch" (the whole-sequence decoder), "slot" and "the slots".
+void check_cache_size(int64_t rows, int64_t max_len, int64_t context, const char* unit, const char* rows_are);
+
+/// The key/value cache of every block: one tensor [2 (keys, values), rows, H, len, C / H] each, in
+/// the model's dtype on `device`, zero-filled (positions not yet written are masked out and must
+/// hold finite values: a masked NaN would still poison the weighted sum).
+std::vector<torch::Tensor> kv_cache(const ModelShape& shape, int64_t rows, int64_t len, torch::Device device);
+
+/// Logits [B, vocab] (float32) of the last position of x [B, T, C].
+torch::Tensor last_logits(gpt_detail::Gpt& m, const torch::Tensor& x);
 
 /// softmax(q k^T / sqrt(hd) + mask) v with `mask` (bool, true = attend; broadcast to
 /// [B, H, T, S]) or none: SDPA where LibTorch has it, its definition otherwise.
@@ -62,6 +85,17 @@ torch::Tensor block_step(gpt_detail::BlockImpl& b, torch::Tensor x, Attend&& att
   auto y = attend(q, kv).transpose(1, 2).reshape({B, T, C});
   x = x + gpt_detail::BlockImpl::linear(b.attn_proj, y);
   return x + gpt_detail::BlockImpl::linear(b.mlp_proj, fc_gelu(b.c_fc, b.ln_2(x)));
+}
+
+/// Every block of `m` in turn on the new tokens x [B, T, C] (block_step), block l's attention
+/// given by attend(l, q, kv) (block_step's q and kv); returns x after the last block.
+template <class Attend>
+torch::Tensor blocks_step(gpt_detail::Gpt& m, torch::Tensor x, Attend&& attend) {
+  const auto layers = static_cast<int64_t>(m->blocks->size());
+  for (int64_t l = 0; l < layers; ++l)
+    x = block_step(*m->block(static_cast<size_t>(l)), x,
+                   [&](const torch::Tensor& q, const torch::Tensor& kv) { return attend(l, q, kv); });
+  return x;
 }
 
 }  // namespace trainscope::gpt_decode

@@ -1,9 +1,8 @@
 // The built-in GPT's cached decoder (workload/decoder.h, make_gpt_decoder in workload/gpt.h).
 //
 // Cache: per layer, keys and values as one tensor [2, capacity_batch, heads, capacity_len,
-// head_dim] in the model's dtype, zero-filled when allocated (positions not yet written are masked out and must
-// hold finite values: a masked NaN would still poison the weighted sum). A reset() for rows and
-// lengths within the capacity reuses it (rows 0..B-1 of it).
+// head_dim] in the model's dtype, zero-filled when allocated (gpt_decode_ops.h's kv_cache). A
+// reset() for rows and lengths within the capacity reuses it (rows 0..B-1 of it).
 //
 // Three attention cases for append() of T tokens after `len` cached ones:
 //   len = 0      causal attention over the T tokens themselves (as training), for T > 1;
@@ -32,26 +31,16 @@ namespace {
 using gpt_detail::Gpt;
 
 using gpt_decode::attention;
-using gpt_decode::block_step;
+using gpt_decode::blocks_step;
 using gpt_decode::decode_attention;
+using gpt_decode::last_logits;
 
 class GptDecoder final : public CapturableDecoder {
  public:
-  GptDecoder(Gpt m, torch::Device device) : m_(std::move(m)), device_(device) {
-    auto w = m_->wte->weight;
-    vocab_ = w.size(0);
-    d_model_ = w.size(1);
-    dtype_ = w.scalar_type();
-    layers_ = static_cast<int64_t>(m_->blocks->size());
-    heads_ = layers_ > 0 ? m_->block(0)->heads_ : 1;
-  }
+  GptDecoder(Gpt m, torch::Device device) : m_(std::move(m)), shape_(gpt_decode::model_shape(m_)), device_(device) {}
 
   void reset(int64_t batch, int64_t max_len) override {
-    if (batch < 1 || max_len < 1 || max_len > context())
-      throw_error(ErrorKind::kModel,
-                  fmt::format("decoding {} row(s) of up to {} tokens: the batch must be at least 1 and the length "
-                              "between 1 and the model's context of {} tokens; shorten the prompt or the output",
-                              batch, max_len, context()));
+    gpt_decode::check_cache_size(batch, max_len, context(), "row", "the batch");
     if (batch > cap_batch_ || max_len > cap_len_) allocate(std::max(batch, cap_batch_), std::max(max_len, cap_len_));
     batch_ = batch;
     max_len_ = max_len;
@@ -67,45 +56,41 @@ class GptDecoder final : public CapturableDecoder {
                                                  T, len_, max_len_));
     torch::NoGradGuard ng;
     auto pos = torch::arange(len_, len_ + T, torch::TensorOptions().dtype(torch::kLong).device(device_));
-    auto x = m_->wte(tokens) + m_->wpe(pos);
-    for (int64_t l = 0; l < layers_; ++l)
-      x = block_step(*m_->block(static_cast<size_t>(l)), x, [&](const torch::Tensor& q, const torch::Tensor& kv) {
-        return cached_attention(l, q, kv);
-      });
+    auto x = blocks_step(
+        m_, m_->wte(tokens) + m_->wpe(pos),
+        [&](int64_t l, const torch::Tensor& q, const torch::Tensor& kv) { return cached_attention(l, q, kv); });
     len_ += T;
-    return logits(x);
+    return last_logits(m_, x);
   }
 
   torch::Tensor step_static(const torch::Tensor& tokens, const torch::Tensor& position) override {
     check_tokens(tokens);
     torch::NoGradGuard ng;
-    auto x = m_->wte(tokens) + m_->wpe(position).view({1, 1, d_model_});
-    auto bias = torch::zeros({1, 1, cap_len_}, torch::TensorOptions().dtype(dtype_).device(device_))
-                    .masked_fill_(positions_.gt(position).view({1, 1, cap_len_}), -std::numeric_limits<float>::infinity());
-    for (int64_t l = 0; l < layers_; ++l)
-      x = block_step(*m_->block(static_cast<size_t>(l)), x, [&](const torch::Tensor& q, const torch::Tensor& kv) {
-        auto cache = kv_[l].narrow(1, 0, batch_);
-        cache.index_copy_(3, position, kv);  // keys and values in one kernel
-        return decode_attention(q, cache[0], cache[1], &bias);
-      });
+    auto x = m_->wte(tokens) + m_->wpe(position).view({1, 1, shape_.d_model});
+    auto bias =
+        torch::zeros({1, 1, cap_len_}, torch::TensorOptions().dtype(shape_.dtype).device(device_))
+            .masked_fill_(positions_.gt(position).view({1, 1, cap_len_}), -std::numeric_limits<float>::infinity());
+    x = blocks_step(m_, x, [&](int64_t l, const torch::Tensor& q, const torch::Tensor& kv) {
+      auto cache = kv_[l].narrow(1, 0, batch_);
+      cache.index_copy_(3, position, kv);  // keys and values in one kernel
+      return decode_attention(q, cache[0], cache[1], &bias);
+    });
     position.add_(1);
-    return logits(x);
+    return last_logits(m_, x);
   }
 
   void advanced(int64_t steps) override { len_ += steps; }
   int64_t cache_generation() const override { return generation_; }
   int64_t length() const override { return len_; }
   int64_t context() const override { return m_->context_; }
-  int64_t vocab() const override { return vocab_; }
+  int64_t vocab() const override { return shape_.vocab; }
   torch::Device device() const override { return device_; }
   std::string execution() const override { return "eager"; }
 
  private:
   void allocate(int64_t batch, int64_t len) {
     kv_.clear();  // the old cache goes back before the new one is made
-    const int64_t hd = d_model_ / heads_;
-    auto opt = torch::TensorOptions().dtype(dtype_).device(device_);
-    for (int64_t l = 0; l < layers_; ++l) kv_.push_back(torch::zeros({2, batch, heads_, len, hd}, opt));
+    kv_ = gpt_decode::kv_cache(shape_, batch, len, device_);
     positions_ = torch::arange(len, torch::TensorOptions().dtype(torch::kLong).device(device_));
     cap_batch_ = batch;
     cap_len_ = len;
@@ -136,13 +121,9 @@ class GptDecoder final : public CapturableDecoder {
     return attention(q, K, V, cols.view({1, S}).le(rows.view({T, 1})));
   }
 
-  // Logits [B, vocab] (float32) of the last position of x [B, T, d].
-  torch::Tensor logits(const torch::Tensor& x) { return m_->head(x.select(1, x.size(1) - 1)).to(torch::kFloat); }
-
   Gpt m_;
+  gpt_decode::ModelShape shape_;
   torch::Device device_;
-  torch::ScalarType dtype_ = torch::kFloat;
-  int64_t vocab_ = 0, d_model_ = 0, layers_ = 0, heads_ = 1;
   std::vector<torch::Tensor> kv_;  // per layer [2 (keys, values), cap_batch_, heads, cap_len_, head_dim]
   torch::Tensor positions_;  // 0 .. cap_len_ - 1 on the device (step_static's mask)
   int64_t cap_batch_ = 0, cap_len_ = 0, batch_ = 0, max_len_ = 0, len_ = 0, generation_ = 0;

@@ -1,9 +1,9 @@
 // The built-in GPT's slot decoder (workload/decoder.h's SlotDecoder; continuous batching).
 //
 // Cache: per layer, keys and values as one tensor [2, capacity_slots, heads, capacity_len,
-// head_dim] in the model's dtype, zero-filled when allocated, as gpt_decoder.cpp's. Each slot
-// keeps its own length on the host. Positions of a slot beyond its length hold zeros or an
-// earlier request's finite keys and values; they are masked out.
+// head_dim] in the model's dtype, zero-filled when allocated (gpt_decode_ops.h's kv_cache), as
+// gpt_decoder.cpp's. Each slot keeps its own length on the host. Positions of a slot beyond its
+// length hold zeros or an earlier request's finite keys and values; they are masked out.
 //
 // prefill(slot, [1, P]): causal attention over the P prompt tokens themselves (as training and
 // as gpt_decoder.cpp's first append), their keys and values written to positions 0..P-1 of the
@@ -35,21 +35,11 @@ using torch::indexing::TensorIndex;
 
 class GptSlotDecoder final : public SlotDecoder {
  public:
-  GptSlotDecoder(Gpt m, torch::Device device) : m_(std::move(m)), device_(device) {
-    auto w = m_->wte->weight;
-    vocab_ = w.size(0);
-    d_model_ = w.size(1);
-    dtype_ = w.scalar_type();
-    layers_ = static_cast<int64_t>(m_->blocks->size());
-    heads_ = layers_ > 0 ? m_->block(0)->heads_ : 1;
-  }
+  GptSlotDecoder(Gpt m, torch::Device device)
+      : m_(std::move(m)), shape_(gpt_decode::model_shape(m_)), device_(device) {}
 
   void reset_slots(int64_t slots, int64_t max_len) override {
-    if (slots < 1 || max_len < 1 || max_len > context())
-      throw_error(ErrorKind::kModel,
-                  fmt::format("decoding {} slot(s) of up to {} tokens: the slots must be at least 1 and the length "
-                              "between 1 and the model's context of {} tokens; shorten the prompt or the output",
-                              slots, max_len, context()));
+    gpt_decode::check_cache_size(slots, max_len, context(), "slot", "the slots");
     if (slots > cap_slots_ || max_len > cap_len_) allocate(std::max(slots, cap_slots_), std::max(max_len, cap_len_));
     len_.assign(static_cast<size_t>(slots), 0);
     max_len_ = max_len;
@@ -64,15 +54,13 @@ class GptSlotDecoder final : public SlotDecoder {
                                                  "room for; reset with a larger max_len",
                                                  P, max_len_));
     torch::NoGradGuard ng;
-    auto x = m_->wte(tokens) + m_->wpe(torch::arange(P, long_on_device()));
-    for (int64_t l = 0; l < layers_; ++l)
-      x = gpt_decode::block_step(*m_->block(static_cast<size_t>(l)), x,
-                                 [&](const torch::Tensor& q, const torch::Tensor& kv) {
-                                   kv_[l].narrow(1, slot, 1).narrow(3, 0, P).copy_(kv);
-                                   return causal_attention(q, kv[0], kv[1]);
-                                 });
+    auto x = gpt_decode::blocks_step(m_, m_->wte(tokens) + m_->wpe(torch::arange(P, long_on_device())),
+                                     [&](int64_t l, const torch::Tensor& q, const torch::Tensor& kv) {
+                                       kv_[l].narrow(1, slot, 1).narrow(3, 0, P).copy_(kv);
+                                       return causal_attention(q, kv[0], kv[1]);
+                                     });
     len_[static_cast<size_t>(slot)] = P;
-    return logits(x);
+    return gpt_decode::last_logits(m_, x);
   }
 
   torch::Tensor step(const std::vector<int64_t>& slots, const torch::Tensor& tokens) override {
@@ -87,19 +75,17 @@ class GptSlotDecoder final : public SlotDecoder {
     auto idx = torch::tensor(slots, torch::kLong).to(device_);
     const std::array<TensorIndex, 2> at_rows{TensorIndex(idx), TensorIndex(pos)};  // (slot, position) of each row
     const bool leading = contiguous_from_zero(slots);
-    auto x = m_->wte(tokens) + m_->wpe(pos).view({n, 1, d_model_});
+    auto x = m_->wte(tokens) + m_->wpe(pos).view({n, 1, shape_.d_model});
     auto bias = row_bias(pos, n, S);
-    for (int64_t l = 0; l < layers_; ++l)
-      x = gpt_decode::block_step(*m_->block(static_cast<size_t>(l)), x,
-                                 [&](const torch::Tensor& q, const torch::Tensor& kv) {
-                                   // [cap, L, 2, H, hd] view: (slot, position) index adjacent dims
-                                   kv_[l].permute({1, 3, 0, 2, 4}).index_put_(at_rows, kv.squeeze(3).transpose(0, 1));
-                                   auto c = kv_[l].narrow(3, 0, S);
-                                   c = leading ? c.narrow(1, 0, n) : c.index_select(1, idx);
-                                   return gpt_decode::decode_attention(q, c[0], c[1], &bias);
-                                 });
+    x = gpt_decode::blocks_step(m_, x, [&](int64_t l, const torch::Tensor& q, const torch::Tensor& kv) {
+      // [cap, L, 2, H, hd] view: (slot, position) index adjacent dims
+      kv_[l].permute({1, 3, 0, 2, 4}).index_put_(at_rows, kv.squeeze(3).transpose(0, 1));
+      auto c = kv_[l].narrow(3, 0, S);
+      c = leading ? c.narrow(1, 0, n) : c.index_select(1, idx);
+      return gpt_decode::decode_attention(q, c[0], c[1], &bias);
+    });
     for (int64_t s : slots) ++len_[static_cast<size_t>(s)];
-    return logits(x);
+    return gpt_decode::last_logits(m_, x);
   }
 
   int64_t slot_length(int64_t slot) const override {
@@ -108,16 +94,14 @@ class GptSlotDecoder final : public SlotDecoder {
   }
   int64_t slots() const override { return static_cast<int64_t>(len_.size()); }
   int64_t context() const override { return m_->context_; }
-  int64_t vocab() const override { return vocab_; }
+  int64_t vocab() const override { return shape_.vocab; }
   torch::Device device() const override { return device_; }
   std::string execution() const override { return "eager"; }
 
  private:
   void allocate(int64_t slots, int64_t len) {
     kv_.clear();  // the old cache goes back before the new one is made
-    const int64_t hd = d_model_ / heads_;
-    auto opt = torch::TensorOptions().dtype(dtype_).device(device_);
-    for (int64_t l = 0; l < layers_; ++l) kv_.push_back(torch::zeros({2, slots, heads_, len, hd}, opt));
+    kv_ = gpt_decode::kv_cache(shape_, slots, len, device_);
     cap_slots_ = slots;
     cap_len_ = len;
   }
@@ -133,9 +117,9 @@ class GptSlotDecoder final : public SlotDecoder {
   // Additive bias [n x heads, 1, S]: row i (every head) 0 at positions <= pos[i], -inf after.
   torch::Tensor row_bias(const torch::Tensor& pos, int64_t n, int64_t S) const {
     auto later = torch::arange(S, long_on_device()).view({1, S}).gt(pos.view({n, 1}));  // [n, S]
-    auto bias = torch::zeros({n, S}, torch::TensorOptions().dtype(dtype_).device(device_))
+    auto bias = torch::zeros({n, S}, torch::TensorOptions().dtype(shape_.dtype).device(device_))
                     .masked_fill_(later, -std::numeric_limits<float>::infinity());
-    return bias.view({n, 1, 1, S}).expand({n, heads_, 1, S}).reshape({n * heads_, 1, S});
+    return bias.view({n, 1, 1, S}).expand({n, shape_.heads, 1, S}).reshape({n * shape_.heads, 1, S});
   }
 
   void check_slot(int64_t slot) const {
@@ -172,13 +156,9 @@ class GptSlotDecoder final : public SlotDecoder {
                               std::string(c10::toString(tokens.scalar_type()))));
   }
 
-  // Logits [B, vocab] (float32) of the last position of x [B, T, d].
-  torch::Tensor logits(const torch::Tensor& x) { return m_->head(x.select(1, x.size(1) - 1)).to(torch::kFloat); }
-
   Gpt m_;
+  gpt_decode::ModelShape shape_;
   torch::Device device_;
-  torch::ScalarType dtype_ = torch::kFloat;
-  int64_t vocab_ = 0, d_model_ = 0, layers_ = 0, heads_ = 1;
   std::vector<torch::Tensor> kv_;  // per layer [2 (keys, values), cap_slots_, heads, cap_len_, head_dim]
   std::vector<int64_t> len_;       // tokens held per slot
   int64_t cap_slots_ = 0, cap_len_ = 0, max_len_ = 0;

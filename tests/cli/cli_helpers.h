@@ -16,11 +16,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_helpers.h"
 #include "trainscope/fs.h"
 
 namespace cli_test {
-
-inline const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
 
 struct Proc {
   pid_t pid = -1;
@@ -33,14 +32,7 @@ inline Proc spawn(std::vector<std::string> args, const std::string& out_path) {
   p.pid = fork();
   if (p.pid == 0) {
     FILE* f = fopen(out_path.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(kBin.c_str()));
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(kBin.c_str(), argv.data());
-    _exit(127);
+    trainscope::test::exec_trainscope(args, fileno(f), fileno(f));
   }
   return p;
 }

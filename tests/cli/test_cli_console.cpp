@@ -57,14 +57,7 @@ int run_with_stdout(std::vector<std::string> args, int stdout_fd, std::string* e
   pid_t pid = fork();
   if (pid == 0) {
     FILE* f = fopen(err_path.c_str(), "w");
-    dup2(stdout_fd, 1);
-    dup2(fileno(f), 2);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(kBin.c_str()));
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(kBin.c_str(), argv.data());
-    _exit(127);
+    trainscope::test::exec_trainscope(args, stdout_fd, fileno(f));
   }
   close(stdout_fd);
   const int rc = wait_status(pid);

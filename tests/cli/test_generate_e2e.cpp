@@ -4,49 +4,30 @@
 // are clear errors.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "test_helpers.h"
-#include "trainscope/fs.h"
+#include "cli/lm_checkpoint.h"
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string root() { return ::testing::TempDir() + "gen_e2e_" + std::to_string(getpid()); }
+std::string root() { return lm_checkpoint::process_root("gen_e2e"); }
 
 int run_binary(const std::vector<std::string>& args, std::string* out) {
-  static int n = 0;
-  const std::string log = root() + "_" + std::to_string(n++) + ".log";
-  const int rc = trainscope::test::run_trainscope(args, log);
-  *out = trainscope::test::read_text(log);
-  return rc;
+  return lm_checkpoint::run_binary(root(), args, out);
 }
 
 // Trains once per test process: a GPT of one block, width 32, windows of 32 tokens (context 256), for two steps.
 const std::string& run_dir() {
-  static std::string dir = [] {
-    trainscope::remove_tree(root());
-    fs::create_directories(root() + "/corpus");
+  static std::string dir = lm_checkpoint::train_tiny_gpt(root(), [](const std::string& corpus) {
     for (int f = 0; f < 2; ++f) {
-      std::ofstream o(root() + "/corpus/part" + std::to_string(f) + ".txt");
+      std::ofstream o(corpus + "/part" + std::to_string(f) + ".txt");
       for (int i = 0; i < 100; ++i) o << "the quick brown fox jumps over the lazy dog " << (i % 7) << ".\n";
     }
-    std::string out;
-    const int rc = run_binary({"run", "--devices", "cpu", "-m", "gpt-mini", "--data-format", "text", "--data",
-                               root() + "/corpus", "--max-steps", "2", "--lm-layers", "1", "--lm-width", "32",
-                               "--lm-heads", "2", "--seq-len", "32", "-b", "4", "--warmup-steps", "0", "--min-time", "0",
-                               "--eval-windows", "2", "--no-inference", "--threads", "1", "--no-progress", "--out",
-                               root() + "/runs", "--name", "lm"},
-                              &out);
-    EXPECT_EQ(rc, 0) << out;
-    return root() + "/runs/lm";
-  }();
+  });
   return dir;
 }
 

@@ -4,27 +4,21 @@
 // p99, its exit status on a regression) and `history` (the rows infer recorded).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 
+#include "cli/lm_checkpoint.h"
 #include "test_helpers.h"
 #include "trainscope/fs.h"
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string root() { return ::testing::TempDir() + "gen_outputs_" + std::to_string(getpid()); }
+std::string root() { return lm_checkpoint::process_root("gen_outputs"); }
 
 int run_binary(const std::vector<std::string>& args, std::string* out) {
-  static int n = 0;
-  const std::string log = root() + "_" + std::to_string(n++) + ".log";
-  const int rc = trainscope::test::run_trainscope(args, log);
-  *out = trainscope::test::read_text(log);
-  return rc;
+  return lm_checkpoint::run_binary(root(), args, out);
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -33,25 +27,17 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 // pp8 and tg4 twice each and a server rate of 50 requests/s, recorded in the run's history.
 const std::string& run_dir() {
   static std::string dir = [] {
-    trainscope::remove_tree(root());
-    fs::create_directories(root() + "/corpus");
-    std::ofstream o(root() + "/corpus/part.txt");
-    for (int i = 0; i < 200; ++i) o << "the quick brown fox jumps over the lazy dog " << (i % 7) << ".\n";
-    o.close();
+    const std::string run = lm_checkpoint::train_tiny_gpt(root(), [](const std::string& corpus) {
+      std::ofstream o(corpus + "/part.txt");
+      for (int i = 0; i < 200; ++i) o << "the quick brown fox jumps over the lazy dog " << (i % 7) << ".\n";
+    });
     std::string out;
-    int rc = run_binary({"run", "--devices", "cpu", "-m", "gpt-mini", "--data-format", "text", "--data",
-                         root() + "/corpus", "--max-steps", "2", "--lm-layers", "1", "--lm-width", "32", "--lm-heads",
-                         "2", "--seq-len", "32", "-b", "4", "--warmup-steps", "0", "--min-time", "0", "--eval-windows",
-                         "2", "--no-inference", "--threads", "1", "--no-progress", "--out", root() + "/runs", "--name",
-                         "lm"},
-                        &out);
+    const int rc = run_binary({"infer", "--run", run, "--devices", "cpu", "--threads", "1", "--no-telemetry", "--pp",
+                               "8", "--tg", "4", "--repetitions", "2", "--gen-batches", "none", "--server-rates", "50",
+                               "--prompt-len", "4", "--output-len", "3"},
+                              &out);
     EXPECT_EQ(rc, 0) << out;
-    rc = run_binary({"infer", "--run", root() + "/runs/lm", "--devices", "cpu", "--threads", "1", "--no-telemetry",
-                     "--pp", "8", "--tg", "4", "--repetitions", "2", "--gen-batches", "none", "--server-rates", "50",
-                     "--prompt-len", "4", "--output-len", "3"},
-                    &out);
-    EXPECT_EQ(rc, 0) << out;
-    return root() + "/runs/lm";
+    return run;
   }();
   return dir;
 }

@@ -12,19 +12,12 @@
 using namespace trainscope;
 
 namespace {
+using trainscope::test::kind_of;
+
 std::string write_tmp(const std::string& name, const std::string& content) {
   std::string p = ::testing::TempDir() + name;
   std::ofstream(p) << content;
   return p;
-}
-
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return ErrorKind::kInternal;
 }
 }  // namespace
 

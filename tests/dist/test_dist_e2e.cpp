@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist/compat_c10d.h"
+#include "test_helpers.h"
 #include "trainscope/cpu_budget.h"
 #include "trainscope/provenance.h"
 
@@ -41,8 +42,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kBin = std::string(TS_BINARY_DIR) + "/trainscope";
-
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
   return std::string((std::istreambuf_iterator<char>(f)), {});
@@ -54,14 +53,8 @@ pid_t start(const std::vector<std::string>& args, const std::map<std::string, st
   pid_t pid = fork();
   if (pid == 0) {
     FILE* f = fopen(log.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(kBin.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(kBin.c_str(), argv.data());
-    _exit(127);
+    trainscope::test::exec_trainscope(args, fileno(f), fileno(f));
   }
   return pid;
 }

@@ -11,6 +11,7 @@
 #include "infer/bench.h"
 #include "infer/executor.h"
 #include "results/record_json.h"
+#include "torch_test_helpers.h"
 #include "trainscope/inference.h"
 #include "workload/model.h"
 
@@ -29,15 +30,8 @@ InferenceOptions quick(bool cuda_graphs) {
   return o;
 }
 
-bool gpu_available() {
-#ifdef TRAINSCOPE_WITH_CUDA
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
-}
-
-constexpr const char* kNeedsGpu = "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+using trainscope::test::gpu_available;
+using trainscope::test::kNeedsGpu;
 
 // A TorchScript model whose forward reads a value back to the host (float(x.sum())) and uses it
 // in its output: runs eagerly, cannot be captured in a CUDA graph. (An earlier version used the

@@ -68,6 +68,28 @@ void expect_valid_exposition(const std::string& text) {
   EXPECT_GT(samples, 0);
 }
 
+// A client socket connected to the server on 127.0.0.1:`port` (the test fails where it is not).
+int connect_loopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// Sends `request` on `fd`, reads the response until the server closes, closes `fd`.
+std::string exchange(int fd, const std::string& request) {
+  ::send(fd, request.data(), request.size(), 0);
+  std::string resp;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return resp;
+}
+
 }  // namespace
 
 TEST(telemetry_Prometheus, ConventionalNamesUnitsAndLabels) {
@@ -93,20 +115,8 @@ TEST(telemetry_Prometheus, ScrapeOverLoopback) {
   MetricsServer server("127.0.0.1", 0, [] { return format_prometheus(snapshot(), gpus()); });
   ASSERT_GT(server.port(), 0);
   auto fetch = [&](const std::string& path) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(server.port());
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/plain\r\n\r\n";
-    ::send(fd, req.data(), req.size(), 0);
-    std::string resp;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    return resp;
+    return exchange(connect_loopback(server.port()),
+                    "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/plain\r\n\r\n");
   };
   std::string resp = fetch("/metrics");
   ASSERT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
@@ -124,27 +134,13 @@ TEST(telemetry_Prometheus, ScrapeOverLoopback) {
 // up a scrape that comes after it: the scrape is answered while the idle one still waits.
 TEST(telemetry_Prometheus, AnIdleClientDoesNotHoldUpAScrape) {
   MetricsServer server("127.0.0.1", 0, [] { return format_prometheus(snapshot(), gpus()); });
-  auto connect_to = [&] {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(server.port());
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    return fd;
-  };
   std::vector<int> idle;
-  for (int i = 0; i < 8; ++i) idle.push_back(connect_to());
-  int fd = connect_to();
-  std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  ::send(fd, req.data(), req.size(), 0);
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  for (int i = 0; i < 8; ++i) idle.push_back(connect_loopback(server.port()));
+  const std::string resp =
+      exchange(connect_loopback(server.port()), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
   // Served one at a time, each idle client would have been answered (405) before the scrape.
+  char buf[4096];
   for (int c : idle) {
     EXPECT_EQ(::recv(c, buf, sizeof buf, MSG_DONTWAIT), -1) << "an idle client was answered before the scrape";
     ::close(c);

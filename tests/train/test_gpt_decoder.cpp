@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "infer/graph_decoder.h"
+#include "test_helpers.h"
+#include "torch_test_helpers.h"
+#include "train/tiny_gpt.h"
 #include "trainscope/error.h"
 #include "workload/gpt.h"
 
@@ -14,17 +17,11 @@ using namespace trainscope;
 
 namespace {
 
-// A small GPT (2 layers, width 32, 4 heads, context 40, vocabulary 61) with seeded weights.
-std::unique_ptr<Model> tiny_gpt(uint64_t seed = 3) {
-  torch::manual_seed(seed);
-  auto m = make_gpt("gpt-tiny", GptShape{2, 32, 4, 40, 61});
-  m->set_training(false);
-  return m;
-}
-
-torch::Tensor ids(std::vector<int64_t> v, int64_t rows = 1) {
-  return torch::tensor(v, torch::kLong).view({rows, static_cast<int64_t>(v.size()) / rows});
-}
+using trainscope::test::error_of;
+using trainscope::test::gpu_available;
+using trainscope::test::ids;
+using trainscope::test::kNeedsGpu;
+using trainscope::test::tiny_gpt;
 
 // Greedy decoding of `steps` tokens after `prompt`: the chosen ids and the logits of each step.
 std::pair<std::vector<int64_t>, std::vector<torch::Tensor>> greedy(Decoder& d, const torch::Tensor& prompt,
@@ -38,14 +35,6 @@ std::pair<std::vector<int64_t>, std::vector<torch::Tensor>> greedy(Decoder& d, c
     if (s + 1 < steps) logits.push_back(d.append(next));
   }
   return {out, logits};
-}
-
-bool gpu_available() {
-#ifdef TRAINSCOPE_WITH_CUDA
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
 }
 
 }  // namespace
@@ -130,30 +119,22 @@ TEST(GptDecoder, CacheIsAllocatedOnlyWhenItMustGrow) {
 TEST(GptDecoder, BadSizesAreModelErrorsNamingTheFix) {
   auto model = tiny_gpt();
   auto d = make_gpt_decoder(*model, torch::kFloat);
-  auto kind_of = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::make_pair(e.kind(), std::string(e.what()));
-    }
-    return std::make_pair(ErrorKind::kInternal, std::string("no error"));
-  };
-  auto before_reset = kind_of([&] { d->append(ids({1})); });
+  auto before_reset = error_of([&] { d->append(ids({1})); });
   EXPECT_EQ(before_reset.first, ErrorKind::kModel);
   EXPECT_NE(before_reset.second.find("reset"), std::string::npos) << before_reset.second;
-  auto zero_batch = kind_of([&] { d->reset(0, 10); });
+  auto zero_batch = error_of([&] { d->reset(0, 10); });
   EXPECT_EQ(zero_batch.first, ErrorKind::kModel);
-  auto too_long = kind_of([&] { d->reset(1, 41); });
+  auto too_long = error_of([&] { d->reset(1, 41); });
   EXPECT_EQ(too_long.first, ErrorKind::kModel);
   EXPECT_NE(too_long.second.find("context of 40"), std::string::npos) << too_long.second;
   d->reset(1, 4);
   d->append(ids({1, 2, 3}));
-  auto past_end = kind_of([&] { d->append(ids({4, 5})); });
+  auto past_end = error_of([&] { d->append(ids({4, 5})); });
   EXPECT_EQ(past_end.first, ErrorKind::kModel);
-  auto wrong_batch = kind_of([&] { d->append(ids({4, 5}, 2)); });
+  auto wrong_batch = error_of([&] { d->append(ids({4, 5}, 2)); });
   EXPECT_EQ(wrong_batch.first, ErrorKind::kModel);
   auto image_model = make_model("mlp", 1, 28, 28, 10);
-  auto not_gpt = kind_of([&] { make_gpt_decoder(*image_model, torch::kFloat); });
+  auto not_gpt = error_of([&] { make_gpt_decoder(*image_model, torch::kFloat); });
   EXPECT_EQ(not_gpt.first, ErrorKind::kModel);
   EXPECT_NE(not_gpt.second.find("mlp"), std::string::npos) << not_gpt.second;
 }
@@ -170,7 +151,7 @@ TEST(GraphDecoder, OnTheCpuDecodesEagerlyAndSaysWhy) {
 // On a GPU: graph-replayed decoding emits the tokens of eager decoding (fp32), for two batch
 // sizes and across resets of another length (one graph per batch size serves every position).
 TEST(GraphDecoder, ReplayedDecodingEmitsTheEagerTokensOnTheGpu) {
-  if (!gpu_available()) GTEST_SKIP() << "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << kNeedsGpu;
   auto model = tiny_gpt();
   model->to(torch::Device("cuda:0"));
   auto eager = make_gpt_decoder(*model, torch::kFloat);
@@ -191,7 +172,7 @@ TEST(GraphDecoder, ReplayedDecodingEmitsTheEagerTokensOnTheGpu) {
 // On a GPU the decoder's MLP runs as one cuBLASLt product with GELU in its epilogue: its logits
 // still equal those of the model's own forward pass over the whole sequence (fp32).
 TEST(GptDecoder, CachedDecodingEqualsRecomputationOnTheGpu) {
-  if (!gpu_available()) GTEST_SKIP() << "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << kNeedsGpu;
   const torch::Device gpu("cuda:0");
   auto model = tiny_gpt();
   model->to(gpu);

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "torch_test_helpers.h"
 #include "workload/gpt.h"
 #include "workload/model.h"
 
@@ -17,15 +18,8 @@ namespace {
 
 GptShape tiny() { return {2, 32, 4, 16, 64}; }
 
-bool gpu_available() {
-#ifdef TRAINSCOPE_WITH_CUDA
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
-}
-
-constexpr const char* kNeedsGpu = "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+using trainscope::test::gpu_available;
+using trainscope::test::kNeedsGpu;
 
 thread_local std::map<std::string, int>* t_ops = nullptr;
 

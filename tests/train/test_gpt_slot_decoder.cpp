@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <functional>
 #include <map>
 #include <vector>
 
+#include "test_helpers.h"
+#include "torch_test_helpers.h"
+#include "train/tiny_gpt.h"
 #include "trainscope/error.h"
 #include "workload/decoder.h"
 #include "workload/gpt.h"
@@ -16,17 +18,11 @@ using namespace trainscope;
 
 namespace {
 
-// A small GPT (2 layers, width 32, 4 heads, context 40, vocabulary 61) with seeded weights.
-std::unique_ptr<Model> tiny_gpt(uint64_t seed = 3) {
-  torch::manual_seed(seed);
-  auto m = make_gpt("gpt-tiny", GptShape{2, 32, 4, 40, 61});
-  m->set_training(false);
-  return m;
-}
-
-torch::Tensor ids(std::vector<int64_t> v) {
-  return torch::tensor(v, torch::kLong).view({1, static_cast<int64_t>(v.size())});
-}
+using trainscope::test::error_of;
+using trainscope::test::gpu_available;
+using trainscope::test::ids;
+using trainscope::test::kNeedsGpu;
+using trainscope::test::tiny_gpt;
 
 // The logits of the last token of `seq` decoded alone: the prompt `seq[0, p)` in one append,
 // then one token per append (as the server's fcfs worker feeds a request).
@@ -36,23 +32,6 @@ torch::Tensor alone(Decoder& d, const std::vector<int64_t>& seq, size_t p) {
   auto logits = d.append(ids(prompt).to(d.device()));
   for (size_t i = p; i < seq.size(); ++i) logits = d.append(ids({seq[i]}).to(d.device()));
   return logits;
-}
-
-std::pair<ErrorKind, std::string> kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {e.kind(), e.what()};
-  }
-  return {ErrorKind::kInternal, "no error"};
-}
-
-bool gpu_available() {
-#ifdef TRAINSCOPE_WITH_CUDA
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
 }
 
 // Three requests of different prompt lengths decoded through steps that name the slots in
@@ -126,25 +105,25 @@ TEST(GptSlotDecoder, BadCallsAreModelErrorsNamingTheFix) {
     EXPECT_EQ(got.first, ErrorKind::kModel) << got.second;
     EXPECT_NE(got.second.find(text), std::string::npos) << got.second;
   };
-  expect(kind_of([&] { d->reset_slots(0, 10); }), "slots must be at least 1");
-  expect(kind_of([&] { d->reset_slots(2, 41); }), "context of 40");
+  expect(error_of([&] { d->reset_slots(0, 10); }), "slots must be at least 1");
+  expect(error_of([&] { d->reset_slots(2, 41); }), "context of 40");
   d->reset_slots(2, 6);
-  expect(kind_of([&] { d->prefill(2, ids({1})); }), "slot 2 does not exist");
-  expect(kind_of([&] { d->prefill(0, ids({1, 2, 3, 4, 5, 6, 7})); }), "a prompt of 7 tokens");
-  expect(kind_of([&] { d->step({1}, ids({1}).view({1, 1})); }), "slot 1 holds no prompt");
+  expect(error_of([&] { d->prefill(2, ids({1})); }), "slot 2 does not exist");
+  expect(error_of([&] { d->prefill(0, ids({1, 2, 3, 4, 5, 6, 7})); }), "a prompt of 7 tokens");
+  expect(error_of([&] { d->step({1}, ids({1}).view({1, 1})); }), "slot 1 holds no prompt");
   d->prefill(0, ids({1, 2, 3, 4, 5}));
   d->prefill(1, ids({1}));
-  expect(kind_of([&] { d->step({1, 1}, ids({1, 2}).view({2, 1})); }), "named twice");
-  expect(kind_of([&] { d->step({0, 1}, ids({1}).view({1, 1})); }), "step input must be int64 token ids [2, 1]");
-  expect(kind_of([&] { d->step({}, ids({1}).view({1, 1})); }), "at least one slot");
+  expect(error_of([&] { d->step({1, 1}, ids({1, 2}).view({2, 1})); }), "named twice");
+  expect(error_of([&] { d->step({0, 1}, ids({1}).view({1, 1})); }), "step input must be int64 token ids [2, 1]");
+  expect(error_of([&] { d->step({}, ids({1}).view({1, 1})); }), "at least one slot");
   d->step({0}, ids({6}).view({1, 1}));
-  expect(kind_of([&] { d->step({0}, ids({7}).view({1, 1})); }), "holds 6 tokens");
+  expect(error_of([&] { d->step({0}, ids({7}).view({1, 1})); }), "holds 6 tokens");
   auto image_model = make_model("mlp", 1, 28, 28, 10);
-  expect(kind_of([&] { make_gpt_slot_decoder(*image_model, torch::kFloat); }), "not a built-in GPT");
+  expect(error_of([&] { make_gpt_slot_decoder(*image_model, torch::kFloat); }), "not a built-in GPT");
 }
 
 // On a GPU: the same equality (fp32), the view and the gathered paths on the device.
 TEST(GptSlotDecoder, RowsAtTheirOwnPositionsGiveTheLogitsOfDecodingAloneOnTheGpu) {
-  if (!gpu_available()) GTEST_SKIP() << "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << kNeedsGpu;
   check_rows_equal_alone(torch::Device("cuda:0"), 1e-4);
 }

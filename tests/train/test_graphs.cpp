@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "torch_test_helpers.h"
 #include "train/graph_step.h"
 #include "train/step_sums.h"
 #include "train/optimizer.h"
@@ -127,15 +128,8 @@ std::pair<double, double> twin_difference(const std::string& kind, const TrainCo
   return {max_abs_diff(pa, snapshot(b->parameters())), max_abs_diff(pa, before)};
 }
 
-bool gpu_available() {
-#ifdef TRAINSCOPE_WITH_CUDA
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
-}
-
-constexpr const char* kNeedsGpu = "needs a CUDA build of trainscope (TRAINSCOPE_WITH_CUDA) and a CUDA device";
+using trainscope::test::gpu_available;
+using trainscope::test::kNeedsGpu;
 
 }  // namespace
 

@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using trainscope::test::kind_of;
+
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ts_model_crc_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -54,15 +56,6 @@ std::string flip_member_byte(const std::string& path, const std::string& suffix)
   }
   ADD_FAILURE() << "no member ending in " << suffix << " in " << path;
   return "";
-}
-
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return ErrorKind::kInternal;
 }
 
 }  // namespace
