@@ -28,11 +28,11 @@ void import_results(HistoryDb& db, const ReportInput& in, HistoryImport& imp) {
   const HistoryDb::Imported res = db.import_runs(in);
   imp.matrix = res;
   if (res.added)
-    imp.imported.push_back(fmt::format("results.json: {} as matrix m{} ({})", count_of(static_cast<long long>(res.runs), "run"),
-                                       res.matrix_id, where));
+    imp.imported.push_back(fmt::format("{} run(s) from host {} ({}) as matrix m{}, from results.json", res.runs,
+                                       in.provenance.host, in.provenance.date_utc, res.matrix_id));
   else
     imp.skipped.push_back(fmt::format("results.json: already in the database as matrix m{} ({}): imported before, or "
-                                      "recorded by the run itself",
+                                      "recorded by the run itself; nothing added",
                                       res.matrix_id, where));
 }
 
@@ -73,8 +73,9 @@ HistoryImport import_folder(HistoryDb& db, const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("'{}' is not a folder; pass a run folder written by `trainscope run` or `trainscope infer` "
-                            "(copy the whole folder from the other host)",
+                fmt::format("'{}' is not a run folder: no folder is there, so it has no results.json or "
+                            "inference*.json; pass a folder written by `trainscope run` or `trainscope infer` (copy the "
+                            "whole folder from the other host)",
                             dir));
   HistoryImport imp;
   imp.dir = std::filesystem::canonical(dir, ec).string();
@@ -83,8 +84,9 @@ HistoryImport import_folder(HistoryDb& db, const std::string& dir) {
   const auto files = report_detail::inference_files(imp.dir);
   if (!results && files.empty())
     throw_error(ErrorKind::kInvalidArgument,
-                fmt::format("'{}' holds nothing to import: no results.json (written by `trainscope run`) and no "
-                            "inference*.json (written by `trainscope infer`); pass the folder they wrote",
+                fmt::format("'{}' is not a run folder: it has no results.json (written by `trainscope run`) and no "
+                            "inference*.json (written by `trainscope infer`); pass the folder they wrote (copy the "
+                            "whole folder from the other host)",
                             dir));
   std::vector<InferenceDocument> docs;
   if (results) {

@@ -121,6 +121,8 @@ TEST(CompareGenHistory, ImportStoresTheCanonicalFolderAndSaysWhatItSkipped) {
   EXPECT_TRUE(imp.matrix->added);
   EXPECT_EQ(imp.generation_measurements, 1u);
   ASSERT_EQ(imp.imported.size(), 2u);  // results.json and inference.json
+  EXPECT_TRUE(has(imp.imported[0], "run(s) from host")) << imp.imported[0];
+  EXPECT_TRUE(has(imp.imported[1], "inference.json: 1 generation measurement")) << imp.imported[1];
   ASSERT_EQ(imp.skipped.size(), 1u);
   EXPECT_TRUE(has(imp.skipped[0], "inference-mlp.json: holds 1 image-inference run only")) << imp.skipped[0];
   EXPECT_EQ(db.list().front().run_dir, canonical);
@@ -151,6 +153,7 @@ TEST(CompareGenHistory, ImportRefusesAFolderWithNothingToImport) {
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
       EXPECT_TRUE(has(e.what(), bad)) << e.what();
+      EXPECT_TRUE(has(e.what(), "no results.json")) << e.what();
     }
   }
 }

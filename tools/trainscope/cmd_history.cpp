@@ -180,7 +180,8 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   for (const auto& m : compare_metrics()) names += (names.empty() ? "" : ", ") + m.name;
   c->add_option("--metric", cf->metric,
                  "metric to gate on (default steady_samples_per_s; gen_tokens_per_s when a side holds only a language "
-                 "model's generation results): " + names);
+                 "model's generation results; inference_samples_per_s when it holds only an image model's inference "
+                 "runs): " + names);
   c->add_option("--threshold-pct", cf->threshold_pct, "allowed worsening in percent (default 5)");
   c->callback([cf, &exit_status] {
     auto a = resolve_runs(cf->a, cf->db);
