@@ -24,7 +24,7 @@ class FakeDecoder : public Decoder {
   explicit FakeDecoder(int64_t context = 64, int64_t vocab = 16) : context_(context), vocab_(vocab) {}
   void reset(int64_t batch, int64_t max_len) override {
     if (batch < 1 || max_len > context_) throw_error(ErrorKind::kModel, "fake: bad reset");
-    if (batch >= oom_batch) throw c10::Error("DefaultCPUAllocator: can't allocate memory: you tried to allocate", "");
+    if (batch >= oom_batch) throw c10::Error(c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, "DefaultCPUAllocator: can't allocate memory: you tried to allocate");
     resets.emplace_back(batch, max_len);
     batch_ = batch, max_len_ = max_len, length_ = 0;
   }
