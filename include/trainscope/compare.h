@@ -12,7 +12,15 @@
 // by the same rule on three metrics: gen_tokens_per_s (each pp/tg test per device, label and
 // batch, trainscope/report.h generation_label; higher is better; a side's values are the test's
 // repetitions, so its median and min..max are theirs), tpot_p99_ms and ttft_p99_ms (each server
-// rate; lower is better; one value per side, so a verdict is single_repeat).
+// rate; lower is better; one value per side, so a verdict is single_repeat). Cells are kept
+// apart by the invocation they are from (inference.json, inference-graphs.json) when a side holds
+// several; the sides' dtype, server batching, max batch, request lengths and intra-op threads
+// that differ are "differs:" lines (setting_differences) with a warning, as for training runs.
+//
+// An image model's inference.json (trainscope/inference_run.h, runs without generation) is
+// compared on the record's inference metrics (inference_samples_per_s: the offline scenario's best
+// samples/s; inference_p50_ms, inference_p99_ms: single-stream latency), one value per side and
+// cell (model, device), so a verdict is single_repeat.
 #pragma once
 
 #include <optional>
@@ -39,6 +47,13 @@ struct CompareRow {
   std::string device;
   std::string model;                 // model_label (trainscope/report.h): "cnn [bf16]", "mlp ×2 ranks"
   int64_t batch_size = 0;
+  /// How the cell was batched when a number does not say it: a generation server rate's serving
+  /// ("fcfs", "cont x32"; "fcfs | cont x32" when the sides differ), an image inference metric's
+  /// ("offline best", "1"); "" prints batch_size.
+  std::string batch_label;
+  /// Which `infer` invocation (trainscope/inference_run.h inference_source) a generation cell is
+  /// from, when a side holds several inference*.json; cells of other sources are never paired.
+  std::string source;
   Stat a, b;
   std::optional<double> delta_pct;   // (b - a) / a * 100
   bool noise = false;                // inside the combined spread of a and b
@@ -77,7 +92,8 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
                            const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
 /// compare_runs on two run sets that keep their provenance (folders from different hosts): the
 /// result names both hosts and lists the provenance differences. A generation metric compares
-/// their inference documents (compare_generation) under the `infer` invocations' provenance.
+/// their inference documents (compare_generation) under the `infer` invocations' provenance; a
+/// side without training runs compares its image-inference runs (inference_records).
 CompareResult compare_inputs(const ReportInput& a, const ReportInput& b,
                              const std::string& metric = "steady_samples_per_s", double threshold_pct = 5);
 /// compare on generation metrics: cells (label and test or server rate, device, batch) of the
@@ -86,8 +102,13 @@ CompareResult compare_inputs(const ReportInput& a, const ReportInput& b,
 CompareResult compare_generation(const std::vector<InferenceDocument>& a, const std::vector<InferenceDocument>& b,
                                  const std::string& metric = "gen_tokens_per_s", double threshold_pct = 5);
 /// The metric `compare` gates on when none is given: gen_tokens_per_s when a side holds no
-/// training runs and both hold generation results, else steady_samples_per_s.
+/// training runs and both hold generation results; inference_samples_per_s when a side holds no
+/// training runs and both hold image-inference runs; else steady_samples_per_s.
 std::string default_compare_metric(const ReportInput& a, const ReportInput& b);
+/// An image model's inference runs (the documents' runs that did not fail, hold an inference
+/// section and no generation) as run records compare_runs can pair: model, device, data set and
+/// the inference section; batch size 0 (the scenarios are not one batch size).
+std::vector<RunRecord> inference_records(const std::vector<InferenceDocument>& docs);
 std::string render_compare(const CompareResult& c, const std::string& label_a, const std::string& label_b);
 
 }  // namespace trainscope

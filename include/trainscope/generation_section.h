@@ -234,6 +234,10 @@ struct GenerationServer {
 struct GenerationSection {
   std::string decoding;      // "greedy" | "sampling (temperature T, top-k K, seed S)"
   std::string execution;     // Decoder::execution(): "eager", "cuda_graph", ...
+  /// The decoder's compute type, as `infer --dtype` names it: "float32", "bfloat16", "float16".
+  /// "" in a record written before the field (schema 2 of inference.json before 2026-12-05):
+  /// trainscope/inference_run.h generation_dtype then reads the invocation's command line.
+  std::string dtype;
   std::string kv_cache;      // how the decoder keeps keys and values (e.g. "allocated once per reset")
   int64_t context = 0, vocab = 0;
   OptI model_parameters, model_size_bytes;
@@ -246,6 +250,7 @@ struct GenerationSection {
   static void fields(S& s, V&& v) {
     v("decoding", s.decoding, Better::kNone);
     v("execution", s.execution, Better::kNone);
+    v("dtype", s.dtype, Better::kNone);
     v("kv_cache", s.kv_cache, Better::kNone);
     v("context", s.context, Better::kNone);
     v("vocab", s.vocab, Better::kNone);

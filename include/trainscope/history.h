@@ -13,12 +13,20 @@
 //     (UNIQUE host and date: recording it again, or importing its folder, adds nothing);
 //   generation_tests(id, session_id, device, model, dtype, execution, test, batch, n_prompt,
 //        n_gen, n_depth, repetitions, tokens_per_s_mean, tokens_per_s_stddev, joules_per_token,
-//        error)                                        one row per pp/tg test;
+//        error, intra_op_threads)                      one row per pp/tg test;
 //   generation_server(id, session_id, device, model, dtype, execution, rate_per_s,
 //        requests_issued, requests_served, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms,
-//        goodput_per_s, slo_attainment_pct)            one row per server rate
+//        goodput_per_s, slo_attainment_pct, batching, max_batch, lengths, intra_op_threads)
+//                                                      one row per server rate
 //     (version 3; a version 1 or 2 database gets these tables when opened for writing, and a
-//     version 2 one opened read-only lists no generation rows).
+//     version 2 one opened read-only lists no generation rows). Version 4 adds how each row was
+//     measured: intra_op_threads (both tables), and the server's batching ("fcfs" |
+//     "continuous"), max_batch (slots; 1 for fcfs) and lengths (request lengths: "fixed" |
+//     "text"), trainscope/generation_section.h GenerationServerRun. A version 3 database gets the
+//     columns (ALTER TABLE ADD COLUMN, NULL in its old rows, listed as "—") when opened for
+//     writing; opened read-only it is listed as it is.
+// Paths: `history import DIR` stores DIR absolute and canonical (std::filesystem::canonical),
+// so the same folder imported from two working directories is one folder.
 // A run is inserted with status "running" when it starts and updated when it ends, each in its own
 // transaction, so a process killed mid-run leaves its finished runs intact and the open one with
 // status "running"; readers show such a row as "incomplete" when its process is gone.
@@ -41,7 +49,7 @@
 
 namespace trainscope {
 
-inline constexpr int kHistorySchemaVersion = 3;
+inline constexpr int kHistorySchemaVersion = 4;
 
 struct HistoryRow {
   int64_t id = 0, matrix_id = 0;
@@ -62,6 +70,7 @@ struct GenerationTestRow {
   std::string started_utc, host, run_dir, device, model, dtype, execution, test;
   std::string error;  // the test failed: its error kind or message
   int64_t batch = 1, repetitions = 0;
+  std::optional<int64_t> intra_op_threads;  // absent in rows of a version 3 database
   std::optional<double> tokens_per_s_mean, tokens_per_s_stddev, joules_per_token;
 };
 /// One server rate of `trainscope infer` on a language model (ms; requests/s).
@@ -70,6 +79,9 @@ struct GenerationServerRow {
   std::string started_utc, host, run_dir, device, model, dtype, execution;
   double rate_per_s = 0;
   int64_t requests_issued = 0, requests_served = 0;
+  /// How it was served (GenerationServerRun); "" / absent in rows of a version 3 database.
+  std::string batching, lengths;
+  std::optional<int64_t> max_batch, intra_op_threads;
   std::optional<double> ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, goodput_per_s, slo_attainment_pct;
 };
 
@@ -114,6 +126,8 @@ class HistoryDb {
   /// generation section records nothing (false). record_generation: a whole inference.json
   /// (`history import`); returns the measurements recorded.
   int64_t begin_generation(const std::string& run_dir, const Provenance& p);
+  /// The session recorded for the invocation of `p` (its host and date), if any.
+  std::optional<int64_t> find_generation_session(const Provenance& p) const;
   bool record_generation_run(int64_t session_id, const InferenceRun& r, const std::string& dtype);
   size_t record_generation(const InferenceDocument& d, const std::string& run_dir);
   /// Newest first; limit 0 = all.
@@ -152,13 +166,32 @@ class HistoryReporter final : public Reporter {
   int64_t matrix_id_ = 0;
 };
 
+/// `trainscope history import DIR` (src/report/history_import.cpp): the folder's records into the
+/// database, each file said once. dir is stored absolute and canonical. results.json: its runs as
+/// one matrix (skipped when that matrix is there already); each inference*.json: its generation
+/// measurements (skipped with the reason when it holds none: image-inference runs, which the
+/// history does not keep, or only failed measurements). Throws Error(kInvalidArgument) naming DIR
+/// when it is not a folder or holds neither results.json nor an inference*.json, and the readers'
+/// Error(kDataFormat) for a malformed file.
+struct HistoryImport {
+  std::string dir;                    // canonical
+  std::optional<HistoryDb::Imported> matrix;  // results.json's runs, when the folder has one
+  size_t generation_measurements = 0;
+  std::vector<std::string> imported;  // "results.json: 12 runs as matrix m3", "inference.json: 2 generation measurements"
+  std::vector<std::string> skipped;   // "inference-mlp.json: holds image-inference runs only; the history keeps ..."
+};
+HistoryImport import_folder(HistoryDb& db, const std::string& dir);
+/// The lines `history import` prints: what was imported, what was skipped and why, and the totals.
+std::string render_history_import(const HistoryImport& imp, const std::string& db_path);
+
 /// Resolves a command-line reference to runs: a run folder (results.json and its inference.json,
 /// else the database row for that folder), an inference.json file or a folder holding only one
 /// (generation results, no runs), "m<N>" (a matrix id from `history`, with its folder's
 /// inference*.json when the folder is still there) or "<N>" (one run row).
 ReportInput resolve_runs(const std::string& ref, const std::string& db_path);
-/// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run and no generation
-/// result: its results.json has an empty "runs" array. The message names the folder and, for a data-parallel folder whose
+/// Throws Error(kDataFormat) when `in` (resolved from `ref`) holds no run, no generation
+/// result and no image-inference run: its results.json has an empty "runs" array, or its
+/// inference*.json holds only failed measurements (the message says which). The message names the folder and, for a data-parallel folder whose
 /// rank 0 wrote no run, the other ranks' own records (ref/ranks/rankN/results.json).
 void require_runs(const ReportInput& in, const std::string& ref);
 

@@ -88,8 +88,16 @@ InferenceDocument load_inference_document(const std::string& path);
 
 /// The compute type of the generation runs of one `infer` invocation: the value of `--dtype` in
 /// the provenance's command line ("--dtype bfloat16" or "--dtype=bfloat16"), else "float32",
-/// infer's default (docs/generation.md#how-to-run-it). The generation section records the
-/// weights' bytes (model_size_bytes) but not the type by name, so the command line is the source.
+/// infer's default (docs/generation.md#how-to-run-it). The fallback for a record without its
+/// own dtype (GenerationSection::dtype, written since 2026-12-05).
 std::string generation_dtype(const Provenance& p);
+/// The compute type of one generation run: its record's GenerationSection::dtype, else (an
+/// older record, or a run without a generation section) generation_dtype(p) of its invocation.
+std::string generation_dtype(const InferenceRun& r, const Provenance& p);
+
+/// Which `infer` invocation a document is from, by its file name without ".json":
+/// "inference" (inference.json, and a document read from no file), "inference-graphs"
+/// (`infer -o inference-graphs.json`). Several invocations' files in one folder are told apart by it.
+std::string inference_source(const InferenceDocument& d);
 
 }  // namespace trainscope

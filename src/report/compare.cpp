@@ -215,13 +215,57 @@ CompareResult compare_runs(const std::vector<RunRecord>& a, const std::vector<Ru
   return res;
 }
 
+namespace {
+
+bool has_generation(const ReportInput& in) {
+  for (const auto& d : in.inference)
+    if (!d.generation_runs().empty()) return true;
+  return false;
+}
+
+// A setting the provenances already differ in ("intra-op threads: 2 vs 1") is said once, there.
+void drop_settings_the_provenances_name(CompareResult& res) {
+  std::erase_if(res.setting_differences, [&](const std::string& d) {
+    const std::string name = d.substr(0, d.find(':') + 1);
+    return std::any_of(res.provenance_differences.begin(), res.provenance_differences.end(),
+                       [&](const std::string& p) { return p.rfind(name, 0) == 0; });
+  });
+}
+
+// The runs a side is compared on: its training runs, else its image-inference runs.
+std::vector<RunRecord> runs_of(const ReportInput& in) {
+  return in.runs.empty() ? inference_records(in.inference) : in.runs;
+}
+
+// The provenance of a side's measurements: its inference documents' (the `infer` invocation's)
+// when they are what is compared, else the run folder's.
+const Provenance& measured_provenance(const ReportInput& in, bool inference) {
+  return inference && !in.inference.empty() ? in.inference.front().provenance : in.provenance;
+}
+
+}  // namespace
+
+std::vector<RunRecord> inference_records(const std::vector<InferenceDocument>& docs) {
+  std::vector<RunRecord> out;
+  for (const auto& d : docs)
+    for (const auto& r : d.runs) {
+      if (r.failed() || !r.inference || r.inference->generation || r.inference->failed()) continue;
+      RunRecord x;
+      x.run_id = r.label;
+      x.model = r.model.empty() ? r.label : r.model;
+      x.device = r.device;
+      x.dataset = r.dataset;
+      x.status = RunStatus::kOk;
+      x.intra_op_threads = r.inference->intra_op_threads;
+      x.inference = r.inference;
+      out.push_back(std::move(x));
+    }
+  return out;
+}
+
 std::string default_compare_metric(const ReportInput& a, const ReportInput& b) {
-  auto generation = [](const ReportInput& in) {
-    for (const auto& d : in.inference)
-      if (!d.generation_runs().empty()) return true;
-    return false;
-  };
-  if ((a.runs.empty() || b.runs.empty()) && generation(a) && generation(b)) return "gen_tokens_per_s";
+  if ((a.runs.empty() || b.runs.empty()) && has_generation(a) && has_generation(b)) return "gen_tokens_per_s";
+  if ((a.runs.empty() || b.runs.empty()) && !runs_of(a).empty() && !runs_of(b).empty()) return "inference_samples_per_s";
   return "steady_samples_per_s";
 }
 
@@ -229,24 +273,24 @@ CompareResult compare_inputs(const ReportInput& a, const ReportInput& b, const s
                              double threshold_pct) {
   if (is_generation_metric(metric)) {
     CompareResult res = compare_generation(a.inference, b.inference, metric, threshold_pct);
-    // The provenance of the measurement: the infer invocation's (its inference.json's).
-    const Provenance& pa = a.inference.empty() ? a.provenance : a.inference.front().provenance;
-    const Provenance& pb = b.inference.empty() ? b.provenance : b.inference.front().provenance;
+    const Provenance& pa = measured_provenance(a, true);
+    const Provenance& pb = measured_provenance(b, true);
     res.host_a = host_line(pa);
     res.host_b = host_line(pb);
     res.provenance_differences = provenance_differences(pa, pb);
+    drop_settings_the_provenances_name(res);
     return res;
   }
-  CompareResult res = compare_runs(a.runs, b.runs, metric, threshold_pct);
-  res.host_a = host_line(a.provenance);
-  res.host_b = host_line(b.provenance);
-  res.provenance_differences = provenance_differences(a.provenance, b.provenance);
-  // A setting the provenances already differ in ("intra-op threads: 2 vs 1") is said once, there.
-  std::erase_if(res.setting_differences, [&](const std::string& d) {
-    const std::string name = d.substr(0, d.find(':') + 1);
-    return std::any_of(res.provenance_differences.begin(), res.provenance_differences.end(),
-                       [&](const std::string& p) { return p.rfind(name, 0) == 0; });
-  });
+  CompareResult res = compare_runs(runs_of(a), runs_of(b), metric, threshold_pct);
+  const Provenance& pa = measured_provenance(a, a.runs.empty());
+  const Provenance& pb = measured_provenance(b, b.runs.empty());
+  res.host_a = host_line(pa);
+  res.host_b = host_line(pb);
+  res.provenance_differences = provenance_differences(pa, pb);
+  drop_settings_the_provenances_name(res);
+  if (a.runs.empty() || b.runs.empty())  // image inference: the scenarios are not one batch size
+    for (auto& row : res.rows)
+      row.batch_label = metric == "inference_samples_per_s" ? "offline best" : metric.rfind("inference_p", 0) == 0 ? "1" : "";
   return res;
 }
 
@@ -292,6 +336,37 @@ std::string verdict(const CompareRow& r) {
 
 }  // namespace
 
+namespace {
+
+std::string batch_cell(const CompareRow& r) {
+  return r.batch_label.empty() ? std::to_string(r.batch_size) : r.batch_label;
+}
+
+// The rows' table: device, model (its width the longest label's, "cnn ×2 ranks [graphs+bf16]"),
+// batch (or how it was served), the source when a side held several invocations, the sides, the
+// delta and the verdict.
+std::string rows_table(const CompareResult& c) {
+  size_t mw = 12, bw = 6, sw = 0;
+  for (const auto& r : c.rows) {
+    mw = std::max(mw, display_width(r.model));
+    bw = std::max(bw, display_width(batch_cell(r)));
+    if (!r.source.empty()) sw = std::max<size_t>({sw, 6, display_width(r.source)});
+  }
+  auto source = [sw](const std::string& v) { return sw == 0 ? std::string() : fmt::format("{:<{}}  ", v, sw); };
+  std::string s = fmt::format("{:<10} {:<{}} {:>{}}  {}{:>26}  {:>26}  {:>9}  {}\n", "device", "model", mw, "batch", bw,
+                              source("source"), "A median (±, n)", "B median (±, n)", "delta", "verdict");
+  for (const auto& r : c.rows) {
+    int digits = row_digits(r);
+    s += fmt::format("{:<10} {:<{}} {:>{}}  {}{:>26}  {:>26}  {:>9}  {}\n", r.device, r.model, mw, batch_cell(r), bw,
+                     source(r.source), fmt_side(r.a, digits), fmt_side(r.b, digits),
+                     r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
+                     verdict(r));
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string render_compare(const CompareResult& c, const std::string& la, const std::string& lb) {
   auto host = [](const std::string& h) { return h.empty() ? std::string() : " on " + h; };
   std::string s = fmt::format("metric {} ({} is better), threshold {} %\nA = {}{}\nB = {}{}\n", c.metric,
@@ -299,21 +374,11 @@ std::string render_compare(const CompareResult& c, const std::string& la, const 
                               host(c.host_b));
   for (const auto& d : c.provenance_differences) s += "differs: " + d + "\n";
   for (const auto& d : c.setting_differences) s += "differs: " + d + "\n";
-  s += "\n";
-  // The model column fits the longest label ("cnn ×2 ranks [graphs+bf16]").
-  size_t mw = 12;
-  for (const auto& r : c.rows) mw = std::max(mw, display_width(r.model));
-  s += fmt::format("{:<10} {:<{}} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", "device", "model", mw, "batch", "A median (±, n)",
-                   "B median (±, n)", "delta", "verdict");
+  s += "\n" + rows_table(c);
   size_t single = 0, measured = 0;
   for (const auto& r : c.rows) {
-    int digits = row_digits(r);
     single += r.single_repeat && (r.regression || r.improvement);
     measured += r.delta_pct.has_value();
-    s += fmt::format("{:<10} {:<{}} {:>6}  {:>26}  {:>26}  {:>9}  {}\n", r.device, r.model, mw, r.batch_size,
-                     fmt_side(r.a, digits), fmt_side(r.b, digits),
-                     r.delta_pct ? fmt::format("{}{}%", *r.delta_pct >= 0 ? "+" : "", fmt_num(*r.delta_pct)) : "—",
-                     verdict(r));
   }
   for (const auto& x : c.only_in_a) s += "only in A (no ok run of this workload in B; not comparable): " + x + "\n";
   for (const auto& x : c.only_in_b) s += "only in B (no ok run of this workload in A; not comparable): " + x + "\n";

@@ -19,6 +19,7 @@ struct GenTest {
   std::string label;               // generation_label(model, dtype, execution)
   std::string host;                // the invocation's Provenance::host
   int64_t threads = 0;             // intra-op threads of the measurement
+  std::string source;              // the invocation's file (inference_source): "inference", "inference-graphs"
   Stat tokens_per_s;               // over the repetitions' samples (samples_tokens_per_s)
   bool prefill() const { return test->n_prompt > 0; }
 };
@@ -28,9 +29,15 @@ struct GenServer {
   const GenerationServer* server = nullptr;
   const GenerationServerRun* rate = nullptr;
   std::string model, dtype, kind, label, host;
+  int64_t threads = 0;             // intra-op threads of the measurement
+  std::string source;              // as GenTest::source
 };
 
 std::vector<GenTest> generation_tests(const std::vector<InferenceDocument>& docs);
+/// Whether the documents holding generation results are several `infer` invocations (their
+/// inference_source differ: inference.json and inference-graphs.json of one folder); then the
+/// report's and compare's rows name their source and compare pairs a cell only with its source's.
+bool several_generation_sources(const std::vector<InferenceDocument>& docs);
 std::vector<GenServer> generation_servers(const std::vector<InferenceDocument>& docs);
 
 /// RQ5 for a language model (src/report/generation_answers.cpp): the figures per device, CPU

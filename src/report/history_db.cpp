@@ -60,6 +60,10 @@ class Stmt {
     return p ? reinterpret_cast<const char*>(p) : "";
   }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  std::optional<int64_t> opt_i64(int c) const {
+    if (sqlite3_column_type(s_, c) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(s_, c);
+  }
   std::optional<double> dbl(int c) const {
     if (sqlite3_column_type(s_, c) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_double(s_, c);
@@ -111,9 +115,9 @@ CREATE INDEX IF NOT EXISTS runs_by_cell ON runs(model, device, batch_size);
 CREATE INDEX IF NOT EXISTS matrices_by_dir ON matrices(run_dir);
 )SQL";
 
-// Version 3: a language model's generation results (`trainscope infer`, trainscope/history.h);
-// part of a new database's schema and the migration of a version 1 or 2 one (new tables only:
-// the runs and matrices stay as they are).
+// Version 3: a language model's generation results (`trainscope infer`, trainscope/history.h),
+// with version 4's columns (how each row was measured); part of a new database's schema and the
+// migration of a version 1 or 2 one (new tables only: the runs and matrices stay as they are).
 const char* kGenerationSchema = R"SQL(
 CREATE TABLE IF NOT EXISTS generation_sessions(
   id INTEGER PRIMARY KEY,
@@ -125,14 +129,26 @@ CREATE TABLE IF NOT EXISTS generation_tests(
   session_id INTEGER NOT NULL REFERENCES generation_sessions(id),
   device TEXT, model TEXT, dtype TEXT, execution TEXT, test TEXT, batch INTEGER,
   n_prompt INTEGER, n_gen INTEGER, n_depth INTEGER, repetitions INTEGER,
-  tokens_per_s_mean REAL, tokens_per_s_stddev REAL, joules_per_token REAL, error TEXT);
+  tokens_per_s_mean REAL, tokens_per_s_stddev REAL, joules_per_token REAL, error TEXT,
+  intra_op_threads INTEGER);
 CREATE TABLE IF NOT EXISTS generation_server(
   id INTEGER PRIMARY KEY,
   session_id INTEGER NOT NULL REFERENCES generation_sessions(id),
   device TEXT, model TEXT, dtype TEXT, execution TEXT, rate_per_s REAL,
   requests_issued INTEGER, requests_served INTEGER,
   ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL, tpot_p99_ms REAL,
-  goodput_per_s REAL, slo_attainment_pct REAL);
+  goodput_per_s REAL, slo_attainment_pct REAL,
+  batching TEXT, max_batch INTEGER, lengths TEXT, intra_op_threads INTEGER);
+)SQL";
+
+// Version 3 -> 4: how each generation row was measured (trainscope/history.h); the rows of
+// version 3 keep NULL there. ADD COLUMN keeps the rows and their ids.
+const char* kMigrateV3ToV4 = R"SQL(
+ALTER TABLE generation_tests ADD COLUMN intra_op_threads INTEGER;
+ALTER TABLE generation_server ADD COLUMN batching TEXT;
+ALTER TABLE generation_server ADD COLUMN max_batch INTEGER;
+ALTER TABLE generation_server ADD COLUMN lengths TEXT;
+ALTER TABLE generation_server ADD COLUMN intra_op_threads INTEGER;
 )SQL";
 
 // Version 1 -> 2: matrices.run_dir loses UNIQUE (one row per session of a matrix). SQLite cannot
@@ -197,6 +213,7 @@ void create_or_migrate(sqlite3* db, const std::string& path) {
     exec_versioned(db, (std::string(kMigrateV1ToV2) + kGenerationSchema).c_str(), path);
   }
   if (version == 2) exec_versioned(db, kGenerationSchema, path);
+  if (version == 3) exec_versioned(db, kMigrateV3ToV4, path);
   exec(db, "PRAGMA foreign_keys=ON", path);
   if (version != 0) return;
   // A non-empty database without our version is someone else's file.
@@ -263,8 +280,9 @@ void HistoryDb::open_read_only() {
       sqlite3_busy_timeout(impl_->db, 5000);
       try {
         const int version = user_version(impl_->db, path_);
-        // Version 2 lacks only the generation tables: it is read as it is (list_generation: none).
-        if (version == kHistorySchemaVersion || version == 2) return;
+        // Version 2 lacks only the generation tables, version 3 only their version-4 columns: each
+        // is read as it is (list_generation_*: no rows / those columns absent).
+        if (version == kHistorySchemaVersion || version == 2 || version == 3) return;
         why = version == 0 ? fmt::format("not a trainscope history database (no schema version); pass another database ({})", kOtherDatabase)
               : version > kHistorySchemaVersion
                   ? fmt::format("history schema version {} is newer than this trainscope's ({}); use a newer "
@@ -488,13 +506,13 @@ void insert_tests(sqlite3* db, const std::string& path, int64_t session, const I
   for (const auto& t : g.tests) {
     Stmt s(db,
            "INSERT INTO generation_tests(session_id, device, model, dtype, execution, test, batch, n_prompt, n_gen, "
-           "n_depth, repetitions, tokens_per_s_mean, tokens_per_s_stddev, joules_per_token, error) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "n_depth, repetitions, tokens_per_s_mean, tokens_per_s_stddev, joules_per_token, error, intra_op_threads) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path);
     s.bind(1, session).bind(2, r.device).bind(3, r.model).bind(4, dtype).bind(5, g.execution).bind(6, t.test);
     s.bind(7, t.batch).bind(8, t.n_prompt).bind(9, t.n_gen).bind(10, t.n_depth).bind(11, t.repetitions);
     s.bind(12, t.tokens_per_s_mean).bind(13, t.tokens_per_s_stddev).bind(14, t.joules_per_token);
-    s.bind(15, t.error_kind.empty() ? t.error : t.error_kind);
+    s.bind(15, t.error_kind.empty() ? t.error : t.error_kind).bind(16, r.inference->intra_op_threads);
     s.step();
   }
 }
@@ -505,24 +523,33 @@ void insert_server(sqlite3* db, const std::string& path, int64_t session, const 
   for (const auto& x : g.server->runs) {
     Stmt s(db,
            "INSERT INTO generation_server(session_id, device, model, dtype, execution, rate_per_s, requests_issued, "
-           "requests_served, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, goodput_per_s, slo_attainment_pct) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "requests_served, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, goodput_per_s, slo_attainment_pct, "
+           "batching, max_batch, lengths, intra_op_threads) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path);
     s.bind(1, session).bind(2, r.device).bind(3, r.model).bind(4, dtype).bind(5, g.execution);
     s.bind(6, std::optional<double>(x.rate_per_s)).bind(7, x.requests_issued).bind(8, x.requests_served);
     s.bind(9, x.ttft.p50_ms).bind(10, x.ttft.p99_ms).bind(11, x.tpot.p50_ms).bind(12, x.tpot.p99_ms);
     s.bind(13, x.goodput_per_s).bind(14, x.slo_attainment_pct);
+    // Records written before these fields served fcfs, batch 1, fixed lengths (GenerationServerRun).
+    s.bind(15, x.batching.empty() ? std::string("fcfs") : x.batching).bind(16, x.max_batch);
+    s.bind(17, x.lengths.empty() ? std::string("fixed") : x.lengths).bind(18, r.inference->intra_op_threads);
     s.step();
   }
 }
 
 }  // namespace
 
-int64_t HistoryDb::begin_generation(const std::string& run_dir, const Provenance& p) {
-  const std::string started = p.date_utc.empty() ? utc_timestamp() : p.date_utc;
+std::optional<int64_t> HistoryDb::find_generation_session(const Provenance& p) const {
+  if (p.date_utc.empty() || !has_table(impl_->db, path_, "generation_sessions")) return std::nullopt;
   Stmt q(impl_->db, "SELECT id FROM generation_sessions WHERE host=? AND started_utc=?", path_);
-  q.bind(1, p.host).bind(2, started);
+  q.bind(1, p.host).bind(2, p.date_utc);
   if (q.step()) return q.i64(0);
+  return std::nullopt;
+}
+
+int64_t HistoryDb::begin_generation(const std::string& run_dir, const Provenance& p) {
+  if (auto id = find_generation_session(p)) return *id;
+  const std::string started = p.date_utc.empty() ? utc_timestamp() : p.date_utc;
   Stmt ins(impl_->db,
            "INSERT INTO generation_sessions(run_dir, started_utc, host, git_commit, command_line, provenance_json) "
            "VALUES(?,?,?,?,?,?)",
@@ -558,40 +585,72 @@ bool HistoryDb::record_generation_run(int64_t session_id, const InferenceRun& r,
 size_t HistoryDb::record_generation(const InferenceDocument& d, const std::string& run_dir) {
   const int64_t session = begin_generation(run_dir, d.provenance);
   size_t n = 0;
-  for (const auto& r : d.runs) n += record_generation_run(session, r, generation_dtype(d.provenance));
+  for (const auto& r : d.runs) n += record_generation_run(session, r, generation_dtype(r, d.provenance));
   return n;
 }
 
-std::vector<GenerationTestRow> HistoryDb::list_generation_tests(size_t limit) const {
-  std::vector<GenerationTestRow> out;
-  if (!has_table(impl_->db, path_, "generation_tests")) return out;  // a version-2 database opened read-only
-  std::string sql =
-      "SELECT t.id, t.session_id, g.started_utc, g.host, g.run_dir, t.device, t.model, t.dtype, t.execution, t.test, "
-      "t.batch, t.repetitions, t.tokens_per_s_mean, t.tokens_per_s_stddev, t.joules_per_token, t.error "
-      "FROM generation_tests t JOIN generation_sessions g ON g.id = t.session_id ORDER BY t.id DESC";
+namespace {
+
+// A column of a generation table, or NULL in a version 3 database opened read-only (no version-4 columns).
+std::string column(sqlite3* db, const std::string& path, const char* table, const char* name) {
+  Stmt s(db, "SELECT count(*) FROM pragma_table_info(?) WHERE name=?", path);
+  s.bind(1, std::string(table)).bind(2, std::string(name));
+  return s.step() && s.i64(0) > 0 ? fmt::format("t.{}", name) : "NULL";
+}
+
+// The rows of a generation table with their session, newest first (limit 0 = all): the fields
+// both row types share (columns 0-8), then `read` fills the table's own from column 9 on, in the
+// order of `columns`. A version-2 database opened read-only has no such table: no rows.
+template <class Row, class Read>
+std::vector<Row> list_generation(sqlite3* db, const std::string& path, const char* table, const std::string& columns,
+                                 size_t limit, Read read) {
+  std::vector<Row> out;
+  if (!has_table(db, path, table)) return out;
+  std::string sql = fmt::format(
+      "SELECT t.id, t.session_id, g.started_utc, g.host, g.run_dir, t.device, t.model, t.dtype, t.execution, {} "
+      "FROM {} t JOIN generation_sessions g ON g.id = t.session_id ORDER BY t.id DESC",
+      columns, table);
   if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
-  Stmt s(impl_->db, sql.c_str(), path_);
-  while (s.step())
-    out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8),
-                   s.text(9), s.text(15), s.i64(10), s.i64(11), s.dbl(12), s.dbl(13), s.dbl(14)});
+  Stmt s(db, sql.c_str(), path);
+  while (s.step()) {
+    Row r;
+    r.id = s.i64(0), r.session_id = s.i64(1);
+    r.started_utc = s.text(2), r.host = s.text(3), r.run_dir = s.text(4);
+    r.device = s.text(5), r.model = s.text(6), r.dtype = s.text(7), r.execution = s.text(8);
+    read(s, r);
+    out.push_back(std::move(r));
+  }
   return out;
 }
 
+}  // namespace
+
+std::vector<GenerationTestRow> HistoryDb::list_generation_tests(size_t limit) const {
+  const std::string columns =
+      "t.test, t.batch, t.repetitions, t.tokens_per_s_mean, t.tokens_per_s_stddev, t.joules_per_token, t.error, " +
+      column(impl_->db, path_, "generation_tests", "intra_op_threads");
+  return list_generation<GenerationTestRow>(impl_->db, path_, "generation_tests", columns, limit,
+                                            [](const Stmt& s, GenerationTestRow& r) {
+                                              r.test = s.text(9), r.batch = s.i64(10), r.repetitions = s.i64(11);
+                                              r.tokens_per_s_mean = s.dbl(12), r.tokens_per_s_stddev = s.dbl(13);
+                                              r.joules_per_token = s.dbl(14), r.error = s.text(15);
+                                              r.intra_op_threads = s.opt_i64(16);
+                                            });
+}
+
 std::vector<GenerationServerRow> HistoryDb::list_generation_server(size_t limit) const {
-  std::vector<GenerationServerRow> out;
-  if (!has_table(impl_->db, path_, "generation_server")) return out;
-  std::string sql =
-      "SELECT t.id, t.session_id, g.started_utc, g.host, g.run_dir, t.device, t.model, t.dtype, t.execution, "
-      "t.rate_per_s, t.requests_issued, t.requests_served, t.ttft_p50_ms, t.ttft_p99_ms, t.tpot_p50_ms, t.tpot_p99_ms, "
-      "t.goodput_per_s, t.slo_attainment_pct FROM generation_server t JOIN generation_sessions g ON g.id = "
-      "t.session_id ORDER BY t.id DESC";
-  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
-  Stmt s(impl_->db, sql.c_str(), path_);
-  while (s.step())
-    out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8),
-                   s.dbl(9).value_or(0), s.i64(10), s.i64(11), s.dbl(12), s.dbl(13), s.dbl(14), s.dbl(15), s.dbl(16),
-                   s.dbl(17)});
-  return out;
+  std::string columns =
+      "t.rate_per_s, t.requests_issued, t.requests_served, t.ttft_p50_ms, t.ttft_p99_ms, t.tpot_p50_ms, "
+      "t.tpot_p99_ms, t.goodput_per_s, t.slo_attainment_pct";
+  for (const char* c : {"batching", "max_batch", "lengths", "intra_op_threads"})
+    columns += ", " + column(impl_->db, path_, "generation_server", c);
+  return list_generation<GenerationServerRow>(
+      impl_->db, path_, "generation_server", columns, limit, [](const Stmt& s, GenerationServerRow& r) {
+        r.rate_per_s = s.dbl(9).value_or(0), r.requests_issued = s.i64(10), r.requests_served = s.i64(11);
+        r.ttft_p50_ms = s.dbl(12), r.ttft_p99_ms = s.dbl(13), r.tpot_p50_ms = s.dbl(14), r.tpot_p99_ms = s.dbl(15);
+        r.goodput_per_s = s.dbl(16), r.slo_attainment_pct = s.dbl(17);
+        r.batching = s.text(18), r.max_batch = s.opt_i64(19), r.lengths = s.text(20), r.intra_op_threads = s.opt_i64(21);
+      });
 }
 
 }  // namespace trainscope

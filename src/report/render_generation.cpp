@@ -22,30 +22,33 @@ std::string rate_cell(const TokenRateTest& t) {
 }
 
 // llama-bench's columns (model | size | params | backend | threads | test | t/s), with the device,
-// the decoder's execution and the energy per token beside them.
+// the decoder's execution and the energy per token beside them; first the source when several.
 std::string tests_table(const std::vector<InferenceDocument>& docs) {
   std::string s;
+  const bool several = several_generation_sources(docs);
   for (const auto& d : docs)
     for (const InferenceRun* r : d.generation_runs()) {
       const auto& g = *r->inference->generation;
       const std::string size = g.model_size_bytes ? fmt_bytes(static_cast<double>(*g.model_size_bytes)) : "—";
       const std::string params =
           g.model_parameters ? fmt::format("{:.2f} M", static_cast<double>(*g.model_parameters) / 1e6) : "—";
+      const std::string source = several ? fmt::format("| {} ", inference_source(d)) : "";
       for (const auto& t : g.tests)
-        s += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} |\n", r->model,
-                         generation_dtype(d.provenance), size, params, is_gpu(r->device) ? "CUDA" : "CPU", r->device,
+        s += fmt::format("{}| {} {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} |\n", source, r->model,
+                         generation_dtype(*r, d.provenance), size, params, is_gpu(r->device) ? "CUDA" : "CPU", r->device,
                          r->inference->intra_op_threads, g.execution, t.test,
                          t.batch > 1 ? fmt::format(" x{}", t.batch) : "", rate_cell(t), per_token(t.joules_per_token));
     }
   if (s.empty()) return s;
-  return "| model | size | params | backend | device | threads | execution | test | t/s | J/token |\n"
-         "| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n" +
-         s;
+  return std::string(several ? "| source " : "") +
+         "| model | size | params | backend | device | threads | execution | test | t/s | J/token |\n" +
+         (several ? "| --- " : "") + "| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n" + s;
 }
 
-std::string run_label(const InferenceDocument& d, const InferenceRun& r) {
-  return fmt::format("{} {}", generation_label(r.model, generation_dtype(d.provenance), r.inference->generation->execution),
-                     r.device);
+// "gpt2 [float32, eager] cpu", and "(inference-graphs)" after it when the input holds several sources.
+std::string run_label(const InferenceDocument& d, const InferenceRun& r, bool several) {
+  return fmt::format("{} {}{}", generation_label(r.model, generation_dtype(r, d.provenance), r.inference->generation->execution),
+                     r.device, several ? fmt::format(" ({})", inference_source(d)) : "");
 }
 
 struct Tables {
@@ -55,11 +58,12 @@ struct Tables {
 Tables tables(const ReportInput& in) {
   std::vector<std::pair<std::string, DecodeSweep>> sweeps;
   std::vector<std::pair<std::string, GenerationServer>> servers;
+  const bool several = several_generation_sources(in.inference);
   for (const auto& d : in.inference)
     for (const InferenceRun* r : d.generation_runs()) {
       const auto& g = *r->inference->generation;
-      if (g.decode_sweep) sweeps.emplace_back(run_label(d, *r), *g.decode_sweep);
-      if (g.server) servers.emplace_back(run_label(d, *r), *g.server);
+      if (g.decode_sweep) sweeps.emplace_back(run_label(d, *r, several), *g.decode_sweep);
+      if (g.server) servers.emplace_back(run_label(d, *r, several), *g.server);
     }
   return {tests_table(in.inference), sweeps.empty() ? "" : decode_sweep_table(sweeps),
           servers.empty() ? "" : generation_server_table(servers)};

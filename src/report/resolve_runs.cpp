@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "report/report_util.h"
+#include "trainscope/compare.h"
 #include "trainscope/error.h"
 #include "trainscope/fs.h"
 #include "trainscope/history.h"
@@ -15,19 +16,31 @@ namespace trainscope {
 
 namespace {
 
-// An inference.json (the file, or a folder holding one without results.json: `infer -o`), as an
-// input of generation results only; its provenance is the `infer` invocation's.
+// An inference.json (the file, or a folder holding inference*.json without results.json: `infer
+// -o`; each file one invocation), as an input of inference results only; its provenance is the
+// first `infer` invocation's.
 std::optional<ReportInput> inference_only(const std::string& ref) {
   std::error_code ec;
-  std::string path;
-  if (std::filesystem::is_regular_file(ref, ec)) path = ref;
-  else if (file_exists(ref + "/inference.json")) path = ref + "/inference.json";
-  else return std::nullopt;
+  std::vector<std::string> paths;
+  if (std::filesystem::is_regular_file(ref, ec)) paths = {ref};
+  else if (std::filesystem::is_directory(ref, ec)) paths = report_detail::inference_files(ref);
+  if (paths.empty()) return std::nullopt;
   ReportInput in;
-  in.inference.push_back(load_inference_document(path));
+  for (const auto& path : paths) in.inference.push_back(load_inference_document(path));
   in.provenance = in.inference.front().provenance;
-  in.run_dir = std::filesystem::path(path).parent_path().string();
+  in.run_dir = std::filesystem::path(paths.front()).parent_path().string();
   return in;
+}
+
+// The history's matrix of a run folder: by the path as given, else as `history import` stores it
+// (absolute and canonical).
+std::optional<int64_t> matrix_of_folder(const HistoryDb& db, std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (auto id = db.matrix_id_for_dir(dir)) return id;
+  std::error_code ec;
+  const auto canon = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
+  if (ec) return std::nullopt;
+  return db.matrix_id_for_dir(canon.string());
 }
 
 // A matrix from the history: its folder's inference*.json when the folder is still there (the
@@ -48,9 +61,7 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
   if (!matrix && !digits(ref)) {
     if (file_exists(db_path)) {
       HistoryDb db(db_path, HistoryDb::Access::kRead);
-      std::string dir = ref;
-      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-      if (auto id = db.matrix_id_for_dir(dir)) return with_folder_inference(db.load_matrix(*id));
+      if (auto id = matrix_of_folder(db, ref)) return with_folder_inference(db.load_matrix(*id));
     }
     throw_error(ErrorKind::kInvalidArgument,
                 fmt::format("'{}' is neither a run folder with results.json (or inference.json), an inference.json "
@@ -75,10 +86,33 @@ ReportInput resolve_runs(const std::string& ref, const std::string& db_path) {
   return matrix ? with_folder_inference(db.load_matrix(id)) : db.load_run(id);
 }
 
+namespace {
+
+// The reason an input of inference documents only holds nothing to report: each document's
+// measurements failed ("inference.json: 2 measurements, all failed (cpu: out_of_memory: ...)").
+std::string failed_inference(const ReportInput& in) {
+  std::vector<std::string> files;
+  for (const auto& d : in.inference) {
+    std::string first;
+    for (const auto& r : d.runs)
+      if (first.empty() && r.failed()) first = fmt::format(" ({}: {}: {})", r.device, r.error_kind, r.error);
+    files.push_back(fmt::format("{}: {}, none measured{}", d.path.empty() ? "inference.json" : d.path,
+                                count_of(static_cast<long long>(d.runs.size()), "measurement"), first));
+  }
+  return fmt::format("{}", fmt::join(files, "; "));
+}
+
+}  // namespace
+
 void require_runs(const ReportInput& in, const std::string& ref) {
   if (!in.runs.empty()) return;
   for (const auto& d : in.inference)
     if (!d.generation_runs().empty()) return;  // a language model's generation results
+  if (!inference_records(in.inference).empty()) return;  // an image model's inference runs
+  if (!in.inference.empty())
+    throw_error(ErrorKind::kDataFormat,
+                fmt::format("'{}' holds no measured runs: {}; rerun `trainscope infer` (the error says what failed)",
+                            ref, failed_inference(in)));
   // A data-parallel folder whose rank 0 died holds rank N's own records under ranks/rankN/
   // (docs/distributed.md#output); they are not the job's results but say what was measured.
   std::vector<std::string> ranks;

@@ -12,6 +12,7 @@ target_sources(trainscope_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/write_report.cpp
   ${CMAKE_CURRENT_LIST_DIR}/history_db.cpp
   ${CMAKE_CURRENT_LIST_DIR}/history_reporter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/history_import.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resolve_runs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/compare.cpp
   # a language model's generation results (inference.json): compare, RQ5 and the report's tables

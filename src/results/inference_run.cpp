@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "results/record_json.h"
@@ -14,7 +15,13 @@ namespace trainscope {
 using nlohmann::json;
 
 std::string inference_json(const Provenance& p, const std::vector<InferenceRun>& runs) {
-  return record_document_json(p, record_json::write(runs));
+  // Each generation run names its compute type: a run whose producer left it "" gets its
+  // invocation's --dtype, the value `infer` built its decoder with (trainscope/inference_run.h).
+  std::vector<InferenceRun> out = runs;
+  for (auto& r : out)
+    if (r.inference && r.inference->generation && r.inference->generation->dtype.empty())
+      r.inference->generation->dtype = generation_dtype(p);
+  return record_document_json(p, record_json::write(out));
 }
 
 std::vector<InferenceRun> inference_runs_from_json(const std::string& text) {
@@ -57,6 +64,19 @@ std::string generation_dtype(const Provenance& p) {
     previous = w;
   }
   return "float32";
+}
+
+std::string generation_dtype(const InferenceRun& r, const Provenance& p) {
+  if (r.inference && r.inference->generation && !r.inference->generation->dtype.empty())
+    return r.inference->generation->dtype;
+  return generation_dtype(p);
+}
+
+std::string inference_source(const InferenceDocument& d) {
+  if (d.path.empty()) return "inference";
+  std::string name = std::filesystem::path(d.path).filename().string();
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) name.resize(name.size() - 5);
+  return name;
 }
 
 }  // namespace trainscope

@@ -46,31 +46,23 @@ void add_import_command(CLI::App* h, std::shared_ptr<std::string> db) {
   auto import_dir = std::make_shared<std::string>();
   auto* hi = h->add_subcommand("import", "Add a run folder (e.g. from another host) to the history database");
   hi->fallthrough();  // --db may follow DIR
-  hi->add_option("DIR", *import_dir, "run folder holding results.json (written by `trainscope run`)")->required();
+  hi->add_option("DIR", *import_dir,
+                 "folder holding results.json (`trainscope run`) and/or inference*.json (`trainscope infer`)")
+      ->required();
   hi->callback([db, import_dir] {
-    if (!file_exists(*import_dir + "/results.json"))
-      throw_error(ErrorKind::kInvalidArgument,
-                  fmt::format("'{}' is not a run folder: it has no results.json; pass a folder written by `trainscope "
-                              "run` (copy the whole folder from the other host)",
-                              *import_dir));
-    auto in = load_run_folder(*import_dir);
     HistoryDb d(*db);
-    auto res = d.import_runs(in);
-    for (const auto& doc : in.inference)  // `infer --run`'s generation results (idempotent too)
-      if (const size_t n = d.record_generation(doc, *import_dir); n > 0)
-        fmt::print("recorded the generation results of {} measurement(s) from {}\n", n, doc.path);
-    if (res.added)
-      fmt::print("imported {} run(s) from host {} ({}) into {} as matrix m{}\n", res.runs, in.provenance.host,
-                 in.provenance.date_utc, *db, res.matrix_id);
-    else
-      fmt::print("already in {}: matrix m{} holds the runs of host {} started {}; nothing added\n", *db, res.matrix_id,
-                 in.provenance.host, in.provenance.date_utc);
+    fmt::print("{}", render_history_import(import_folder(d, *import_dir), *db));
   });
-
 }
 
 std::string opt(const std::optional<double>& v, const char* f = "{:.2f}") {
   return v ? fmt::format(fmt::runtime(f), *v) : "—";
+}
+
+// How a server row was served: "fcfs", "cont x32"; "—" in a row of a version 3 database.
+std::string serving(const GenerationServerRow& r) {
+  if (r.batching.empty()) return "—";
+  return r.batching == "continuous" ? fmt::format("cont x{}", r.max_batch.value_or(0)) : r.batching;
 }
 
 // The generation results `trainscope infer` recorded (tests, then server rates), newest first;
@@ -80,11 +72,12 @@ bool print_generation_history(const HistoryDb& d, size_t limit) {
   const auto server = d.list_generation_server(limit);
   if (!tests.empty()) {
     fmt::print("generation tests (trainscope infer; tokens/s mean ± stddev over the repetitions)\n");
-    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6}  {:>22} {:>10}  {}\n", "id", "started (UTC)", "device",
-               "model", "test", "batch", "tokens/s", "J/token", "run folder");
+    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6} {:>7}  {:>22} {:>10}  {}\n", "id", "started (UTC)", "device",
+               "model", "test", "batch", "threads", "tokens/s", "J/token", "run folder");
     for (const auto& t : tests)
-      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6}  {:>22} {:>10}  {}\n", t.id, t.started_utc, t.device,
+      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<14} {:>6} {:>7}  {:>22} {:>10}  {}\n", t.id, t.started_utc, t.device,
                  generation_label(t.model, t.dtype, t.execution), t.test, t.batch,
+                 t.intra_op_threads ? std::to_string(*t.intra_op_threads) : "—",
                  !t.error.empty() ? "failed: " + t.error
                  : t.tokens_per_s_mean ? fmt::format("{:.2f} ± {:.2f}", *t.tokens_per_s_mean, t.tokens_per_s_stddev.value_or(0))
                                        : "—",
@@ -92,14 +85,15 @@ bool print_generation_history(const HistoryDb& d, size_t limit) {
   }
   if (!server.empty()) {
     fmt::print("\ngeneration server runs (ms; goodput in requests/s)\n");
-    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", "id", "started (UTC)",
-               "device", "model", "rate/s", "served", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "goodput",
-               "run folder");
+    fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<11} {:<7} {:>7} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", "id",
+               "started (UTC)", "device", "model", "batching", "lengths", "threads", "rate/s", "served", "TTFT p50",
+               "TTFT p99", "TPOT p50", "TPOT p99", "goodput", "run folder");
     for (const auto& r : server)
-      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:>8g} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", r.id, r.started_utc,
-                 r.device, generation_label(r.model, r.dtype, r.execution), r.rate_per_s,
-                 fmt::format("{}/{}", r.requests_served, r.requests_issued), opt(r.ttft_p50_ms), opt(r.ttft_p99_ms),
-                 opt(r.tpot_p50_ms), opt(r.tpot_p99_ms), opt(r.goodput_per_s), r.run_dir);
+      fmt::print("{:>5}  {:<20} {:<8} {:<28} {:<11} {:<7} {:>7} {:>8g} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", r.id,
+                 r.started_utc, r.device, generation_label(r.model, r.dtype, r.execution), serving(r),
+                 r.lengths.empty() ? "—" : r.lengths, r.intra_op_threads ? std::to_string(*r.intra_op_threads) : "—",
+                 r.rate_per_s, fmt::format("{}/{}", r.requests_served, r.requests_issued), opt(r.ttft_p50_ms),
+                 opt(r.ttft_p99_ms), opt(r.tpot_p50_ms), opt(r.tpot_p99_ms), opt(r.goodput_per_s), r.run_dir);
   }
   if (!tests.empty() || !server.empty()) fmt::print("\n");
   return !tests.empty() || !server.empty();
@@ -186,7 +180,8 @@ void add_history_commands(CLI::App& app, int& exit_status) {
   for (const auto& m : compare_metrics()) names += (names.empty() ? "" : ", ") + m.name;
   c->add_option("--metric", cf->metric,
                  "metric to gate on (default steady_samples_per_s; gen_tokens_per_s when a side holds only a language "
-                 "model's generation results): " + names);
+                 "model's generation results; inference_samples_per_s when it holds only an image model's inference "
+                 "runs): " + names);
   c->add_option("--threshold-pct", cf->threshold_pct, "allowed worsening in percent (default 5)");
   c->callback([cf, &exit_status] {
     auto a = resolve_runs(cf->a, cf->db);

@@ -26,7 +26,7 @@ void GenerationHistoryReporter::measurement_finished(const InferenceRun& r) {
       db_ = std::make_unique<HistoryDb>(path_);
       session_ = db_->begin_generation(run_dir_, provenance_);
     }
-    db_->record_generation_run(session_, r, generation_dtype(provenance_));
+    db_->record_generation_run(session_, r, generation_dtype(r, provenance_));
   } catch (const Error& e) {
     fmt::print(stderr, "trainscope: warning: history not recorded ({}); the results are in inference.json\n", e.what());
     off_ = true;
