@@ -138,7 +138,7 @@ TEST(CompareGenHistory, ImportStoresTheCanonicalFolderAndSaysWhatItSkipped) {
   EXPECT_TRUE(has(again.skipped[2], "inference.json: already in the database")) << again.skipped[2];
   EXPECT_EQ(db.list_generation_tests().size(), 1u);
   // The folder gone, the history still finds its matrix by a relative path to it.
-  std::filesystem::remove_all(dir + "/run");
+  trainscope::remove_tree(dir + "/run");
   const std::string gone = std::filesystem::relative(dir, std::filesystem::current_path()).string() + "/run";
   EXPECT_EQ(resolve_runs(gone, dir + "/h.sqlite").run_dir, canonical);
 }
