@@ -221,6 +221,7 @@ InferenceRun measure_generation_run(LmSubject& s, const InferenceRun& base, cons
     inf.generation->model_parameters = s.model->parameter_count();
     inf.generation->model_size_bytes = bytes;
     inf.generation->kv_cache = "allocated once per reset() for the longest sequence (workload/decoder.h)";
+    inf.generation->dtype = g.dtype;  // the compute type the decoders ran in (compare pairs by it)
     r.inference = inf;
     dec = nullptr;  // the caches, before the model leaves the device
     slots = nullptr;
