@@ -13,7 +13,13 @@ namespace trainscope::report_detail {
 
 namespace {
 
-std::string per_token(const OptD& j) { return j ? fmt::format("{:.4g} J", *j) : "—"; }
+// Energy per token in millijoules, as the training tables print energy per sample; three
+// significant digits below 100 mJ (a GPU's prefill token is tens of µJ), whole mJ above.
+std::string per_token(const OptD& j) {
+  if (!j) return "—";
+  const double mj = *j * 1000;
+  return mj >= 100 ? fmt::format("{:.0f} mJ", mj) : fmt::format("{:.3g} mJ", mj);
+}
 
 std::string rate_cell(const TokenRateTest& t) {
   if (!t.error.empty()) return fmt::format("failed: {}", t.error_kind.empty() ? t.error : t.error_kind);
@@ -41,7 +47,7 @@ std::string tests_table(const std::vector<InferenceDocument>& docs) {
     }
   if (s.empty()) return s;
   return std::string(several ? "| source " : "") +
-         "| model | size | params | backend | device | threads | execution | test | t/s | J/token |\n" +
+         "| model | size | params | backend | device | threads | execution | test | t/s | mJ/token |\n" +
          (several ? "| --- " : "") + "| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n" + s;
 }
 
@@ -72,7 +78,7 @@ Tables tables(const ReportInput& in) {
 constexpr const char* kTestsText =
     "llama-bench's tests (docs/generation.md): ppN processes an N-token prompt in one forward pass, tgM generates M "
     "tokens one forward pass each; t/s = tokens per second, mean ± sample standard deviation over the repetitions; "
-    "J/token from the device's energy over the tests' windows (— without a power source).";
+    "mJ/token from the device's energy over the tests' windows (— without a power source).";
 constexpr const char* kSweepText = "Decode batch sweep: tokens/s = batch × generated tokens / time of the decoding steps.";
 constexpr const char* kServerText =
     "Server scenario: Poisson arrivals served by one worker as each row's batching says (fcfs: one request at a "

@@ -265,11 +265,15 @@ TEST(ReportGeneration, Rq5SaysWhichSideWasNotMeasured) {
 
 TEST(ReportGeneration, ReportHasTheGenerationAndServerTables) {
   ReportInput in = load_run_folder(kHealthy);
-  in.inference = {doc({gen_run("cpu", "eager", 2500, 100, 12.5), gen_run("cuda:0", "cuda_graph_replay", 28000, 820)})};
+  InferenceRun graphs = gen_run("cuda:0", "cuda_graph_replay", 28000, 820);
+  graphs.inference->generation->tests[0].joules_per_token = 3.544e-05;  // energy per token in mJ, never 3.544e-05 J
+  in.inference = {doc({gen_run("cpu", "eager", 2500, 100, 12.5), graphs})};
   const Analysis a = analyze(in);
   const std::string md = render_markdown(in, a);
+  EXPECT_TRUE(has(md, "| 0.0354 mJ |")) << md;
+  EXPECT_FALSE(has(md, "e-05")) << md;
   EXPECT_TRUE(has(md, "## Generation (language models)")) << md;
-  EXPECT_TRUE(has(md, "| model | size | params | backend | device | threads | execution | test | t/s | J/token |")) << md;
+  EXPECT_TRUE(has(md, "| model | size | params | backend | device | threads | execution | test | t/s | mJ/token |")) << md;
   EXPECT_TRUE(has(md, "| gpt2 float32 | 473 MiB | 124.00 M | CUDA | cuda:0 | 16 | cuda_graph_replay | tg128 | 820.")) << md;
   EXPECT_TRUE(has(md, "TTFT p50/p90/p99 ms")) << md;
   EXPECT_TRUE(has(md, "| gpt2 [float32, eager] cpu | 2 |")) << md;
