@@ -28,6 +28,6 @@ add_dependencies(test_generate_outputs_e2e trainscope_cli)
 # The server scenario's continuous batching and lengths from the text, end to end (docs/generation.md).
 ts_add_test(test_cli_server_e2e SOURCES cli/test_cli_server_e2e.cpp)
 add_dependencies(test_cli_server_e2e trainscope_cli)
-# infer's flags checked before anything is loaded or written, and damaged checkpoints named (issue 37).
+# infer's flags checked before anything is loaded or written, and damaged checkpoints named.
 ts_add_test(test_cli_infer_flags SOURCES cli/test_cli_infer_flags.cpp)
 add_dependencies(test_cli_infer_flags trainscope_cli)

@@ -17,7 +17,7 @@ add_test(NAME ReportHtmlChromium
 set_tests_properties(ReportHtmlChromium PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS report)
 ts_add_test(test_report_lm SOURCES report/test_report_lm.cpp)
 # A language model's and an image model's inference.json in compare, the report's generation
-# tables and the history (issue 37): serving and threads that differ, several invocations of one
+# tables and the history: serving and threads that differ, several invocations of one
 # folder, the record's dtype, image inference compared, schema 4 and `history import`.
 ts_add_test(test_compare_gen SOURCES report/test_compare_gen_serving.cpp report/test_compare_gen_sources.cpp
             report/test_compare_gen_dtype.cpp report/test_compare_gen_image.cpp report/test_compare_gen_history.cpp

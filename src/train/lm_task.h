@@ -47,9 +47,8 @@ StepForward make_step_forward(Model& model, at::MemoryFormat format, const Train
                               const torch::Device& device);
 
 /// train.lm_loss for a run on `device`: "fused" or "full" as set; "auto" (the default) is "full" on
-/// CUDA and "fused" elsewhere. Measured (bench/RESULTS.md, twenty-first session): gpt2 B16 x T1024
-/// on an H200, the fused loss gives 0.97x the tokens/s at 0.46x the peak memory; on a 2-core CPU it
-/// is 1.27-1.36x faster (twentieth session).
+/// CUDA and "fused" elsewhere: the fused loss trades a little GPU throughput for less memory and is
+/// faster on the CPU (bench/RESULTS.md has the measurements).
 std::string resolved_lm_loss(const TrainConfig& cfg, const torch::Device& device);
 
 /// Whether make_step_forward fuses the loss of `model` under `cfg` on `device`.

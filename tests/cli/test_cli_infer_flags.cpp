@@ -1,4 +1,4 @@
-// `trainscope infer` on a language model with bad flags and damaged checkpoints (issue 37): every
+// `trainscope infer` on a language model with bad flags and damaged checkpoints: every
 // value that needs no measurement is refused before anything is loaded or written, exit 2 (the
 // bad-usage exit), the message naming the flag, the value and the fix; a good inference.json in
 // the output folder stays byte for byte as it was. A checkpoint whose description is missing or

@@ -1,5 +1,5 @@
 // check_generation_values (src/infer/generate.h): the generation options' checks that need no
-// model, which `infer` makes before it loads anything (issue 37). Each bad value is
+// model, which `infer` makes before it loads anything. Each bad value is
 // Error(kInvalidArgument) naming the flag and the value; good options pass.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The analysis as trainscope did it before issue 38 bounded its memory (git history:
+// The analysis as trainscope did it before it bounded its memory (git history:
 // src/trace/steps.cpp, tables.cpp, analyze.cpp before "analyze: bounded memory"): every event in
 // one array, indexes over all of them. Kept as the tests' oracle; one change: its sorts keep file
 // order for equal keys (std::stable_sort), the order the bounded analysis defines.

@@ -1,4 +1,4 @@
-// The tests' oracle: the analysis with every event in memory, as before issue 38
+// The tests' oracle: the analysis with every event in memory, as before it was bounded
 // (reference_analysis.cpp says what changed).
 #pragma once
 

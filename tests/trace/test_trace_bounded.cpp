@@ -1,4 +1,4 @@
-// analyze_trace in bounded memory (issue 38): the sorter against std::stable_sort, the analysis
+// analyze_trace in bounded memory: the sorter against std::stable_sort, the analysis
 // with a tiny memory budget (every sorter spilling to its temporary file and merging in several
 // passes) against the same analysis held in memory, on every fixture and on generated traces
 // whose steps' GPU work runs late and whose events are listed per thread and stream as Kineto

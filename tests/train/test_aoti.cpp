@@ -37,7 +37,7 @@ TEST(Aoti, WithTheLoaderAMissingPackageIsNamedAndARealOneRuns) {
   const char* pkg = std::getenv("TS_AOTI_PACKAGE");  // bench/gpu/make_aoti_package.py: resnet18, 1x28x28, cuda
   if (!pkg) GTEST_SKIP() << "TS_AOTI_PACKAGE not set (bench/gpu/build_and_run.sh aoti makes one)";
   auto m = make_model(pkg, 1, 28, 28, 10);
-  // infer's shape check runs one CPU sample before the model is placed (H200, twenty-first session)
+  // infer's shape check runs one CPU sample before the model is placed
   EXPECT_EQ(m->forward(torch::randn({1, 1, 28, 28})).sizes(), (std::vector<int64_t>{1, 10}));
   m->to(torch::Device("cuda:0"));
   const torch::Tensor y = m->forward(torch::randn({4, 1, 28, 28}, torch::Device("cuda:0")));

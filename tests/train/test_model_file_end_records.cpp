@@ -1,4 +1,4 @@
-// A .pt file whose end records are damaged (issue 37): cut short so that the end-of-central-
+// A .pt file whose end records are damaged: cut short so that the end-of-central-
 // directory record is gone, or with a flipped byte in the ZIP64 end-of-central-directory locator
 // or record. LibTorch's reader then failed with its own message ("does not fit model ..."); the
 // zip check (common/zip_crc.h) names the file as damaged and the fix before LibTorch reads it.
