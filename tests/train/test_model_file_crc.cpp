@@ -13,6 +13,7 @@
 #include "../test_helpers.h"
 #include "common/zip_crc.h"
 #include "train/script_models.h"
+#include "train/file_bytes.h"
 #include "trainscope/error.h"
 #include "workload/model.h"
 
@@ -23,21 +24,10 @@ namespace {
 
 using trainscope::test::kind_of;
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ts_model_crc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
+using trainscope::test::bytes_of;
+using trainscope::test::write_bytes;
 
-std::vector<char> bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>((std::istreambuf_iterator<char>(f)), {});
-}
-
-void write_bytes(const std::string& path, const std::vector<char>& b) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(b.data(), static_cast<std::streamsize>(b.size()));
-}
+std::string scratch(const std::string& name) { return trainscope::test::scratch_path("ts_model_crc_", name); }
 
 // Flips one byte inside the stored bytes of the first member whose name ends in `suffix` (a
 // tensor's storage, "…/data/0"), found through its local header (APPNOTE.TXT 4.3.7); returns
